@@ -1,0 +1,96 @@
+"""Where independent oracle calls run.
+
+An :class:`Executor` maps a picklable module-level function over a list of
+picklable tasks and returns the results *in task order*.  Every random draw is
+made in the parent before tasks are built, so a fixed seed gives identical results
+whichever executor runs them.
+
+* ``serial`` -- in this process (tests, tiny problems, the app's teaching presets);
+* ``local`` -- a process pool over this machine's cores (the default for big runs);
+* ``ray[:ADDRESS]`` -- a Ray cluster (``DPCORE_RAY_ADDRESS`` or an explicit address),
+  for users who outgrow one machine.
+"""
+
+from __future__ import annotations
+
+import os
+from concurrent.futures import ProcessPoolExecutor
+from concurrent.futures.process import BrokenProcessPool
+from typing import Callable, Iterable, Sequence
+
+from .errors import DPCoreError
+
+
+class ExecutorError(DPCoreError):
+    """A worker died or the execution backend is unreachable."""
+
+
+class Executor:
+    name = "executor"
+    workers = 1
+
+    def map(self, fn: Callable, tasks: Sequence) -> list:
+        raise NotImplementedError
+
+    def close(self) -> None:
+        pass
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+
+class SerialExecutor(Executor):
+    name = "serial"
+
+    def map(self, fn, tasks):
+        return [fn(t) for t in tasks]
+
+
+class LocalProcessExecutor(Executor):
+    name = "local"
+
+    def __init__(self, workers: int | None = None) -> None:
+        self.workers = max(1, workers or os.cpu_count() or 1)
+        self._pool: ProcessPoolExecutor | None = None
+
+    def _get_pool(self) -> ProcessPoolExecutor:
+        if self._pool is None:
+            import multiprocessing as mp
+
+            # forkserver: safe from threaded parents (the app runs mechanisms off its script thread).
+            self._pool = ProcessPoolExecutor(self.workers, mp_context=mp.get_context("forkserver"))
+        return self._pool
+
+    def map(self, fn, tasks):
+        tasks = list(tasks)
+        if len(tasks) <= 1:
+            return [fn(t) for t in tasks]
+        try:
+            return list(self._get_pool().map(fn, tasks))
+        except BrokenProcessPool:
+            self.close()
+            raise ExecutorError("A worker process died (out of memory or killed); the run stopped and nothing "
+                                "was released. Try fewer samples per round or the serial executor.") from None
+
+    def close(self) -> None:
+        if self._pool is not None:
+            self._pool.shutdown(wait=True, cancel_futures=True)
+            self._pool = None
+
+
+def executor_from_spec(spec: str | None) -> Executor:
+    """``None``/``local`` -> process pool, ``serial``, ``ray`` / ``ray:ADDRESS``."""
+    spec = (spec or os.environ.get("DPCORE_EXECUTOR") or "local").strip()
+    if spec == "serial":
+        return SerialExecutor()
+    if spec == "local":
+        return LocalProcessExecutor()
+    if spec.startswith("ray"):
+        from .executors_ray import RayExecutor
+
+        address = spec.split(":", 1)[1] if ":" in spec else os.environ.get("DPCORE_RAY_ADDRESS")
+        return RayExecutor(address)
+    raise ExecutorError(f"Unknown executor {spec!r}: use 'local', 'serial' or 'ray[:ADDRESS]'.")

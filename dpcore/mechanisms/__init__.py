@@ -1,0 +1,1 @@
+"""Mechanisms: one module each, listed in :mod:`dpcore.mechanisms.registry`."""

@@ -1,0 +1,35 @@
+"""The list of mechanisms the CLI and the app offer.
+
+Adding a mechanism: write its module (a :class:`~dpcore.mechanisms.base.Mechanism`
+subclass) and add one line here.  Modules are imported lazily so that the app starts
+fast and a heavy optional dependency only loads when its mechanism is used.
+"""
+
+from __future__ import annotations
+
+import importlib
+
+from ..errors import ParameterError
+from .base import Mechanism
+
+#: registry name -> "module:Class", in the order the UI lists them.
+MECHANISMS: dict[str, str] = {
+    "gaussian": "dpcore.mechanisms.direct:DirectGaussian",
+    "laplace": "dpcore.mechanisms.direct:DirectLaplace",
+}
+
+
+def get(name: str) -> type[Mechanism]:
+    key = str(name).strip().lower()
+    if key not in MECHANISMS:
+        raise ParameterError(f"Unknown mechanism {name!r}; choose one of {', '.join(MECHANISMS)}.")
+    module, cls = MECHANISMS[key].split(":")
+    return getattr(importlib.import_module(module), cls)
+
+
+def all_mechanisms() -> list[type[Mechanism]]:
+    return [get(n) for n in MECHANISMS]
+
+
+def names() -> list[str]:
+    return list(MECHANISMS)

@@ -1,0 +1,1 @@
+"""Optimisation oracles (SCIP via pyscipopt) and their statistics."""

@@ -1,0 +1,235 @@
+"""Run one mechanism end to end: Dataset + Workload + budget -> :class:`Release`.
+
+The release keeps two reports apart (see :mod:`dpcore.report`):
+
+* the **public release card** -- mechanism, parameters, ε, δ, the neighbour
+  relation, the accountant, the domain and its provenance.  Only public inputs and
+  quantities derived from them.  Never the RNG seed, never an error figure;
+* the **internal evaluation** -- errors measured on the private data, the per-round
+  trace and oracle statistics.  Not differentially private: for the data owner only.
+
+A run that fails or is cancelled raises; no Release (and no card) exists for it and
+nothing is written to the ledger.
+"""
+
+from __future__ import annotations
+
+import sys
+import threading
+import time
+from dataclasses import dataclass, field
+
+import numpy as np
+import pandas as pd
+
+from .errors import BudgetError, DPCoreError
+from .mechanisms import registry
+from .mechanisms.base import Budget, MechanismResult, RunContext
+from .privacy import PrivacyLedger, Spend, check_budget, default_delta
+from .report import evaluation_report, release_card
+from .workload import Workload, uniform_baseline
+
+
+@dataclass
+class Release:
+    mechanism: str
+    params: dict
+    budget: Budget
+    delta_defaulted: bool
+    result: MechanismResult
+    dataset_name: str
+    dataset_id: str
+    n: int
+    workload: Workload
+    true_answers: np.ndarray
+    released_answers: np.ndarray | None
+    seconds: float
+    card: dict
+    evaluation: dict
+    ledger_entries: list[Spend] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
+
+    @property
+    def rows(self) -> np.ndarray | None:
+        return self.result.rows
+
+    def decoded_rows(self, numeric: str = "interval", rng: np.random.Generator | None = None) -> pd.DataFrame | None:
+        if self.result.rows is None:
+            return None
+        return self.workload.domain.decode(self.result.rows, numeric, rng)
+
+    def synthetic_csv(self, numeric: str = "interval") -> bytes:
+        df = self.decoded_rows(numeric)
+        if df is None:
+            return answers_table(self.workload, self.released_answers).to_csv(index=False).encode()
+        return df.to_csv(index=False).encode()
+
+    def errors(self) -> np.ndarray:
+        return np.abs(self.true_answers - self.released_answers)
+
+
+def answers_table(workload: Workload, answers: np.ndarray) -> pd.DataFrame:
+    """Released answers as a long table: marginal, cell labels, answer."""
+    recs = []
+    for j, m in enumerate(workload.marginals):
+        labels = [workload.domain[a].labels() for a in m]
+        table = workload.marginal_table(answers, j)
+        for cell in np.ndindex(table.shape):
+            recs.append({"marginal": workload.marginal_name(j),
+                         "cell": " ∧ ".join(f"{workload.domain.names[a]}={labels[i][c]}"
+                                             for i, (a, c) in enumerate(zip(m, cell))),
+                         "answer": float(table[cell])})
+    return pd.DataFrame(recs)
+
+
+def resolve_budget(epsilon: float, delta: float | None, n: int) -> tuple[Budget, bool, list[str]]:
+    defaulted = delta is None
+    if defaulted:
+        delta = default_delta(n)
+    warnings = check_budget(epsilon, delta, n)
+    return Budget(float(epsilon), float(delta)), defaulted, warnings
+
+
+def plan_release(dataset_n: int, workload: Workload, mechanism: str, epsilon: float, delta: float | None,
+                 params: dict | None = None) -> dict:
+    """Public pre-run figures for the UI/CLI (raises if the budget cannot work)."""
+    mech_cls = registry.get(mechanism)
+    budget, _, _ = resolve_budget(epsilon, delta, dataset_n)
+    return mech_cls().plan(dataset_n, workload, budget, mech_cls.validate_params(params))
+
+
+def run_release(dataset, workload: Workload, mechanism: str, epsilon: float, delta: float | None = None,
+                params: dict | None = None, *, seed: int | None = None, progress=None,
+                cancel: threading.Event | None = None, oracle_options: dict | None = None, executor=None,
+                ledger: PrivacyLedger | None = None, n_rows: int | None = None) -> Release:
+    """Run ``mechanism`` and build the release.  ``seed=None`` draws from OS entropy."""
+    mech_cls = registry.get(mechanism)
+    if workload.domain != dataset.domain:
+        raise DPCoreError("The workload was built for a different schema than the dataset; rebuild the workload.")
+    budget, defaulted, warnings = resolve_budget(epsilon, delta, dataset.n)
+    vparams = mech_cls.validate_params(params)
+    if n_rows is not None:
+        if "rows" not in vparams:
+            raise DPCoreError(f"{mech_cls.title} does not let you choose the number of rows.")
+        vparams["rows"] = mech_cls.param("rows").validate(n_rows)
+    mech = mech_cls()
+    mech.plan(dataset.n, workload, budget, vparams)  # fail fast on impossible budgets
+    rng = np.random.default_rng(seed)  # None -> OS entropy
+    ctx = RunContext(rng=rng, progress=progress, cancel=cancel, oracle_options=dict(oracle_options or {}),
+                     executor=executor)
+    t0 = time.perf_counter()
+    result = mech.run(dataset, workload, budget, vparams, ctx)
+    seconds = time.perf_counter() - t0
+    _check_spent(result, budget)
+
+    true = workload.answers(dataset.codes)
+    if result.rows is not None:
+        released = workload.answers(result.rows, result.weights)
+    elif result.answers is not None:
+        released = np.asarray(result.answers, dtype=float)
+    else:
+        released = None
+    card = release_card(mech_cls, vparams, budget, defaulted, result, dataset, workload, n_rows_released=(
+        None if result.rows is None else int(result.rows.shape[0])))
+    evaluation = evaluation_report(mech_cls, workload, true, released, result, seconds,
+                                   baselines={"zeros": np.zeros_like(true), "uniform": uniform_baseline(workload)})
+    rel = Release(mechanism=mech_cls.name, params=vparams, budget=budget, delta_defaulted=defaulted, result=result,
+                  dataset_name=dataset.name, dataset_id=dataset.fingerprint, n=dataset.n, workload=workload,
+                  true_answers=true, released_answers=released, seconds=seconds, card=card, evaluation=evaluation,
+                  warnings=warnings)
+    if ledger is not None:
+        for s in result.spends:
+            rel.ledger_entries.append(ledger.record(Spend(rel.dataset_id, mech_cls.name, s.epsilon, s.delta, s.rho,
+                                                          s.note)))
+    return rel
+
+
+def _check_spent(result: MechanismResult, budget: Budget) -> None:
+    """A mechanism may never report spending more than it was given."""
+    tol = 1e-9 * max(1.0, budget.epsilon)
+    if result.epsilon_spent > budget.epsilon + tol or result.delta_spent > budget.delta + 1e-15:
+        raise BudgetError(f"Internal accounting error: spent (ε={result.epsilon_spent}, δ={result.delta_spent}) "
+                          f"exceeds the budget (ε={budget.epsilon}, δ={budget.delta}); nothing was released.")
+
+
+# ------------------------------------------------------------------ CLI
+def _parse_params(items: list[str]) -> dict:
+    out = {}
+    for it in items:
+        if "=" not in it:
+            raise DPCoreError(f"--param takes NAME=VALUE, got {it!r}.")
+        k, v = it.split("=", 1)
+        out[k.strip()] = v.strip()
+    return out
+
+
+class _ProgressBar:
+    def __init__(self, quiet: bool) -> None:
+        self.quiet = quiet
+        self.t0 = time.perf_counter()
+
+    def __call__(self, t: int, T: int, message: str, info: dict) -> None:
+        if self.quiet or T <= 0:
+            return
+        width = 30
+        done = int(width * min(t, T) / T)
+        sys.stderr.write(f"\r[{'#' * done}{'.' * (width - done)}] {t}/{T} {time.perf_counter() - self.t0:6.1f}s "
+                         f"{message[:40]:<40}")
+        sys.stderr.flush()
+        if t >= T:
+            sys.stderr.write("\n")
+
+
+def cli_release(args, load, build_workload) -> int:
+    import json
+    from pathlib import Path
+
+    from .executors import executor_from_spec
+
+    ds = load(args)
+    wl = build_workload(args, ds)
+    mech_cls = registry.get(args.mechanism)
+    params = _parse_params(args.param)
+    if args.rows is not None:
+        params["rows"] = args.rows
+    oracle_options = {"time_limit": args.time_limit} if args.time_limit else {}
+    executor = executor_from_spec(args.executor) if mech_cls.uses_oracle else None
+    try:
+        rel = run_release(ds, wl, args.mechanism, args.epsilon, args.delta, params, seed=args.seed,
+                          progress=_ProgressBar(args.quiet), oracle_options=oracle_options, executor=executor)
+    finally:
+        if executor is not None:
+            executor.close()
+    for w in rel.warnings:
+        print(f"warning: {w}", file=sys.stderr)
+    ev = rel.evaluation
+    if not args.quiet:
+        print(f"{mech_cls.title}: ε = {rel.card['privacy']['epsilon_spent']:.4g} spent of {rel.budget.epsilon:g}, "
+              f"δ = {rel.budget.delta:.3g}{' (default 1/n²)' if rel.delta_defaulted else ''}; "
+              f"{wl.n_queries:,} queries; max error {ev['max_error']:.4f}, mean error {ev['mean_error']:.5f} "
+              f"(internal, not private); {rel.seconds:.1f} s")
+    if args.out:
+        Path(args.out).write_bytes(rel.synthetic_csv())
+    if args.report:
+        Path(args.report).write_text(json.dumps(cli_report(rel), indent=2, default=float))
+    if args.card:
+        Path(args.card).write_text(json.dumps(rel.card, indent=2, default=float))
+    return 0
+
+
+def cli_report(rel: Release) -> dict:
+    ev = rel.evaluation
+    return {
+        "mechanism": rel.mechanism,
+        "epsilon": rel.budget.epsilon,
+        "delta": rel.budget.delta,
+        "delta_note": "default 1/n²" if rel.delta_defaulted else "given",
+        "epsilon_spent": rel.card["privacy"]["epsilon_spent"],
+        "n_queries": rel.workload.n_queries,
+        "max_error": ev["max_error"],
+        "mean_error": ev["mean_error"],
+        "seconds": rel.seconds,
+        "oracle": ev.get("oracle", {}),
+        "release_card": rel.card,
+        "internal_evaluation": ev,
+    }
