@@ -111,7 +111,7 @@ def _import_registered() -> None:
     """Modules that register further benchmarks (imported lazily: they may be heavy)."""
     import importlib
 
-    for mod in ("dpcore.bench_mechanisms",):
+    for mod in ("dpcore.bench_dual", "dpcore.bench_projection", "dpcore.bench_learn", "dpcore.bench_implicit"):
         try:
             importlib.import_module(mod)
         except ModuleNotFoundError as exc:
