@@ -160,6 +160,11 @@ class Mechanism:
     parameters: ClassVar[tuple[Param, ...]] = ()
     needs_workload: ClassVar[bool] = True
     uses_oracle: ClassVar[bool] = True
+    #: The app preselects the recommended mechanism for its output kind.
+    recommended: ClassVar[bool] = False
+    #: Parameter overrides that make a run finish in seconds on the bundled sample
+    #: (the teaching page's preset); privacy accounting still uses what actually runs.
+    teaching_preset: ClassVar[dict] = {}
 
     @classmethod
     def param(cls, name: str) -> Param:
@@ -180,7 +185,8 @@ class Mechanism:
     @classmethod
     def describe(cls) -> dict:
         return {"name": cls.name, "title": cls.title, "seed": cls.seed, "privacy": cls.privacy, "output": cls.output,
-                "summary": cls.summary, "accounting": cls.accounting,
+                "summary": cls.summary, "accounting": cls.accounting, "recommended": cls.recommended,
+                "teaching_preset": dict(cls.teaching_preset),
                 "parameters": [p.to_dict() for p in cls.parameters]}
 
     def plan(self, n: int, workload, budget: Budget, params: dict) -> dict:
