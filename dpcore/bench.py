@@ -111,7 +111,7 @@ def _import_registered() -> None:
     """Modules that register further benchmarks (imported lazily: they may be heavy)."""
     import importlib
 
-    for mod in ("dpcore.bench_dual", "dpcore.bench_projection", "dpcore.bench_learn", "dpcore.bench_implicit"):
+    for mod in ("dpcore.bench_accuracy", "dpcore.bench_dual", "dpcore.bench_projection", "dpcore.bench_learn", "dpcore.bench_implicit"):
         try:
             importlib.import_module(mod)
         except ModuleNotFoundError as exc:
@@ -131,7 +131,7 @@ def run(args) -> int:
 def print_result(result: dict) -> None:
     rows = result.get("rows")
     for k, v in result.items():
-        if k != "rows":
+        if k not in ("rows", "records"):
             print(f"{k:>32}: {v}")
     if rows:
         keys = list(rows[0].keys())
