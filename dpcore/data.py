@@ -11,6 +11,7 @@ import csv
 import hashlib
 import io
 import json
+import warnings
 from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
@@ -123,11 +124,20 @@ def read_table(source, filename: str | None = None) -> pd.DataFrame:
             raise DataError(f"{name}: this looks like a binary file, not CSV text. Upload CSV or Parquet.")
         text = _decode_text(raw)
         delim = _sniff_delimiter(text)
+        header = next(csv.reader(io.StringIO(text.lstrip("\r\n").split("\n", 1)[0]), delimiter=delim), [])
+        _check_header([h.strip() for h in header], name)
         try:
-            df = pd.read_csv(io.StringIO(text), sep=delim, na_values=MISSING_TOKENS, skipinitialspace=True,
-                             nrows=MAX_ROWS + 1, on_bad_lines="error", engine="c", low_memory=False)
+            with warnings.catch_warnings():
+                # pandas only *warns* when data rows are longer than the header: make it an error.
+                warnings.simplefilter("error", pd.errors.ParserWarning)
+                df = pd.read_csv(io.StringIO(text), sep=delim, na_values=MISSING_TOKENS, skipinitialspace=True,
+                                 nrows=MAX_ROWS + 1, on_bad_lines="error", engine="c", low_memory=False,
+                                 index_col=False)
         except pd.errors.EmptyDataError:
             raise DataError(f"{name}: the file has no header row.") from None
+        except pd.errors.ParserWarning:
+            raise DataError(f"{name}: some rows have more fields than the header ({len(header)}). "
+                            "Check the delimiter and quoting, or add the missing column names.") from None
         except (pd.errors.ParserError, ValueError) as exc:
             msg = str(exc).splitlines()[0][:200]
             raise DataError(f"{name}: could not parse as CSV with delimiter {delim!r} ({msg}). "
@@ -135,6 +145,12 @@ def read_table(source, filename: str | None = None) -> pd.DataFrame:
         if len(df) > MAX_ROWS:
             raise DataError(f"{name}: more than {MAX_ROWS:,} rows; sample the table first.")
     return validate_table(df, name)
+
+
+def _check_header(header: list[str], name: str) -> None:
+    dup = sorted({c for c in header if c and header.count(c) > 1})
+    if dup:
+        raise DataError(f"{name}: repeated column names {dup}; rename them.")
 
 
 def validate_table(df: pd.DataFrame, name: str = "table") -> pd.DataFrame:

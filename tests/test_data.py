@@ -1,0 +1,115 @@
+import io
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from dpcore.data import Dataset, load_any, load_dataset, load_pgm, read_table
+from dpcore.domain import infer_domain
+from dpcore.errors import DataError, DomainError
+
+from .conftest import SHARED_DATA, tiny_domain
+
+
+@pytest.mark.parametrize("delim", [",", ";", "\t", "|"])
+def test_csv_with_any_common_delimiter(delim):
+    text = delim.join(["a", "b", "c"]) + "\n" + "\n".join(delim.join(["x", str(i), "1.5"]) for i in range(5))
+    df = read_table(text.encode())
+    assert list(df.columns) == ["a", "b", "c"] and len(df) == 5
+
+
+def test_latin1_and_utf8_bom():
+    latin = "name,city\nJosé,Zürich\nAnn,Köln\n".encode("latin-1")
+    assert read_table(latin)["city"].tolist() == ["Zürich", "Köln"]
+    bom = "\ufeffname,city\nA,B\n".encode("utf-8")
+    assert list(read_table(bom).columns) == ["name", "city"]
+
+
+def test_parquet(tmp_path):
+    df = pd.DataFrame({"a": ["x", "y"], "b": [1, 2]})
+    p = tmp_path / "t.parquet"
+    df.to_parquet(p)
+    assert read_table(p).equals(df)
+    with pytest.raises(DataError, match="Parquet"):
+        read_table(b"PAR1garbage", filename="t.parquet")
+
+
+@pytest.mark.parametrize("raw, match", [
+    (b"", "empty"),
+    (b"   \n  \n", "empty"),
+    (b"a,b,c\n", "no data rows"),
+    (b"onlyone\n1\n2\n", "only one column"),
+    (b"a,b\n1,2,3,4\n", "more fields than the header"),
+    (b"a,b\n1,2\n3,4,5\n", "could not parse|same number of fields|more fields"),
+    (b"\x00\x01\x02binary", "binary"),
+    (b"a,a\n1,2\n", "repeated column|no name"),
+])
+def test_bad_files_give_actionable_messages(raw, match):
+    with pytest.raises(DataError, match=match):
+        read_table(raw)
+
+
+def test_missing_file_and_folder(tmp_path):
+    with pytest.raises(DataError, match="not found"):
+        read_table(tmp_path / "nope.csv")
+    with pytest.raises(DataError, match="folder"):
+        read_table(tmp_path)
+
+
+def test_question_mark_is_missing():
+    df = read_table(b"a,b\n?,1\nx,2\n")
+    assert df["a"].isna().tolist() == [True, False]
+
+
+def test_nan_and_inf_in_numeric_columns():
+    df = read_table(b"a,b\nx,1\ny,inf\nx,\n")
+    dom = infer_domain(df)
+    ds = load_dataset(df, dom)
+    assert ds.n == 3 and dom["b"].missing
+
+
+def test_load_dataset_with_inferred_domain(random_table):
+    ds = load_dataset(random_table, infer_domain(random_table), "t")
+    assert ds.codes.shape == (200, 3) and ds.codes.dtype == np.int64
+    back = ds.decode()
+    assert back["color"].tolist() == random_table["color"].tolist()
+
+
+def test_dataset_validates_codes():
+    with pytest.raises(DomainError, match="outside"):
+        Dataset(np.array([[0, 5, 0, 0]]), tiny_domain())
+    with pytest.raises(DataError, match="no rows"):
+        Dataset(np.zeros((0, 4), int), tiny_domain())
+
+
+def test_fingerprint_depends_on_data_and_schema():
+    d1 = Dataset(np.zeros((3, 4), int), tiny_domain())
+    d2 = Dataset(np.ones((3, 4), int), tiny_domain())
+    assert d1.fingerprint != d2.fingerprint and len(d1.fingerprint) == 16
+
+
+def test_adult_pgm_with_domain_json():
+    ds = load_pgm(SHARED_DATA / "adult_pgm.csv")
+    assert ds.n == 48842 and ds.domain.one_hot_size == 588 and len(ds.domain) == 14
+    same = load_any(SHARED_DATA / "adult_pgm.csv", SHARED_DATA / "adult_pgm-domain.json")
+    assert np.array_equal(same.codes, ds.codes)
+
+
+def test_pgm_codes_out_of_range(tmp_path):
+    (tmp_path / "t.csv").write_text("a,b\n0,1\n5,0\n")
+    (tmp_path / "t-domain.json").write_text('{"a": 2, "b": 2}')
+    with pytest.raises(DataError, match="outside"):
+        load_pgm(tmp_path / "t.csv")
+
+
+def test_load_any_infers_without_schema(tmp_path):
+    p = tmp_path / "x.csv"
+    p.write_text("a,b\nx,1\ny,2\n")
+    ds = load_any(p)
+    assert ds.domain.inferred == ["a", "b"]
+
+
+def test_file_object_upload():
+    buf = io.BytesIO(b"a,b\n1,x\n2,y\n")
+    buf.name = "up.csv"
+    assert len(read_table(buf)) == 2
