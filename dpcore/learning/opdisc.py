@@ -1,0 +1,80 @@
+"""OPDisc: objective perturbation over a discrete parameter space -- seed 003 §3 (Algorithm 1).
+
+Output ``argmin_{w in W_tau} L(D, w) - <eta, pi(w)>`` with eta ~ N(0, sigma^2 I_{d+1}) and
+
+    pi(w) = (w_1, ..., w_d, D sqrt(1 - ||w||^2 / D^2)) / D          (a unit vector; seed 003 §3)
+    sigma = 7 G D^2 sqrt(ln(1/delta)) / (tau eps)                    (seed 003 Thm 1/2, Algorithm 1)
+
+where L is the *sum* of the per-record 0/1 losses, W_tau the tau-separated grid
+``{tau k : k in {-B..B}^d, ||tau k|| <= D}`` and G = 1/tau the Lipschitz constant that
+tau-separation gives a loss in [0, 1] (seed 003 §3, first paragraph).
+
+Privacy (seed 003 Thm 2): (eps, delta)-DP under replace-one neighbours **if the oracle returns the
+exact minimiser** (oracle-dependent, like RSPM).  SCIP's "optimal" status is the certificate; without
+it the model is marked ``certified=False``.
+
+The oracle is the halfspace MIP of :mod:`dpcore.oracles.learners` in units of tau (k = w / tau):
+``<eta_{1:d}, w>/D`` is linear in k, and ``eta_{d+1} sqrt(1 - ||w||^2/D^2)`` becomes an auxiliary
+variable r with ``r^2 + ||k||^2 / (D/tau)^2 <= 1`` (convex, exact when eta_{d+1} >= 0) or ``= 1``
+(when eta_{d+1} < 0), as the linearisation of seed 003 §2 / App. D.2.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from ..errors import BudgetError, ParameterError
+from ..oracles.learners import LearnerResult, halfspace_oracle, loss_weights
+from .model import LearnedModel
+
+
+def opdisc_sigma(epsilon: float, delta: float, tau: float, D: float, G: float | None = None) -> float:
+    """sigma = 7 G D^2 sqrt(ln(1/delta)) / (tau eps), G = 1/tau unless given (seed 003 Algorithm 1)."""
+    if epsilon <= 0:
+        raise BudgetError(f"ε must be positive (got {epsilon}).")
+    if not 0 < delta < 1:
+        raise BudgetError(f"OPDisc needs 0 < δ < 1 (got {delta}); the usual choice is 1/n².")
+    if tau <= 0 or D <= 0:
+        raise ParameterError("OPDisc needs a positive grid step τ and norm bound D.")
+    G = 1.0 / tau if G is None else G
+    return 7.0 * G * D**2 * math.sqrt(math.log(1.0 / delta)) / (tau * epsilon)
+
+
+def check_grid(d: int, bound: int, tau: float, D: float) -> None:
+    if bound < 1:
+        raise ParameterError("The weight grid needs at least the values -τ, 0, τ (bound ≥ 1).")
+    if D < tau:
+        raise ParameterError(f"The norm bound D = {D:g} is below the grid step τ = {tau:g}: only w = 0 would fit.")
+
+
+def solve(X: np.ndarray, y: np.ndarray, eta: np.ndarray, bound: int, tau: float, D: float,
+          time_limit: float | None = 30.0) -> LearnerResult:
+    """The projected linear optimisation oracle (seed 003 Def. 2.2) for one noise vector."""
+    d = X.shape[1]
+    eta = np.asarray(eta, dtype=float)
+    if eta.shape != (d + 1,):
+        raise ParameterError(f"OPDisc noise must have d + 1 = {d + 1} entries.")
+    v, const = loss_weights(y)
+    radius = D / tau  # ||w|| <= D  <=>  ||k|| <= D / tau
+    # -<eta_{1:d}, w>/D = -<eta_{1:d} tau / D, k>
+    return halfspace_oracle(X, v, bound=bound, norm_bound=radius, linear=-eta[:d] * tau / D,
+                            sphere_coef=float(eta[d]), sphere_radius=radius, constant=const,
+                            time_limit=time_limit)
+
+
+def opdisc(X: np.ndarray, y: np.ndarray, epsilon: float, delta: float, rng: np.random.Generator, *,
+           bound: int = 2, tau: float = 1.0, D: float = 4.0, time_limit: float | None = 30.0,
+           columns: list[str] | None = None) -> LearnedModel:
+    """(eps, delta)-DP (seed 003 Thm 2) provided the oracle certifies optimality."""
+    d = X.shape[1]
+    check_grid(d, bound, tau, D)
+    sigma = opdisc_sigma(epsilon, delta, tau, D)
+    eta = rng.normal(0.0, sigma, size=d + 1)
+    res = solve(X, y, eta, bound, tau, D, time_limit)
+    params = res.params if res.params.size else np.zeros(d, dtype=np.int64)
+    return LearnedModel("opdisc", "halfspace", params, columns or [f"x{j}" for j in range(d)], epsilon, delta,
+                        "(ε, δ)-DP (seed 003 Thm 2) provided the oracle's solution is certified optimal",
+                        res.certified, {"tau": tau, "D": D, "bound": bound, "G": 1.0 / tau, "sigma": sigma},
+                        {"status": res.status, "seconds": res.seconds, "certified": res.certified})

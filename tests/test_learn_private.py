@@ -1,0 +1,232 @@
+"""RSPM, Gaussian RSPM, OPDisc, PRSMA and DP logistic regression: noise scales, separators, failure paths."""
+
+from __future__ import annotations
+
+import itertools
+import math
+
+import numpy as np
+import pytest
+
+from dpcore.errors import BudgetError, ParameterError
+from dpcore.learning import dplr as dplr_mod
+from dpcore.learning import opdisc as opdisc_mod
+from dpcore.learning import prsma as prsma_mod
+from dpcore.learning import rspm as rspm_mod
+from dpcore.oracles import learners as L
+
+
+def _h_universe(k, pts):
+    """The halfspace class on the real universe: 1[<k, x> >= 1/2] (= 1[<k,x> >= 1] on binary x)."""
+    return (pts @ np.asarray(k, float) >= 0.5).astype(int)
+
+
+# ------------------------------------------------------------------ separators
+@pytest.mark.parametrize("d,bound", [(2, 1), (2, 2), (3, 1)])
+def test_halfspace_separator_separates_every_pair_and_has_size_2Bd(d, bound):
+    pts = rspm_mod.separator_points("halfspace", d, bound)
+    assert len(pts) == rspm_mod.separator_size("halfspace", d, bound) == 2 * bound * d
+    patterns = {tuple(_h_universe(k, pts)) for k in itertools.product(range(-bound, bound + 1), repeat=d)}
+    assert len(patterns) == (2 * bound + 1) ** d  # injective: distinct hypotheses disagree on some point
+
+
+@pytest.mark.parametrize("kind,fn", [("conjunction", L.conjunction_values), ("disjunction", L.disjunction_values)])
+def test_subset_separators_separate(kind, fn):
+    d = 4
+    pts = rspm_mod.separator_points(kind, d).astype(int)
+    patterns = {tuple(fn(np.array(S), pts)) for S in itertools.product((0, 1), repeat=d)}
+    assert len(patterns) == 2**d
+
+
+@pytest.mark.parametrize("kind", ["halfspace", "conjunction", "disjunction"])
+def test_separator_terms_equal_weighted_loss_on_separator_points(kind):
+    rng = np.random.default_rng(1)
+    d, bound = 3, 2
+    m = rspm_mod.separator_size(kind, d, bound)
+    eta = rng.laplace(0, 3.0, size=m)
+    pts = rspm_mod.separator_points(kind, d, bound)
+    terms = rspm_mod.separator_terms(kind, eta, d, bound)
+    params = (itertools.product(range(-bound, bound + 1), repeat=d) if kind == "halfspace"
+              else itertools.product((0, 1), repeat=d))
+    for p in params:
+        p = np.array(p)
+        if kind == "halfspace":
+            h = _h_universe(p, pts)
+            via_terms = terms["constant"] + terms["value_costs"][np.arange(d), p + bound].sum()
+        else:
+            h = (L.conjunction_values if kind == "conjunction" else L.disjunction_values)(p, pts.astype(int))
+            via_terms = terms["constant"] + terms["linear"] @ p
+        assert via_terms == pytest.approx(float(eta @ (1 - h)))  # label 1 on every separator point
+
+
+# ------------------------------------------------------------------ noise scales
+def test_rspm_laplace_scale_and_draws():
+    assert rspm_mod.laplace_scale(16, 0.5) == 64.0
+    rng = np.random.default_rng(0)
+    draws = np.concatenate([rspm_mod.draw_noise(rng, 16, 0.5) for _ in range(2000)])  # 32,000 draws
+    # Lap(b): E|X| = b; the sample mean of |X| has std b/sqrt(N): allow 5 standard errors.
+    assert abs(np.abs(draws).mean() - 64.0) < 5 * 64.0 / math.sqrt(draws.size)
+
+
+def test_gaussian_rspm_sigma_closed_form_and_tail_bound():
+    m, eps, delta = 10, 1.0, 0.01
+    A = m * math.sqrt(2 / math.pi) + math.sqrt(2 * m * math.log(1 / delta))
+    sigma = rspm_mod.gaussian_sigma(m, eps, delta)
+    assert sigma == pytest.approx((A + math.sqrt(A * A + 2 * m * eps)) / eps)
+    # the calibration makes the worst-case coupling loss exactly eps at ||eta||_1 = sigma A
+    assert (4 * sigma * A + 4 * m) / (2 * sigma**2) == pytest.approx(eps)
+    # and ||Z||_1 > A has probability at most delta (checked by simulation: binomial tolerance)
+    rng = np.random.default_rng(5)
+    Z = np.abs(rng.normal(size=(40_000, m))).sum(axis=1)
+    p_hat = float(np.mean(Z > A))
+    assert p_hat <= delta + 4 * math.sqrt(delta * (1 - delta) / 40_000)
+    with pytest.raises(BudgetError):
+        rspm_mod.gaussian_sigma(m, eps, 0.0)
+
+
+def test_opdisc_sigma_closed_form():
+    # sigma = 7 G D^2 sqrt(ln(1/delta)) / (tau eps), G = 1/tau
+    assert opdisc_mod.opdisc_sigma(1.0, math.exp(-4), 0.5, 2.0) == pytest.approx(7 * 2 * 4 * 2 / 0.5)
+    assert opdisc_mod.opdisc_sigma(2.0, 1e-6, 1.0, 3.0) == pytest.approx(7 * 9 * math.sqrt(math.log(1e6)) / 2)
+    with pytest.raises(BudgetError):
+        opdisc_mod.opdisc_sigma(1.0, 0.0, 1.0, 1.0)
+
+
+# ------------------------------------------------------------------ one run, exact
+def _tiny(seed=0, n=60, d=3):
+    rng = np.random.default_rng(seed)
+    X = rng.integers(0, 2, size=(n, d))
+    X[:, 0] = 1
+    y = ((X[:, 1] + X[:, 2] + (rng.random(n) < 0.2)) >= 2).astype(int)
+    return X, y
+
+
+def test_rspm_solution_is_the_minimiser_of_the_augmented_weighted_dataset():
+    X, y = _tiny()
+    rng = np.random.default_rng(3)
+    d, bound = 3, 1
+    m = rspm_mod.separator_size("halfspace", d, bound)
+    eta = rspm_mod.draw_noise(rng, m, 2.0)
+    res = rspm_mod.solve(X, y, eta, "halfspace", bound)
+    pts = rspm_mod.separator_points("halfspace", d, bound)
+
+    def augmented(k):
+        return float(np.sum(L.halfspace_values(k, X) != y) + eta @ (1 - _h_universe(k, pts)))
+
+    best = min(augmented(np.array(k)) for k in itertools.product(range(-1, 2), repeat=d))
+    assert res.certified and augmented(res.params) == pytest.approx(best)
+
+
+def test_opdisc_solution_is_the_minimiser_of_the_projected_objective():
+    X, y = _tiny(1)
+    tau, D, bound = 0.5, 1.0, 2
+    for seed in range(4):  # covers both signs of the last noise coordinate
+        eta = np.random.default_rng(seed).normal(0, 8.0, size=4)
+
+        def perturbed(k):
+            w = tau * np.asarray(k, float)
+            if w @ w > D * D + 1e-9:
+                return math.inf
+            pi = np.append(w, D * math.sqrt(max(0.0, 1 - (w @ w) / D**2))) / D
+            return float(np.sum(L.halfspace_values(k, X) != y) - eta @ pi)
+
+        best = min(perturbed(k) for k in itertools.product(range(-bound, bound + 1), repeat=3))
+        res = opdisc_mod.solve(X, y, eta, bound, tau, D)
+        assert res.certified
+        assert perturbed(res.params) == pytest.approx(best, abs=1e-5)
+
+
+# ------------------------------------------------------------------ PRSMA
+def test_prsma_parameters_follow_theorem_8():
+    n, eps, delta = 5000, 31.0, 0.5
+    p = prsma_mod.plan(n, eps, delta, max_calls=10**6)
+    es, ds = eps / 62, delta / 11
+    K = math.ceil((1 / es) * (1 + math.log(2 / ds)))
+    assert (p.eps_star, p.delta_star, p.parts) == (pytest.approx(es), pytest.approx(ds), K)
+    assert p.repetitions == math.ceil(math.log(K / ds) / ds)
+    assert p.eps_prime == pytest.approx(1 / math.sqrt(8 * (n / K) * math.log(2 * K / ds)))
+    assert p.threshold == pytest.approx((1 / es) * (1 + math.log(1 / ds)))
+    assert p.part_size == n // K and p.oracle_calls == K * p.repetitions
+
+
+def test_prsma_refuses_infeasible_call_counts_and_suggests_delta():
+    with pytest.raises(BudgetError) as err:
+        prsma_mod.plan(15_000, 4.0, 1e-5, max_calls=20_000)
+    msg = str(err.value)
+    assert "oracle calls" in msg and "δ ≥" in msg
+    suggested = prsma_mod.suggest_delta(15_000, 4.0, 20_000)
+    assert suggested is not None and prsma_mod.plan(15_000, 4.0, suggested, 20_000).oracle_calls <= 20_000
+    # at eps = 1 even delta -> 1 needs > 20,000 calls: the message says no delta fits
+    with pytest.raises(BudgetError, match="no δ < 1 fits"):
+        prsma_mod.plan(15_000, 1.0, 1e-5, max_calls=20_000)
+    with pytest.raises(BudgetError, match="ε ≤ 31"):
+        prsma_mod.plan(15_000, 40.0, 0.5)
+
+
+class _Fail:
+    """A deliberately failing certifiable oracle (failure-path test of the wrapper, not a solver test)."""
+
+    def __init__(self, fail_when):
+        self.fail_when = fail_when
+
+    def __call__(self, X, y, eta, kind, bound, norm_bound, time_limit):
+        if self.fail_when(X):
+            return L.LearnerResult(np.full(X.shape[1], 99), "timelimit", math.inf, -math.inf, 0.0, False)
+        return L.LearnerResult(np.zeros(X.shape[1], dtype=int), "optimal", 0.0, 0.0, 0.0, True)
+
+
+def test_prsma_with_an_always_failing_oracle_outputs_bottom():
+    X, y = _tiny(2, n=400)
+    model, info = prsma_mod.prsma(X, y, 31.0, 0.5, np.random.default_rng(0), bound=1,
+                                  solve_fn=_Fail(lambda X: True), max_calls=10**6)
+    assert model is None and info["parts_passed"] == 0 and not info["passed_test"]
+
+
+def test_prsma_never_outputs_a_failed_run():
+    X, y = _tiny(3, n=400)
+    X[:7, 1] = 1  # the parts holding one of these rows fail every time
+    marker = np.zeros(len(X), bool)
+    marker[:7] = True
+    rows = {tuple(r) + (i,) for i, r in enumerate(X[:7])}
+    Xm = np.column_stack([X, np.arange(len(X))])  # an id column lets the fake oracle see which rows it got
+    outputs = []
+    for seed in range(8):
+        model, info = prsma_mod.prsma(Xm, y, 31.0, 0.5, np.random.default_rng(seed), bound=1,
+                                      solve_fn=_Fail(lambda Xp: bool(np.isin(Xp[:, -1], np.arange(7)).any())),
+                                      max_calls=10**6)
+        assert info["failed_parts"] >= 1
+        if model is not None:
+            outputs.append(model.params)
+            assert not np.any(model.params == 99)
+    assert rows  # the planted rows exist
+    assert outputs, "with most parts passing, some runs should clear the Laplace test"
+
+
+def test_prsma_end_to_end_with_scip_on_a_tiny_instance():
+    X, y = _tiny(4, n=300)
+    model, info = prsma_mod.prsma(X, y, 31.0, 0.9, np.random.default_rng(1), bound=1, max_calls=2000)
+    assert info["plan"]["oracle_calls"] <= 2000
+    assert set(info["statuses"]) == {"optimal"}
+    assert model is None or model.kind == "halfspace"
+
+
+# ------------------------------------------------------------------ DP logistic regression
+def test_objective_perturbation_parameters():
+    eps_p, Delta = dplr_mod.perturbation_parameters(1.0, 1000, 0.01)
+    assert Delta == 0 and eps_p == pytest.approx(1 - math.log(1 + 0.5 / 10 + 0.0625 / 100))
+    eps_p, Delta = dplr_mod.perturbation_parameters(0.01, 100, 1e-4)  # small n Lambda: regulariser added
+    assert eps_p == pytest.approx(0.005) and Delta == pytest.approx(0.25 / (100 * math.expm1(0.0025)) - 1e-4)
+
+
+def test_objective_perturbation_noise_norm_is_gamma():
+    rng = np.random.default_rng(2)
+    d, eps_p = 5, 0.8
+    norms = np.array([np.linalg.norm(dplr_mod.draw_perturbation(rng, d, eps_p)) for _ in range(20_000)])
+    mean, sd = d * 2 / eps_p, math.sqrt(d) * 2 / eps_p  # Gamma(d, 2/eps')
+    assert abs(norms.mean() - mean) < 5 * sd / math.sqrt(len(norms))
+
+
+def test_dplr_learns_the_signal_at_large_epsilon():
+    X, y = _tiny(5, n=2000)
+    model = dplr_mod.dplr(X, y, 50.0, np.random.default_rng(0))
+    assert model.accuracy(X, y) > 0.75  # the label is 1[x1 + x2 + noise >= 2]: ~80-90% learnable
