@@ -1,19 +1,35 @@
-"""Streamlit entry point (minimal until the app issue lands): the bundled dataset."""
+"""Streamlit entry: navigation over pages/, the sidebar, and session-wide upkeep.
+
+Run with ``./run.sh`` (or ``python -m streamlit run app.py``).  Pages hold layout;
+shared logic lives in ``ui/`` and the engine in ``dpcore/``.
+"""
+
+from pathlib import Path
 
 import streamlit as st
 
-from dpcore.data import bundled_adult
+from ui import datasource, runner, sidebar, state
 
-st.set_page_config(page_title="dpcore — private synthetic data", layout="wide")
+st.set_page_config(page_title="dpcore — private synthetic data", page_icon=":material/shield_lock:",
+                   layout="wide")
 
+state.keep_choices()
+state.init()
+runner.collect_finished()
 
-@st.cache_resource(show_spinner=False)
-def _adult():
-    return bundled_adult()
+HERE = Path(__file__).resolve().parent
+pages = [
+    st.Page("pages/data.py", title="Data", icon=":material/table:", default=True),
+    st.Page("pages/workload.py", title="Workload", icon=":material/grid_view:"),
+    st.Page("pages/release.py", title="Release", icon=":material/play_circle:"),
+    st.Page("pages/results.py", title="Results", icon=":material/bar_chart:"),
+    st.Page("pages/compare.py", title="Compare", icon=":material/compare_arrows:"),
+]
+if (HERE / "pages" / "learn.py").exists():
+    pages.append(st.Page("pages/learn.py", title="Learn", icon=":material/model_training:"))
+pages.append(st.Page("pages/how_it_works.py", title="How it works", icon=":material/school:"))
 
-
-st.title("Private synthetic data")
-ds = _adult()
-st.write(f"Bundled sample: Adult census, n = {ds.n:,} rows, {len(ds.domain)} attributes, "
-         f"domain of {ds.domain.size:,} possible records.")
-st.dataframe(ds.decode().head(20))
+page = st.navigation(pages)
+dataset = datasource.current_dataset()  # None (with the reason kept for the Data page) if unusable
+sidebar.render(dataset)
+page.run()

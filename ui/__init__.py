@@ -1,0 +1,8 @@
+"""Page-shared logic of the Streamlit app (the engine, ``dpcore``, never imports this).
+
+Pages under ``pages/`` hold layout only; what they share lives here:
+``state`` (session keys and defaults), ``datasource`` (bundled sample, uploads and the
+schema table), ``widgets`` (mechanism parameters from their declared list),
+``runner`` (runs off the script thread, with progress and cancel), ``charts``
+(altair figures), ``sidebar`` and ``text`` (safe rendering of user strings).
+"""

@@ -1,0 +1,52 @@
+"""Driving the app under ``streamlit.testing.v1.AppTest`` (used by tests/test_app_*.py).
+
+AppTest resets Streamlit's "pages directory" flag before every run, and because
+this repository has a ``pages/`` folder the flag comes back True: Streamlit then
+runs the selected page file directly (its legacy multipage mode) instead of
+``app.py``, skipping the sidebar and session upkeep that ``app.py`` does.  The
+live server clears the flag the first time ``app.py`` calls ``st.navigation``;
+:func:`navigation_only` makes AppTest behave the same way.
+"""
+
+from __future__ import annotations
+
+import time
+from contextlib import contextmanager
+from pathlib import Path
+
+APP = str(Path(__file__).resolve().parent.parent / "app.py")
+
+
+@contextmanager
+def navigation_only():
+    from streamlit.runtime import pages_manager as pm
+
+    original = pm.PagesManager.__init__
+
+    def init(self, *args, **kwargs):
+        original(self, *args, **kwargs)
+        pm.PagesManager.uses_pages_directory = False  # app.py's st.navigation owns the pages
+
+    pm.PagesManager.__init__ = init
+    try:
+        yield
+    finally:
+        pm.PagesManager.__init__ = original
+
+
+def new_app(timeout: float = 60):
+    from streamlit.testing.v1 import AppTest
+
+    return AppTest.from_file(APP, default_timeout=timeout)
+
+
+def wait_for_job(at, key: str = "job", timeout: float = 60.0, poll: float = 0.2):
+    """Rerun until the background job under ``key`` has finished and been collected."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        at.run()
+        job = at.session_state[key] if key in at.session_state else None
+        if job is not None and job.done and job.collected:
+            return job
+        time.sleep(poll)
+    raise TimeoutError(f"the run under {key!r} did not finish within {timeout} s")
