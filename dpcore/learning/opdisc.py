@@ -14,9 +14,10 @@ exact minimiser** (oracle-dependent, like RSPM).  SCIP's "optimal" status is the
 it the model is marked ``certified=False``.
 
 The oracle is the halfspace MIP of :mod:`dpcore.oracles.learners` in units of tau (k = w / tau):
-``<eta_{1:d}, w>/D`` is linear in k, and ``eta_{d+1} sqrt(1 - ||w||^2/D^2)`` becomes an auxiliary
-variable r with ``r^2 + ||k||^2 / (D/tau)^2 <= 1`` (convex, exact when eta_{d+1} >= 0) or ``= 1``
-(when eta_{d+1} < 0), as the linearisation of seed 003 §2 / App. D.2.
+``<eta_{1:d}, w>/D`` is linear in k, and ``eta_{d+1} sqrt(1 - ||w||^2/D^2)`` is linearised exactly:
+||k||^2 is an integer, so the square root is a table over its attainable values (one binary each).
+Seed 003 App. D.2 uses an auxiliary variable with a convex constraint instead, exact only for
+eta_{d+1} >= 0; see :mod:`dpcore.oracles.learners`.
 """
 
 from __future__ import annotations
