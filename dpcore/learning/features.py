@@ -6,8 +6,9 @@ The learners' oracles need binary features (seed 003 §5 one-hot encodes Adult; 
 * ``"sex"``                       one-hot, one column per value except the first (the reference level,
                                   absorbed by the bias);
 * ``"marital-status=Married-civ-spouse|Married-AF-spouse"``   one column: value in the listed set;
-* ``"age>=30"``                   one column: the value (numeric bin's lower edge, or a numeric label)
-                                  is at least 30.
+* ``"age>=30"``                   one column: the value is at least 30 -- for a numeric attribute,
+                                  the *bin's lower edge* is at least 30 (exact when 30 is an edge;
+                                  otherwise the bin straddling 30 counts as below).
 
 Everything here depends only on the public schema and the user's choices, never on the data,
 except :func:`balanced_subset` and :func:`train_test_split`, which select rows (the private input of
@@ -90,9 +91,6 @@ class FeatureSpec:
                 except ValueError:
                     lows.append(-math.inf)  # missing / non-numeric labels count as below any threshold
         col = np.array([[1 if lo >= self.threshold else 0] for lo in lows], dtype=np.int8)
-        if attr.kind == "numeric" and self.threshold not in attr.edges:
-            raise ParameterError(f"Feature {self.text()!r}: {self.threshold:g} is not a bin edge of {attr.name!r} "
-                                 f"(edges {list(attr.edges)}); pick one so the rule is exact.")
         return [self.text()], col
 
 
