@@ -62,6 +62,10 @@ def build_parser() -> argparse.ArgumentParser:
 
     sub.add_parser("mechanisms", help="list the registered mechanisms and their parameters")
 
+    from .learning.cli import add_learn_parser
+
+    add_learn_parser(sub)
+
     p = sub.add_parser("bench", help="benchmarks (results as JSON with --json)")
     bsub = p.add_subparsers(dest="bench", required=True)
     from . import bench
@@ -133,6 +137,10 @@ def main(argv: list[str] | None = None) -> int:
                 for p in m.parameters:
                     print(f"    --param {p.name}=<{p.kind}> default {p.default!r}: {p.help}")
             return 0
+        if args.command == "learn":
+            from .learning.cli import run_learn
+
+            return run_learn(args)
         if args.command == "bench":
             from . import bench
 

@@ -76,3 +76,13 @@ def test_evaluation_does_not_depend_on_the_executor(adult):
 
 def test_parse_methods_dedupes_and_validates():
     assert parse_methods("opdisc, rspm,opdisc") == ["opdisc", "rspm"]
+
+
+def test_learn_is_wired_into_the_dpcore_cli(capsys):
+    from dpcore.cli import main
+
+    assert main(["learn", "--label", "race", "--features", "sex"]) == 2
+    assert "positive" in capsys.readouterr().err
+    assert main(["learn", "--methods", "dplr", "--epsilons", "2", "--runs", "1", "--max-rows", "800", "--seed", "1",
+                 "--quiet", "--json"]) == 0
+    assert json.loads(capsys.readouterr().out.strip().splitlines()[-1])["summary"][0]["method"] == "dplr"

@@ -9,7 +9,6 @@ from pathlib import Path
 import numpy as np
 
 from . import NEIGHBOURS
-from .evaluate import METHODS, LearnSettings, evaluate, parse_epsilons, parse_methods, plan
 from .features import ADULT_LABEL, ADULT_POSITIVE, ADULT_SEVEN, FeatureEncoding, prepare
 
 
@@ -24,7 +23,8 @@ def add_learn_parser(subparsers) -> None:
     p.add_argument("--features", default=None,
                    help="comma-separated features: 'name' (one-hot), 'name=V1|V2' (in set), 'name>=X' (threshold); "
                         "default for adult: the seven-feature setting " + ",".join(ADULT_SEVEN))
-    p.add_argument("--methods", default="opdisc,rspm,dplr", help=f"comma-separated, from {', '.join(METHODS)}")
+    p.add_argument("--methods", default="opdisc,rspm,dplr",
+                   help="comma-separated, from opdisc, rspm, rspm-gauss, rspm-conj, prsma, dplr, nonprivate")
     p.add_argument("--epsilons", default="0.5,1,2,4")
     p.add_argument("--runs", type=int, default=5)
     p.add_argument("--delta", type=float, default=None, help="default 1/n² of the training set")
@@ -53,6 +53,8 @@ def load_learning_dataset(data: str, domain: str | None):
 
 
 def run_learn(args) -> int:
+    from .evaluate import LearnSettings, evaluate, parse_epsilons, parse_methods, plan  # scipy: load on use
+
     ds = load_learning_dataset(args.data, args.domain)
     is_adult = str(args.data) in ("adult", "adult_census", "bundled")
     label = args.label or (ADULT_LABEL if is_adult else None)

@@ -115,7 +115,7 @@ class FeatureEncoding:
             else:
                 raise ParameterError(
                     f"The label {label!r} has {len(labels)} values {labels[:20]}: a classifier needs two classes. "
-                    "Say which value(s) count as positive (e.g. --positive '>50K').")
+                    f"Say which value(s) count as positive (e.g. --positive '{labels[-1]}').")
         if isinstance(positive, str):
             positive = tuple(v.strip() for v in positive.split("|") if v.strip())
         positive = tuple(positive)
