@@ -8,14 +8,17 @@ from pathlib import Path
 
 import streamlit as st
 
-from ui import datasource, runner, sidebar, state
+from ui import datasource, sidebar, state
 
 st.set_page_config(page_title="dpcore — private synthetic data", page_icon=":material/shield_lock:",
                    layout="wide")
 
 state.keep_choices()
 state.init()
-runner.collect_finished()
+if state.job_exists():  # the run machinery (and scipy) loads only once something ran
+    from ui import runner
+
+    runner.collect_finished()
 
 HERE = Path(__file__).resolve().parent
 pages = [
@@ -30,6 +33,6 @@ if (HERE / "pages" / "learn.py").exists():
 pages.append(st.Page("pages/how_it_works.py", title="How it works", icon=":material/school:"))
 
 page = st.navigation(pages)
-dataset = datasource.current_dataset()  # None (with the reason kept for the Data page) if unusable
-sidebar.render(dataset)
+datasource.sync_upload()
+sidebar.render(datasource.summary())  # cheap: the first page does not wait for encoding
 page.run()

@@ -2,7 +2,6 @@
 
 import streamlit as st
 
-from dpcore.domain import Domain
 from ui import datasource, state
 from ui.text import fmt_big, md_escape, show_error
 
@@ -17,10 +16,10 @@ if state.get(state.SOURCE) == "upload":
     limit = datasource.upload_limit_mb()
     uploaded = st.file_uploader(
         f"CSV (comma, semicolon, tab or pipe separated) or Parquet, at most {limit} MB",
-        type=["csv", "tsv", "txt", "parquet", "pq"], key="uploader",
+        type=["csv", "tsv", "txt", "parquet", "pq"], key=datasource.UPLOADER_KEY,
         help="The file stays in this browser session's memory only; it is never shared with other sessions.")
     if uploaded is not None:
-        datasource.accept_upload(uploaded)
+        datasource.accept_upload(uploaded)  # a no-op when app.py already took this file in
     err = state.get(state.UPLOAD_ERROR)
     if err:
         show_error(err)
@@ -57,7 +56,7 @@ st.caption(
 editor_key = f"schema_editor:{source_key}"
 st.data_editor(
     table, key=editor_key, hide_index=True, num_rows="fixed", on_change=datasource.apply_editor_changes,
-    args=(editor_key,), disabled=["column", "size", "source", "distinct", "note"],
+    args=(editor_key,), disabled=list(datasource.READ_ONLY),
     column_config={
         "include": st.column_config.CheckboxColumn("include", help="Use this column as an attribute."),
         "column": st.column_config.TextColumn("column", help="Column name in the file."),
@@ -70,7 +69,12 @@ st.data_editor(
         "upper": st.column_config.NumberColumn("upper", help="Numeric: public upper bound."),
         "bins": st.column_config.NumberColumn("bins", min_value=1, max_value=10000, step=1,
                                               help="Numeric: number of equal-width bins between the bounds."),
+        "edges": st.column_config.TextColumn("edges", help="Numeric, optional: explicit bin edges 'a | b | c' "
+                                             "(overrides bounds and bins; empty = equal-width bins)."),
         "missing": st.column_config.CheckboxColumn("missing", help="Add a '(missing)' category for empty cells."),
+        "out_of_bounds": st.column_config.SelectboxColumn("out of bounds", options=["clip", "reject"],
+                                                          help="Numeric: clip values outside the bounds to the "
+                                                               "nearest bound, or refuse the table."),
         "size": st.column_config.NumberColumn("size", help="Number of values this attribute can take."),
         "source": st.column_config.TextColumn("source", help="Where the definition came from."),
         "distinct": st.column_config.NumberColumn("distinct", help="Distinct values in the file (seen only by you)."),
@@ -107,24 +111,27 @@ if problems:
     for p in problems:
         show_error(p)
     st.stop()
-ds_errors = datasource.dataset_error()
-dataset = datasource.current_dataset()
+d1, d2, d3 = st.columns(3)
+d1.metric("Attributes", len(domain))
+d2.metric("Possible records", fmt_big(domain.size),
+          help="The domain size: the product of the attributes' sizes (how many distinct records exist).")
+d3.metric("One-hot length D", f"{domain.one_hot_size:,}",
+          help="Sum of the attribute sizes: the length of a record's one-hot encoding used by the SCIP oracle.")
+st.dataframe(datasource.domain_sizes(domain), hide_index=True)
+if domain.inferred:
+    st.warning(f"{len(domain.inferred)} attribute(s) have a schema inferred from the data: the release "
+               "will not be private with respect to their value sets. Declare them (edit values/bounds, or load "
+               "a schema JSON) to fix this.", icon=":material/warning:")
+
+# Encoding checks every value against the schema; it runs last so the page above is already visible.
+with st.spinner("Checking every row against the schema…"):
+    dataset = datasource.current_dataset()
 if dataset is None:
-    for p in datasource.dataset_error() or ds_errors or []:
+    for p in datasource.dataset_error() or []:
         show_error(p)
     st.stop()
-d1, d2, d3 = st.columns(3)
-d1.metric("Attributes", len(dataset.domain))
-d2.metric("Possible records", fmt_big(dataset.domain.size),
-          help="The domain size: the product of the attributes' sizes (how many distinct records exist).")
-d3.metric("One-hot length D", f"{dataset.domain.one_hot_size:,}",
-          help="Sum of the attribute sizes: the length of a record's one-hot encoding used by the SCIP oracle.")
-st.dataframe(datasource.domain_sizes(dataset.domain), hide_index=True)
 if dataset.clipped:
     st.info("Values outside the public bounds were clipped: "
             + ", ".join(f"{md_escape(k, 60)}: {v:,}" for k, v in dataset.clipped.items()) + ".")
-if dataset.domain.inferred:
-    st.warning(f"{len(dataset.domain.inferred)} attribute(s) have a schema inferred from the data: the release "
-               "will not be private with respect to their value sets. Declare them (edit values/bounds, or load "
-               "a schema JSON) to fix this.", icon=":material/warning:")
+st.success(f"All {dataset.n:,} rows fit the schema.", icon=":material/check_circle:")
 st.page_link("pages/workload.py", label="Next: choose the workload", icon=":material/arrow_forward:")

@@ -33,10 +33,12 @@ DECLARED = "declared"
 INFERRED = "inferred from data (not private)"
 #: A column whose share of distinct values reaches this looks like an identifier.
 IDENTIFIER_SHARE = 0.95
-SCHEMA_COLUMNS = ["include", "column", "kind", "values", "lower", "upper", "bins", "missing", "size", "source",
-                  "distinct", "note"]
+SCHEMA_COLUMNS = ["include", "column", "kind", "values", "lower", "upper", "bins", "edges", "missing",
+                  "out_of_bounds", "size", "source", "distinct", "note"]
+#: Columns of the schema table the user cannot edit.
+READ_ONLY = ("column", "size", "source", "distinct", "note")
 #: Editing any of these makes the attribute "declared" (the user stated it).
-DEFINITION_FIELDS = ("values", "lower", "upper", "bins")
+DEFINITION_FIELDS = ("values", "lower", "upper", "bins", "edges", "out_of_bounds")
 
 
 @st.cache_resource(show_spinner="Loading the bundled Adult sample…")
@@ -62,12 +64,17 @@ def upload_limit_mb() -> int:
 
 
 def accept_upload(uploaded) -> None:
-    """Read an uploaded file into this session (once per distinct upload)."""
+    """Read an uploaded file into this session (once per distinct upload).
+
+    A file that cannot be read replaces the previous table by nothing, so the page
+    never silently keeps using an older file after showing an error.
+    """
     file_id = getattr(uploaded, "file_id", None) or f"{uploaded.name}:{uploaded.size}"
-    current = st.session_state.get(state.UPLOAD)
-    if current is not None and current["file_id"] == file_id:
+    if st.session_state.get(UPLOAD_SEEN) == file_id:
         return
+    st.session_state[UPLOAD_SEEN] = file_id
     st.session_state[state.UPLOAD_ERROR] = None
+    st.session_state[state.UPLOAD] = None
     limit = upload_limit_mb()
     if uploaded.size > limit * 1024 * 1024:
         st.session_state[state.UPLOAD_ERROR] = (
@@ -81,6 +88,19 @@ def accept_upload(uploaded) -> None:
         return
     st.session_state[state.UPLOAD] = {"name": uploaded.name, "file_id": file_id, "df": df,
                                       "digest": hashlib.sha256(uploaded.getvalue()).hexdigest()[:16]}
+
+
+UPLOADER_KEY = "uploader"
+UPLOAD_SEEN = "upload_seen"  # file id of the last upload taken in (read or refused)
+
+
+def sync_upload() -> None:
+    """Take in a file just dropped on the Data page's uploader, before anything renders
+    (so the sidebar already shows it in the same run)."""
+    if state.get(state.SOURCE) == "upload":
+        uploaded = st.session_state.get(UPLOADER_KEY)
+        if uploaded is not None:
+            accept_upload(uploaded)
 
 
 def current_source() -> tuple[str, str, pd.DataFrame, Domain | None] | None:
@@ -98,15 +118,18 @@ def _row_for(attr: Attribute | None, column: pd.Series, name: str, source: str, 
     present = column.dropna()
     distinct = int(present.nunique())
     row = {"include": True, "column": name, "kind": "categorical", "values": "", "lower": None, "upper": None,
-           "bins": None, "missing": bool(column.isna().any()), "size": 0, "source": source, "distinct": distinct,
-           "note": ""}
+           "bins": None, "edges": "", "missing": bool(column.isna().any()), "out_of_bounds": "clip", "size": 0,
+           "source": source, "distinct": distinct, "note": ""}
     if attr is not None:
         row["kind"] = attr.kind
         row["missing"] = attr.missing
         if attr.kind == "categorical":
             row["values"] = VALUE_SEP.join(attr.values)
         else:
-            row.update(lower=float(attr.lower), upper=float(attr.upper), bins=int(attr.bins))
+            row.update(lower=float(attr.lower), upper=float(attr.upper), bins=int(attr.bins),
+                       out_of_bounds=attr.out_of_bounds)
+            equal_width = np.allclose(attr.edges, np.linspace(attr.lower, attr.upper, attr.bins + 1))
+            row["edges"] = "" if equal_width else format_edges(attr.edges)
     if len(present) >= 20 and distinct >= IDENTIFIER_SHARE * len(present):
         row["include"] = False
         row["note"] = (f"looks like an identifier: {distinct:,} distinct values in {len(present):,} rows; "
@@ -149,6 +172,24 @@ def parse_values(text) -> tuple[str, ...]:
     return tuple(v.strip() for v in str(text).split("|") if v.strip())
 
 
+def format_edges(edges) -> str:
+    out = []
+    for e in edges:
+        short = f"{e:.15g}"
+        out.append(short if float(short) == e else repr(float(e)))
+    return VALUE_SEP.join(out)
+
+
+def parse_edges(text, name: str = "") -> tuple[float, ...]:
+    """Explicit bin edges typed as 'a | b | c'; empty means equal-width bins."""
+    parts = parse_values(text)
+    try:
+        return tuple(float(p) for p in parts)
+    except ValueError:
+        raise DomainError(f"Attribute {name!r}: bin edges must be numbers separated by ' | ' "
+                          f"(got {str(text)[:60]!r}).") from None
+
+
 def _num(x):
     if x is None or (isinstance(x, float) and math.isnan(x)) or x is pd.NA:
         return None
@@ -158,6 +199,12 @@ def _num(x):
 def row_size(row: dict) -> int:
     extra = 1 if row.get("missing") else 0
     if row.get("kind") == "numeric":
+        try:
+            edges = parse_edges(row.get("edges"))
+        except DomainError:
+            edges = ()
+        if len(edges) >= 2:
+            return len(edges) - 1 + extra
         bins = _num(row.get("bins"))
         return int(bins or 10) + extra
     return len(parse_values(row.get("values"))) + extra
@@ -166,9 +213,16 @@ def row_size(row: dict) -> int:
 def attribute_from_row(row: dict) -> Attribute:
     source = "declared" if str(row.get("source", "")).startswith("declared") else "data"
     if row.get("kind") == "numeric":
+        name = str(row["column"])
+        oob = row.get("out_of_bounds") or "clip"
+        edges = parse_edges(row.get("edges"), name)
+        if edges:
+            return Attribute(name, "numeric", edges=edges, missing=bool(row.get("missing")), source=source,
+                             out_of_bounds=oob)
         bins = _num(row.get("bins"))
-        return Attribute(str(row["column"]), "numeric", lower=_num(row.get("lower")), upper=_num(row.get("upper")),
-                         bins=int(bins) if bins is not None else 10, missing=bool(row.get("missing")), source=source)
+        return Attribute(name, "numeric", lower=_num(row.get("lower")), upper=_num(row.get("upper")),
+                         bins=int(bins) if bins is not None else 10, missing=bool(row.get("missing")), source=source,
+                         out_of_bounds=oob)
     return Attribute(str(row["column"]), "categorical", parse_values(row.get("values")),
                      missing=bool(row.get("missing")), source=source)
 
@@ -198,18 +252,34 @@ def apply_editor_changes(editor_key: str) -> None:
     switches.  Re-applying the same edits is idempotent (cells are only set).
     """
     edits = st.session_state.get(editor_key) or {}
-    table = st.session_state[state.SCHEMA_TABLE].copy()
+    st.session_state[state.SCHEMA_TABLE] = fold_edits(st.session_state[state.SCHEMA_TABLE], edits)
+
+
+def fold_edits(table: pd.DataFrame, edits: dict) -> pd.DataFrame:
+    """``table`` with the data editor's ``edited_rows`` applied (a new frame)."""
+    table = table.copy()
     for idx, changes in (edits.get("edited_rows") or {}).items():
         i = table.index[int(idx)]
         for col, value in changes.items():
-            if col not in table.columns:
+            if col not in table.columns or col in READ_ONLY:
                 continue
             old = table.at[i, col]
-            if col in DEFINITION_FIELDS and not _same(old, value):
+            changed = not _same(old, value)
+            if col in DEFINITION_FIELDS and changed:
                 table.at[i, "source"] = DECLARED
             table.at[i, col] = value
+            if changed and col in ("lower", "upper", "bins"):
+                table.at[i, "edges"] = ""  # new bounds or bin count: equal-width bins again
+            if changed and col == "edges":
+                try:
+                    edges = parse_edges(value)
+                except DomainError:
+                    edges = ()  # reported by domain_from_table
+                if len(edges) >= 2:
+                    table.at[i, "lower"], table.at[i, "upper"] = edges[0], edges[-1]
+                    table.at[i, "bins"] = len(edges) - 1
         table.at[i, "size"] = row_size(table.loc[i].to_dict())
-    st.session_state[state.SCHEMA_TABLE] = table
+    return table
 
 
 def _same(a, b) -> bool:
@@ -274,6 +344,20 @@ def current_dataset() -> Dataset | None:
     st.session_state[state.DATASET_ERROR] = None
     st.session_state[state.DATASET_NAMES][ds.fingerprint] = name
     return ds
+
+
+def summary() -> dict | None:
+    """Name, n and attribute count of the table in use, without encoding it."""
+    src = current_source()
+    if src is None:
+        return None
+    source_key, name, df, declared = src
+    cached = state.get(state.DATASET)
+    if cached is not None and cached[0][0] == source_key:
+        ds = cached[1]
+        return {"name": name, "n": ds.n, "attributes": len(ds.domain)}
+    table = ensure_schema_table(source_key, df, declared)
+    return {"name": name, "n": len(df), "attributes": int(table["include"].sum())}
 
 
 def dataset_error() -> list[str] | None:

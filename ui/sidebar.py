@@ -6,7 +6,6 @@ import pandas as pd
 import streamlit as st
 
 from . import state
-from .runner import running
 from .text import fmt_delta, fmt_eps
 
 
@@ -23,27 +22,30 @@ def ledger_table() -> pd.DataFrame:
     return pd.DataFrame(rows, columns=["dataset", "runs", "ε (basic)", "δ (basic)", "ε (zCDP)"])
 
 
-def render(dataset) -> None:
+def render(summary: dict | None) -> None:
+    """``summary``: name, n and attribute count of the table in use (see datasource.summary)."""
     with st.sidebar:
         st.subheader("Dataset in use")
-        if dataset is None:
+        if summary is None:
             st.caption("No dataset yet: choose one on the Data page.")
         else:
-            st.text(dataset.name)
-            st.caption(f"n = {dataset.n:,} rows · {len(dataset.domain)} attributes")
+            st.text(summary["name"])
+            st.caption(f"n = {summary['n']:,} rows · {summary['attributes']} attributes")
         st.subheader("Privacy ledger", help=(
             "Every completed release of this session, totalled per dataset. Basic composition adds the ε's and "
             "δ's (always valid). zCDP adds the runs' ρ (pure-ε runs count ε²/2) and converts back to ε at the "
             "summed δ with the Canonne–Kamath–Steinke bound; it is tighter when there are several runs, and "
             "'—' when a run was not accounted in zCDP or no δ was spent. Cancelled or failed runs cost nothing: "
             "they released nothing."))
-        table = ledger_table()
-        if table.empty:
+        table = ledger_table() if state.has_spent() else None
+        if table is None or table.empty:
             st.caption("Nothing spent yet.")
         else:
             st.dataframe(table, hide_index=True, width="stretch")
         for key in (state.JOB, state.TEACH_JOB):
-            job = running(key)
+            job = st.session_state.get(key)
+            if job is not None and job.done:
+                job = None
             if job is not None:
                 snap = job.snapshot()
                 st.caption(f"Running: round {snap['t']} of {snap['T'] or '?'}, {snap['elapsed']:.0f} s")

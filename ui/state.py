@@ -16,8 +16,6 @@ from typing import Any
 
 import streamlit as st
 
-from dpcore.privacy import PrivacyLedger
-
 KEEP = "keep:"
 
 # Widget keys (persisted across pages).
@@ -84,7 +82,7 @@ def init() -> None:
     """Defaults for every key; existing values are left alone."""
     for key, value in WIDGET_DEFAULTS.items():
         default(key, value)
-    for key, factory in ((LEDGER, PrivacyLedger), (RUNS, list), (DATASET_NAMES, dict)):
+    for key, factory in ((RUNS, list), (DATASET_NAMES, dict)):
         if key not in st.session_state:
             st.session_state[key] = factory()
 
@@ -98,8 +96,23 @@ def get(key: str, fallback: Any = None) -> Any:
     return st.session_state.get(key, fallback)
 
 
-def ledger() -> PrivacyLedger:
+def ledger():
+    """This session's :class:`~dpcore.privacy.PrivacyLedger` (created on first use:
+    the accounting module pulls in scipy, which the first page does not need)."""
+    if LEDGER not in st.session_state:
+        from dpcore.privacy import PrivacyLedger
+
+        st.session_state[LEDGER] = PrivacyLedger()
     return st.session_state[LEDGER]
+
+
+def has_spent() -> bool:
+    led = st.session_state.get(LEDGER)
+    return led is not None and bool(led.entries())
+
+
+def job_exists() -> bool:
+    return st.session_state.get(JOB) is not None or st.session_state.get(TEACH_JOB) is not None
 
 
 def runs() -> list:

@@ -1,0 +1,148 @@
+"""AppTest: the Data and Workload pages' main paths and error paths."""
+
+import itertools
+import math
+import re
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from dpcore.data import bundled_adult
+from dpcore.workload import Workload
+from ui import apptest, state
+
+XSS = "<img src=x onerror=alert(1)>"
+
+
+@pytest.fixture
+def at():
+    with apptest.navigation_only():
+        app = apptest.new_app().run()
+        assert not app.exception
+        yield app
+
+
+def plain(markdown: str) -> str:
+    """Text of a message whose user strings were backslash-escaped for Markdown."""
+    return re.sub(r"\\(.)", r"\1", markdown)
+
+
+def errors(app) -> list[str]:
+    return [plain(e.value) for e in app.error]
+
+
+def upload(app, name: str, content: bytes, mime: str = "text/csv"):
+    app.radio(key=state.SOURCE).set_value("upload").run()
+    app.file_uploader(key="uploader").set_value((name, content, mime)).run()
+    assert not app.exception
+    return app
+
+
+def metric(app, label: str) -> str:
+    return next(m.value for m in app.metric if m.label == label)
+
+
+def test_bundled_data_main_path(at):
+    assert errors(at) == []
+    assert metric(at, "Rows (n)") == "32,561"
+    assert metric(at, "Attributes") == "14"
+    ds = bundled_adult()
+    assert metric(at, "One-hot length D") == f"{ds.domain.one_hot_size:,}"
+    assert metric(at, "Possible records") == "7,886,282,342,400"
+    assert any("32,561 rows fit the schema" in s.value for s in at.success)
+    assert at.sidebar.text[0].value == "adult_census"
+
+
+def test_bad_uploads_show_what_to_do(at):
+    upload(at, "garbage.csv", b"\x00\x01\x02\x03binary" * 50)
+    assert any("binary file" in e for e in errors(at))
+    upload(at, "one.csv", b"only\n1\n2\n")
+    assert any("only one column" in e and "delimiter" in e for e in errors(at))
+    upload(at, "empty.csv", b"")
+    assert any("empty" in e for e in errors(at))
+    upload(at, "broken.parquet", b"PAR1not really parquet", "application/octet-stream")
+    assert any("not a readable Parquet file" in e for e in errors(at))
+
+
+def test_upload_over_the_size_limit_is_refused(at, monkeypatch):
+    from ui import datasource
+
+    monkeypatch.setattr(datasource, "upload_limit_mb", lambda: 1)
+    big = b"a,b\n" + b"x,y\n" * 400_000  # 1.6 MB
+    upload(at, "big.csv", big)
+    assert any("1.6 MB" in e and "limit is 1 MB" in e for e in errors(at))
+    assert state.UPLOAD not in at.session_state or at.session_state[state.UPLOAD] is None
+
+
+def test_uploaded_table_with_hostile_column_name_and_identifier(at):
+    rng = np.random.default_rng(0)
+    df = pd.DataFrame({XSS: rng.choice(["a", "b"], 300), "user_id": [f"id{i}" for i in range(300)],
+                       "score": rng.integers(0, 50, 300)})
+    upload(at, "hostile.csv", df.to_csv(index=False).encode())
+    assert errors(at) == []
+    assert metric(at, "Rows (n)") == "300"
+    assert metric(at, "Attributes") == "2"  # the identifier column is excluded by default
+    warnings = [plain(w.value) for w in at.warning]
+    assert any("user_id" in w and "looks like an identifier: 300 distinct values in 300 rows" in w for w in warnings)
+    assert any("inferred from the data" in w for w in warnings)
+    # The hostile name is data in tables (never markup) ...
+    tables = [d.value for d in at.dataframe]
+    schema = next(t for t in tables if "values" in t.columns and "column" in t.columns)
+    assert XSS in list(schema["column"])
+    assert any(XSS in list(t.columns) for t in tables)  # the preview
+    # ... and nowhere rendered into Markdown unescaped.
+    for el in list(at.markdown) + list(at.caption) + list(at.warning) + list(at.error) + list(at.info):
+        assert "<img" not in el.value
+    # The sidebar shows the file name as plain text.
+    assert at.sidebar.text[0].value == "hostile.csv"
+
+
+def test_workload_main_path_matches_the_engine(at):
+    at.switch_page("pages/workload.py").run()
+    assert errors(at) == []
+    ds = bundled_adult()
+    expected = Workload.random_kway(ds.domain, 2, 8, seed=0, max_cells=ds.n).describe()
+    assert metric(at, "Marginals") == "8"
+    assert metric(at, "Queries |Q|") == f"{expected['n_queries']:,}"
+    at.radio(key=state.WL_MODE).set_value("all").run()
+    all2 = Workload.all_kway(ds.domain, 2, max_cells=ds.n)
+    assert metric(at, "Marginals") == f"{all2.n_marginals:,}"
+    at.radio(key=state.WL_MODE).set_value("picked").run()
+    assert any("No marginal picked" in e for e in errors(at))
+    at.multiselect(key=state.WL_PICKED).select("age × sex").select("race × sex").run()
+    assert errors(at) == [] and metric(at, "Marginals") == "2"
+    assert metric(at, "Queries |Q|") == f"{14 * 2 + 5 * 2:,}"
+
+
+def test_impossible_workloads_are_refused_with_the_number(at):
+    at.switch_page("pages/workload.py").run()
+    at.number_input(key=state.WL_M).set_value(5000).run()
+    ds = bundled_adult()
+    n_2way = len(Workload.all_kway(ds.domain, 2, max_cells=ds.n).marginals)
+    assert any(f"Only {n_2way:,} 2-way marginals" in e for e in errors(at))
+    # All 5-way marginals without the cell cap: refused for memory, with the query count.
+    at.number_input(key=state.WL_M).set_value(8).run()
+    at.number_input(key=state.WL_K).set_value(5).run()
+    at.checkbox(key=state.WL_CAP).uncheck().run()
+    at.radio(key=state.WL_MODE).set_value("all").run()
+    errs = errors(at)
+    assert len(errs) == 1 and "queries and needs about" in errs[0] and "GB" in errs[0], errs
+    queries = sum(math.prod(ds.domain.shape[a] for a in c)
+                  for c in itertools.combinations(range(14), 5))
+    assert f"{queries:,} queries" in errs[0]
+
+
+def test_choices_survive_page_switches(at):
+    at.switch_page("pages/workload.py").run()
+    at.number_input(key=state.WL_K).set_value(3).run()
+    at.number_input(key=state.WL_M).set_value(5).run()
+    at.switch_page("pages/data.py").run()
+    at.switch_page("pages/release.py").run()
+    at.number_input(key=state.EPSILON).set_value(0.5).run()
+    at.switch_page("pages/workload.py").run()
+    assert at.number_input(key=state.WL_K).value == 3
+    assert at.number_input(key=state.WL_M).value == 5
+    assert metric(at, "Marginals") == "5"
+    at.switch_page("pages/release.py").run()
+    assert at.number_input(key=state.EPSILON).value == 0.5

@@ -1,0 +1,199 @@
+"""AppTest: Release, Results, Compare and teaching pages — runs, cancel, failures, ledger."""
+
+import io
+import json
+import re
+import time
+
+import pandas as pd
+import pytest
+
+from dpcore.errors import OracleError
+from dpcore.report import INTERNAL_LABEL
+from ui import apptest, runner, state
+
+
+@pytest.fixture
+def at():
+    with apptest.navigation_only():
+        app = apptest.new_app().run()
+        app.switch_page("pages/release.py").run()
+        assert not app.exception
+        yield app
+        job = app.session_state[state.JOB] if state.JOB in app.session_state else None
+        if job is not None:
+            job.cancel()
+
+
+def plain(markdown: str) -> str:
+    return re.sub(r"\\(.)", r"\1", markdown)
+
+
+def errors(app) -> list[str]:
+    return [plain(e.value) for e in app.error]
+
+
+def run_button(app):
+    return next(b for b in app.button if b.label == "Run")
+
+
+def choose(app, mechanism: str, **params):
+    app.selectbox(key=state.MECH).set_value(mechanism).run()
+    for name, value in params.items():
+        app.number_input(key=f"{state.KEEP}param:{mechanism}:{name}").set_value(value).run()
+    return app
+
+
+def start_and_wait(app, timeout=60.0):
+    run_button(app).click().run()
+    assert not app.exception
+    return apptest.wait_for_job(app, state.JOB, timeout=timeout)
+
+
+def ledger(app):
+    return app.session_state[state.LEDGER].entries() if state.LEDGER in app.session_state else []
+
+
+@pytest.mark.parametrize("epsilon", [0.0, -1.0])
+def test_nonpositive_epsilon_is_refused_before_running(at, epsilon):
+    at.number_input(key=state.EPSILON).set_value(epsilon).run()
+    assert any("ε must be a positive finite number" in e for e in errors(at))
+    assert run_button(at).disabled
+
+
+def test_budget_too_small_for_one_round_is_explained(at):
+    choose(at, "fem")  # automatic number of rounds
+    at.number_input(key=state.EPSILON).set_value(1e-6).run()
+    errs = errors(at)
+    assert len(errs) == 1 and "too small for one useful round" in errs[0] and "Use ε ≥" in errs[0]
+    assert run_button(at).disabled
+    at.number_input(key=state.EPSILON).set_value(1.0).run()
+    assert errors(at) == [] and not run_button(at).disabled
+
+
+def test_gaussian_release_results_and_downloads(at):
+    choose(at, "gaussian")
+    job = start_and_wait(at)
+    assert job.record is not None and errors(at) == []
+    assert any("Run 1 finished" in s.value for s in at.success)
+    assert len(ledger(at)) == 1 and ledger(at)[0].epsilon == pytest.approx(1.0)
+
+    at.switch_page("pages/results.py").run()
+    assert not at.exception and errors(at) == []
+    labels = {m.label: m.value for m in at.metric}
+    rel = job.release
+    assert labels["Max error"] == f"{rel.evaluation['max_error']:.4f}"
+    assert labels["Direct Gaussian (max)"] == "—"  # the run is the yardstick itself
+    assert any(INTERNAL_LABEL in w.value for w in at.warning)
+    record = at.session_state[state.RUNS][0]
+    card = json.loads(record.downloads["card_json"])
+    text = json.dumps(card)
+    assert "seed" not in card["parameters"] and "max_error" not in text and "seconds" not in text
+    assert card["privacy"]["epsilon"] == 1.0
+    evaluation = json.loads(record.downloads["evaluation"])
+    assert evaluation["label"] == INTERNAL_LABEL
+    answers = pd.read_csv(io.BytesIO(record.downloads["synthetic"]))
+    assert list(answers.columns) == ["marginal", "cell", "answer"] and len(answers) == rel.workload.n_queries
+    assert len(ledger(at)) == 1  # viewing results charges nothing
+
+
+def test_fem_release_has_rows_and_the_yardstick_is_not_charged(at):
+    choose(at, "fem", rounds=6, samples=5)
+    job = start_and_wait(at)
+    assert job.record is not None, errors(at)
+    at.switch_page("pages/results.py").run()
+    assert not at.exception and errors(at) == []
+    record = at.session_state[state.RUNS][0]
+    rel = record.release
+    assert "max_error" in record.yardstick  # the internal what-if was computed ...
+    assert len(ledger(at)) == len(rel.result.spends)  # ... and not charged
+    assert sum(e.epsilon for e in ledger(at)) <= 1.0 + 1e-9
+    rows = pd.read_csv(io.BytesIO(record.downloads["synthetic"]))
+    assert list(rows.columns) == rel.workload.domain.names
+    assert len(rows) == rel.rows.shape[0] > 0
+    assert [d.label for d in at.get("download_button")][0] == "Synthetic data (CSV)"
+    headline = at.dataframe[0].value
+    assert "direct Gaussian at the same ε, δ (internal what-if)" in list(headline["answers from"])
+
+
+def test_cancel_stops_the_run_releases_nothing_and_charges_nothing(at):
+    choose(at, "fem", rounds=5000, samples=50)
+    at.number_input(key=state.EPSILON).set_value(50.0).run()  # enough budget for 5000 rounds
+    assert errors(at) == []
+    run_button(at).click().run()
+    job = at.session_state[state.JOB]
+    assert not job.done
+    cancel = next(b for b in at.button if b.label == "Cancel run")
+    assert run_button(at).disabled
+    cancel.click().run()
+    apptest.wait_for_job(at, state.JOB, timeout=30)
+    assert job.cancelled and job.release is None
+    assert any("cancelled" in i.value for i in at.info)
+    assert at.session_state[state.RUNS] == [] and ledger(at) == []
+    at.switch_page("pages/results.py").run()
+    assert any("No finished run yet" in i.value for i in at.info)
+
+
+def test_failed_runs_show_an_error_and_keep_earlier_results(at, monkeypatch):
+    choose(at, "gaussian")
+    start_and_wait(at)
+    assert len(at.session_state[state.RUNS]) == 1
+
+    def solver_fails(*args, **kwargs):
+        raise OracleError("SCIP could not solve the best-response problem (status 'infeasible'); "
+                          "raise the time limit.")
+
+    monkeypatch.setattr(runner, "run_release", solver_fails)
+    start_and_wait(at)
+    assert any("SCIP could not solve" in e for e in errors(at))
+
+    def bug(*args, **kwargs):
+        raise ZeroDivisionError("division by zero")
+
+    monkeypatch.setattr(runner, "run_release", bug)
+    start_and_wait(at)
+    errs = errors(at)
+    assert any("failed unexpectedly (ZeroDivisionError" in e and "nothing was released" in e for e in errs)
+    assert not at.exception and all("Traceback" not in e for e in errs)
+    assert len(at.session_state[state.RUNS]) == 1 and len(ledger(at)) == 1  # the first run is intact
+
+
+def test_compare_reset_and_session_isolation(at):
+    choose(at, "gaussian")
+    start_and_wait(at)
+    choose(at, "laplace")
+    start_and_wait(at)
+    at.switch_page("pages/compare.py").run()
+    assert not at.exception and errors(at) == []
+    table = at.dataframe[0].value
+    assert list(table["mechanism"]) == ["gaussian", "laplace"]
+    sidebar = at.sidebar.dataframe[0].value
+    assert sidebar.iloc[0]["runs"] == 2 and sidebar.iloc[0]["ε (basic)"] == "2"
+    with apptest.navigation_only():
+        other = apptest.new_app().run()
+        other.switch_page("pages/compare.py").run()
+        assert any("No finished run yet" in i.value for i in other.info)
+        assert not other.sidebar.dataframe  # nothing spent in the other session
+    next(b for b in at.sidebar.button if b.label == "Reset session").click().run()
+    assert not at.exception
+    at.switch_page("pages/compare.py").run()
+    assert any("No finished run yet" in i.value for i in at.info)
+
+
+def test_teaching_preset_shows_the_game_and_the_ledger(at):
+    at.switch_page("pages/how_it_works.py").run()
+    assert not at.exception
+    options = at.radio(key=state.TEACH_MECH).options
+    if "FEM (Follow-the-perturbed-leader + Exponential Mechanism)" in options:
+        at.radio(key=state.TEACH_MECH).set_value("fem").run()
+    t0 = time.monotonic()
+    next(b for b in at.button if b.label == "Run the demo").click().run()
+    job = apptest.wait_for_job(at, state.TEACH_JOB, timeout=60)
+    assert job.record is not None, [e.value for e in at.error]
+    trace = job.release.evaluation["trace"]
+    assert len(trace) > 0
+    frames = [d.value for d in at.dataframe]
+    assert any(len(f) == len(trace) for f in frames)  # the round-by-round table
+    steps = next(f for f in frames if "ε so far (basic)" in f.columns)
+    assert steps["ε so far (basic)"].iloc[-1] == pytest.approx(sum(s.epsilon for s in job.release.result.spends))
+    assert time.monotonic() - t0 < 60
