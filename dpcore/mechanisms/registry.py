@@ -16,6 +16,7 @@ from .base import Mechanism
 MECHANISMS: dict[str, str] = {
     "gaussian": "dpcore.mechanisms.direct:DirectGaussian",
     "laplace": "dpcore.mechanisms.direct:DirectLaplace",
+    "projection": "dpcore.mechanisms.projection:Projection",
     "privlearn": "dpcore.mechanisms.privlearn:PrivLearn",
 }
 

@@ -1,0 +1,208 @@
+"""The projection mechanism: Frank–Wolfe onto the records' hull, rounding, accounting, public stopping."""
+
+from __future__ import annotations
+
+import json
+import math
+
+import numpy as np
+import pytest
+
+from dpcore.errors import BudgetError, ParameterError, WorkloadError
+from dpcore.mechanisms import projection as proj
+from dpcore.mechanisms.base import Budget, RunContext
+from dpcore.mechanisms.direct import DirectGaussian
+from dpcore.mechanisms.projection import (Projection, ProjectionSettings, RecordProjector, largest_remainder_rows,
+                                          rounding_bound)
+from dpcore.privacy import eps_to_zcdp, gaussian_rho, zcdp_to_eps_cks
+from dpcore.release import run_release
+from dpcore.workload import Workload
+
+from .conftest import planted_dataset
+
+SHAPE = (3, 2, 4, 3)
+
+
+def _setup(n=400, k=2):
+    ds = planted_dataset(n=n, shape=SHAPE)
+    return ds, Workload.all_kway(ds.domain, k)
+
+
+def test_projecting_exact_answers_reproduces_the_marginals():
+    ds, wl = _setup()
+    true = wl.answers(ds.codes)
+    settings = ProjectionSettings(max_iterations=400, stopping="none", scip="off", starts=32,
+                                  corrective_every=5, gap_tolerance=1e-14)
+    out = RecordProjector(wl, true, 1e-3, settings).run(np.random.default_rng(0))
+    # Before rounding: the weighted records answer every query as the data does.
+    assert np.max(np.abs(out.fitted - true)) <= 1e-6
+    assert np.allclose(wl.answers(out.records, out.weights), out.fitted, atol=1e-12)
+    assert out.weights.min() > 0 and out.weights.sum() == pytest.approx(1.0)
+
+
+def test_frank_wolfe_objective_decreases():
+    ds, wl = _setup()
+    true = wl.answers(ds.codes)
+    sigma = 0.02
+    noisy = true + np.random.default_rng(5).normal(0, sigma, true.shape)
+    settings = ProjectionSettings(max_iterations=60, stopping="none", scip="off", corrective_every=7)
+    out = RecordProjector(wl, noisy, sigma, settings).run(np.random.default_rng(1))
+    res = np.array([r["residual_norm"] for r in out.trace])
+    assert len(res) >= 10
+    # Exact line search and monotone corrective steps: never up (up to rounding).
+    assert np.all(np.diff(res) <= 1e-9 * res[:-1])
+    assert res[-1] < res[0]
+    # And the final residual is what the weights give.
+    resid = wl.answers(out.records, out.weights) - noisy
+    assert out.chi2 == pytest.approx(np.sum(resid**2) / sigma**2, rel=1e-9)
+
+
+@pytest.mark.parametrize("n_rows", [1, 7, 100, 4321])
+def test_rounding_keeps_the_row_count_and_moves_answers_at_most_the_bound(n_rows):
+    ds, wl = _setup()
+    rng = np.random.default_rng(n_rows)
+    K = 40
+    records = np.column_stack([rng.integers(0, s, K) for s in SHAPE])
+    records = np.unique(records, axis=0)
+    K = len(records)
+    weights = rng.dirichlet(np.ones(K) * 0.5)
+    rows = largest_remainder_rows(records, weights, n_rows, rng)
+    assert rows.shape == (n_rows, len(SHAPE))
+    before = wl.answers(records, weights)
+    after = wl.answers(rows)
+    # Stated bound: min(r, K - r) / N <= K / (2N), r = number of records rounded up.
+    target = weights * n_rows
+    r = int(n_rows - np.floor(target).sum())
+    assert np.max(np.abs(after - before)) <= min(r, K - r) / n_rows + 1e-12
+    assert min(r, K - r) / n_rows <= rounding_bound(K, n_rows) + 1e-15
+    # Each record's count is its share rounded down or up.
+    counts = np.array([np.sum(np.all(rows == rec, axis=1)) for rec in records])
+    assert np.all((counts == np.floor(target)) | (counts == np.floor(target) + 1))
+
+
+def test_rounding_is_exact_when_shares_are_whole():
+    records = np.array([[0, 0, 0, 0], [1, 1, 1, 1], [2, 0, 3, 2]])
+    rows = largest_remainder_rows(records, np.array([0.5, 0.25, 0.25]), 8, np.random.default_rng(0))
+    counts = sorted(int(np.sum(np.all(rows == r, axis=1))) for r in records)
+    assert counts == [2, 2, 4]
+
+
+def test_privacy_accounting_is_the_gaussian_measurements_alone():
+    ds, wl = _setup()
+    eps, delta = 0.7, 1e-6
+    mech = Projection()
+    params = Projection.validate_params({"max_iterations": 20, "scip": "off"})
+    plan = mech.plan(ds.n, wl, Budget(eps, delta), params)
+    rho = eps_to_zcdp(eps, delta)
+    assert plan["rho"] == pytest.approx(rho, rel=1e-12)
+    # σ on counts = sqrt(|W|/ρ): ρ = |W| · (sqrt 2)² / (2σ²)  (replace-one, one marginal has L2 sensitivity sqrt 2).
+    assert plan["sigma_counts"] == pytest.approx(math.sqrt(wl.n_marginals / rho), rel=1e-12)
+    assert wl.n_marginals * gaussian_rho(plan["sigma_counts"], math.sqrt(2.0)) == pytest.approx(rho, rel=1e-12)
+    assert zcdp_to_eps_cks(rho, delta) <= eps + 1e-9
+    # The same noise as the direct Gaussian yardstick on the same workload and budget.
+    direct = DirectGaussian().plan(ds.n, wl, Budget(eps, delta), {"postprocess": True})
+    assert plan["sigma_counts"] == pytest.approx(direct["sigma_counts"], rel=1e-12)
+    res = mech.run(ds, wl, Budget(eps, delta), params, RunContext(rng=np.random.default_rng(0)))
+    assert len(res.spends) == 1
+    assert res.spends[0].rho == pytest.approx(rho, rel=1e-12)
+    assert (res.epsilon_spent, res.delta_spent) == (eps, delta)
+    assert res.accountant.startswith("zCDP")
+
+
+def _settings_for(params):
+    return proj.settings_from_params(Projection.validate_params(params))
+
+
+def test_stopping_rule_reads_no_private_quantity():
+    """The mechanism's output (rows, stop rule, trace) is a function of the noisy answers alone."""
+    ds, wl = _setup(n=600)
+    eps, delta, seed = 1.0, 1e-6, 11
+    params = Projection.validate_params({"max_iterations": 300, "scip": "off", "stopping": "risk"})
+    res = Projection().run(ds, wl, Budget(eps, delta), params, RunContext(rng=np.random.default_rng(seed)))
+    # Replay with the true answers hidden: draw the same noise, then forget the data.
+    rng = np.random.default_rng(seed)
+    sigma = Projection().plan(ds.n, wl, Budget(eps, delta), params)["sigma_answers"]
+    true = wl.answers(ds.codes)
+    noisy = true + rng.normal(0.0, sigma, size=true.shape)
+    del true
+    out = RecordProjector(wl, noisy, sigma, _settings_for(params)).run(rng)  # no dataset, no monitor
+    rows = largest_remainder_rows(out.records, out.weights, ds.n, rng)
+    assert np.array_equal(rows, res.rows)
+    assert out.stop_rule == res.public["stopping_rule_fired"]
+    public_keys = ("iteration", "oracle_calls", "residual_norm", "fw_gap", "support", "risk_estimate")
+    assert [{k: r[k] for k in public_keys} for r in out.trace] == [{k: r[k] for k in public_keys} for r in res.trace]
+    # And the owner's monitor really did see something the replay could not.
+    assert "true_max_error" in res.trace[0] and "true_max_error" not in out.trace[0]
+
+
+@pytest.mark.parametrize("rule", ["discrepancy", "risk"])
+def test_each_public_rule_fires_and_is_reported(rule):
+    ds, wl = _setup(n=2000)
+    rel = run_release(ds, wl, "projection", 2.0, 1e-6, {"stopping": rule, "scip": "off", "max_iterations": 3000},
+                      seed=3)
+    fired = rel.card["derived_public_parameters"]["stopping_rule_fired"]
+    assert fired == {"risk": "risk minimum", "discrepancy": "discrepancy"}[rule]
+    assert rel.result.oracle_stats["converged"] is True
+    if rule == "discrepancy":
+        assert rel.result.oracle_stats["final_residual_norm"] <= rel.result.oracle_stats["discrepancy_level"]
+
+
+def test_end_to_end_release_beats_the_uniform_baseline_and_keeps_errors_off_the_card():
+    ds, wl = _setup(n=2000, k=3)
+    rel = run_release(ds, wl, "projection", 1.0, None, {"scip": "certify"}, seed=4)
+    assert rel.rows.shape == (ds.n, len(SHAPE))
+    ev = rel.evaluation
+    assert ev["max_error"] < 0.5 * ev["baselines"]["uniform"]["max_error"]
+    assert rel.result.oracle_stats["certified_gap"] is not None
+    assert rel.result.oracle_stats["certified_gap"] >= -1e-9
+    keys = set(_all_keys(rel.card))
+    for private in ("true_max_error", "max_error", "mean_error", "seconds", "certified_gap", "fw_gap",
+                    "residual_norm", "trace", "seed"):
+        assert private not in keys
+    assert "true_max_error" not in json.dumps(rel.card, default=float)
+    # The trace is numeric, for the Results page's convergence chart.
+    for row in rel.result.trace:
+        for k in ("iteration", "oracle_calls", "residual_norm", "fw_gap"):
+            assert isinstance(row[k], (int, float))
+
+
+def _all_keys(obj):
+    if isinstance(obj, dict):
+        for k, v in obj.items():
+            yield k
+            yield from _all_keys(v)
+    elif isinstance(obj, list):
+        for v in obj:
+            yield from _all_keys(v)
+
+
+def test_a_projection_stopped_at_its_limit_returns_the_best_found_and_says_so():
+    ds, wl = _setup(n=1000, k=3)
+    rel = run_release(ds, wl, "projection", 1.0, 1e-6, {"max_iterations": 2, "stopping": "none", "scip": "certify"},
+                      seed=2)
+    st = rel.result.oracle_stats
+    assert st["stop_rule"] == "iteration limit" and st["converged"] is False
+    assert rel.rows.shape[0] == ds.n
+    assert any("did not converge" in n and "gap" in n for n in rel.result.notes)
+    assert st["certified_gap"] is not None and st["certified_gap"] > 0
+
+
+def test_memory_refusal_names_the_size_and_suggests_the_adaptive_variant(monkeypatch):
+    ds, wl = _setup()
+    monkeypatch.setattr(proj, "PROJECTION_MEMORY_LIMIT", 1000)
+    with pytest.raises(WorkloadError, match=r"(?s)noisy answers.*projection_adaptive") as exc:
+        Projection().plan(ds.n, wl, Budget(1.0, 1e-6), Projection.validate_params({}))
+    assert f"{wl.n_queries:,}" in str(exc.value)
+
+
+@pytest.mark.parametrize("rows", [0, -5, 10**12])
+def test_absurd_row_counts_are_refused(rows):
+    ds, wl = _setup()
+    with pytest.raises(ParameterError, match="rows"):
+        run_release(ds, wl, "projection", 1.0, 1e-6, {"scip": "off"}, seed=0, n_rows=rows)
+
+
+def test_gaussian_measurement_needs_delta():
+    ds, wl = _setup()
+    with pytest.raises(BudgetError, match="δ > 0"):
+        Projection().plan(ds.n, wl, Budget(1.0, 0.0), Projection.validate_params({}))
