@@ -8,7 +8,7 @@ import math
 import numpy as np
 import pytest
 
-from dpcore.errors import BudgetError, ParameterError
+from dpcore.errors import BudgetError
 from dpcore.learning import dplr as dplr_mod
 from dpcore.learning import opdisc as opdisc_mod
 from dpcore.learning import prsma as prsma_mod
@@ -90,6 +90,33 @@ def test_opdisc_sigma_closed_form():
     assert opdisc_mod.opdisc_sigma(2.0, 1e-6, 1.0, 3.0) == pytest.approx(7 * 9 * math.sqrt(math.log(1e6)) / 2)
     with pytest.raises(BudgetError):
         opdisc_mod.opdisc_sigma(1.0, 0.0, 1.0, 1.0)
+
+
+def test_opdisc_coupling_sigma_and_the_max_rule():
+    eps, delta, tau, D, dim = 1.0, 1e-6, 0.5, 2.0, 9
+    c = 4 * (1 / tau) * D**2 / tau
+    A = 3.0 + math.sqrt(2 * math.log(1e6))
+    sigma = opdisc_mod.opdisc_sigma_coupling(eps, delta, tau, D, dim)
+    assert sigma == pytest.approx(c * (A + math.sqrt(A * A + 2 * eps)) / (2 * eps))
+    # at ||eta|| = sigma A the coupling's privacy loss (2 c ||eta|| + c^2) / (2 sigma^2) is exactly eps
+    assert (2 * c * sigma * A + c * c) / (2 * sigma**2) == pytest.approx(eps)
+    assert opdisc_mod.noise_sigma(eps, delta, tau, D, dim) == max(sigma, opdisc_mod.opdisc_sigma(eps, delta, tau, D))
+    # ||Z||_2 > sqrt(dim) + sqrt(2 ln(1/delta')) has probability <= delta' (simulated at delta' = 0.01)
+    rng = np.random.default_rng(9)
+    norms = np.linalg.norm(rng.normal(size=(40_000, dim)), axis=1)
+    p_hat = float(np.mean(norms > 3.0 + math.sqrt(2 * math.log(100))))
+    assert p_hat <= 0.01 + 4 * math.sqrt(0.01 * 0.99 / 40_000)
+
+
+def test_opdisc_draws_noise_at_the_stated_sigma():
+    X, y = _tiny(6, n=40)
+    model = opdisc_mod.opdisc(X, y, 1.0, 1e-4, np.random.default_rng(0), bound=1, tau=1.0, D=1.5)
+    pub = model.public
+    assert pub["sigma"] == pytest.approx(max(pub["sigma_paper"], pub["sigma_coupling"]))
+    assert pub["sigma_paper"] == pytest.approx(7 * 1.5**2 * math.sqrt(math.log(1e4)))
+    # the same generator state reproduces the noise: eta = N(0, sigma^2) of dimension d + 1 = 4
+    eta = np.random.default_rng(0).normal(0.0, pub["sigma"], size=4)
+    assert opdisc_mod.solve(X, y, eta, 1, 1.0, 1.5).params.tolist() == model.params.tolist()
 
 
 # ------------------------------------------------------------------ one run, exact

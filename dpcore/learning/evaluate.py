@@ -36,7 +36,7 @@ class MethodInfo:
 
 METHODS: dict[str, MethodInfo] = {m.name: m for m in [
     MethodInfo("opdisc", "OPDisc (objective perturbation, discrete halfspaces)", "seed 003 §3",
-               "oracle-dependent", "(ε, δ)-DP by seed 003 Thm 2; σ = 7 G D² sqrt(ln 1/δ)/(τ ε)"),
+               "oracle-dependent", "(ε, δ)-DP by seed 003 Thm 2; σ = max(7 G D² sqrt(ln 1/δ)/(τ ε), coupling bound)"),
     MethodInfo("rspm", "RSPM, Laplace (discrete halfspaces)", "seed 000 §III.A", "oracle-dependent",
                "ε-DP by seed 000 Thm 6; η ~ Lap(2m/ε) on a separator set of size m"),
     MethodInfo("rspm-gauss", "Gaussian RSPM (discrete halfspaces)", "seed 000 Thm 7", "oracle-dependent",
@@ -100,7 +100,8 @@ def plan(data: LearningData, methods: list[str], epsilons: list[float], settings
         for eps in epsilons:
             row = {"method": m, "epsilon": eps, "oracle_calls": 1, "privacy": METHODS[m].privacy}
             if m == "opdisc":
-                row.update(delta=delta, sigma=opdisc_mod.opdisc_sigma(eps, delta, settings.tau, settings.D))
+                row.update(delta=delta, sigma=opdisc_mod.noise_sigma(eps, delta, settings.tau, settings.D, d + 1),
+                           sigma_paper=opdisc_mod.opdisc_sigma(eps, delta, settings.tau, settings.D))
             elif m in ("rspm", "rspm-gauss", "rspm-conj"):
                 kind = "conjunction" if m == "rspm-conj" else "halfspace"
                 msize = rspm_mod.separator_size(kind, d, settings.bound)

@@ -25,7 +25,7 @@ from dataclasses import asdict, dataclass
 
 import numpy as np
 
-from ..errors import BudgetError, Cancelled, ParameterError
+from ..errors import BudgetError, Cancelled
 from . import rspm as rspm_mod
 from .model import LearnedModel
 

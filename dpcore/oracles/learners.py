@@ -45,7 +45,6 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..errors import OracleError
-from .best_response import OPTIMAL, OracleStats  # noqa: F401  (OracleStats re-exported for learners)
 
 #: Refuse models with more distinct data points than this (each is one binary variable with big-M rows).
 MAX_MIP_POINTS = 20_000
