@@ -168,7 +168,14 @@ def test_compare_reset_and_session_isolation(at):
     table = at.dataframe[0].value
     assert list(table["mechanism"]) == ["gaussian", "laplace"]
     sidebar = at.sidebar.dataframe[0].value
-    assert sidebar.iloc[0]["runs"] == 2 and sidebar.iloc[0]["ε (basic)"] == "2"
+    assert sidebar.loc["basic", "ε"] == "2"  # 1 + 1 under basic composition
+    assert any(c.value == "2 completed run(s)" for c in at.sidebar.caption)
+    # zCDP: the Gaussian run's ρ plus the Laplace run's ε²/2, converted at the summed δ.
+    from dpcore.privacy import eps_to_zcdp, zcdp_to_eps_cks
+
+    delta = 1 / 32561**2
+    rho = eps_to_zcdp(1.0, delta) + 0.5
+    assert sidebar.loc["zCDP", "ε"] == f"{zcdp_to_eps_cks(rho, delta):.4g}"
     with apptest.navigation_only():
         other = apptest.new_app().run()
         other.switch_page("pages/compare.py").run()

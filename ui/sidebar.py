@@ -9,17 +9,19 @@ from . import state
 from .text import fmt_delta, fmt_eps
 
 
-def ledger_table() -> pd.DataFrame:
-    """Per dataset: runs, ε and δ under basic composition, ε under zCDP (CKS conversion)."""
+def ledger_tables() -> list[tuple[str, int, pd.DataFrame]]:
+    """Per dataset: (name, runs, table of ε and δ under basic composition and under zCDP)."""
     led = state.ledger()
     names = state.get(state.DATASET_NAMES, {})
-    rows = []
+    out = []
     for ds in led.datasets():
         tot = led.total(ds)
-        rows.append({"dataset": names.get(ds, ds), "runs": tot["runs"], "ε (basic)": fmt_eps(tot["epsilon_basic"]),
-                     "δ (basic)": fmt_delta(tot["delta_basic"]),
-                     "ε (zCDP)": fmt_eps(tot["epsilon_zcdp"])})
-    return pd.DataFrame(rows, columns=["dataset", "runs", "ε (basic)", "δ (basic)", "ε (zCDP)"])
+        table = pd.DataFrame({"ε": [fmt_eps(tot["epsilon_basic"]), fmt_eps(tot["epsilon_zcdp"])],
+                              "δ": [fmt_delta(tot["delta_basic"]),
+                                    fmt_delta(tot["delta_basic"]) if tot["epsilon_zcdp"] is not None else "—"]},
+                             index=["basic", "zCDP"])
+        out.append((names.get(ds, ds), tot["runs"], table))
+    return out
 
 
 def render(summary: dict | None) -> None:
@@ -34,14 +36,17 @@ def render(summary: dict | None) -> None:
         st.subheader("Privacy ledger", help=(
             "Every completed release of this session, totalled per dataset. Basic composition adds the ε's and "
             "δ's (always valid). zCDP adds the runs' ρ (pure-ε runs count ε²/2) and converts back to ε at the "
-            "summed δ with the Canonne–Kamath–Steinke bound; it is tighter when there are several runs, and "
-            "'—' when a run was not accounted in zCDP or no δ was spent. Cancelled or failed runs cost nothing: "
-            "they released nothing."))
-        table = ledger_table() if state.has_spent() else None
-        if table is None or table.empty:
+            "summed δ with the Canonne–Kamath–Steinke bound; it is usually tighter for many Gaussian-noise runs and "
+            "looser for a few pure-ε runs, and '—' when a run was not accounted in zCDP or no δ was spent. Both "
+            "are valid bounds: the smaller one holds. Cancelled or failed runs cost nothing: they released "
+            "nothing."))
+        tables = ledger_tables() if state.has_spent() else []
+        if not tables:
             st.caption("Nothing spent yet.")
-        else:
-            st.dataframe(table, hide_index=True, width="stretch")
+        for name, runs, table in tables:
+            st.text(name)
+            st.caption(f"{runs} completed run(s)")
+            st.dataframe(table, width="stretch")
         for key in (state.JOB, state.TEACH_JOB):
             job = st.session_state.get(key)
             if job is not None and job.done:

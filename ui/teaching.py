@@ -17,9 +17,15 @@ DEMO_SEED = 0
 TIME_LIMIT = 5.0
 
 
+#: The game-playing mechanisms come first: they show the data/query player game best.
+PREFERRED = ("dualquery", "fem")
+
+
 def preset_mechanisms() -> list:
     """Registered mechanisms that declare a teaching preset (and work on a workload)."""
-    return [m for m in for_workloads()[0] if m.teaching_preset]
+    found = [m for m in for_workloads()[0] if m.teaching_preset]
+    rank = {name: i for i, name in enumerate(PREFERRED)}
+    return sorted(found, key=lambda m: rank.get(m.name, len(PREFERRED)))
 
 
 @st.cache_resource(show_spinner=False)
