@@ -68,11 +68,15 @@ class LocalProcessExecutor(Executor):
         tasks = list(tasks)
         if len(tasks) <= 1:
             return [fn(t) for t in tasks]
+        pool = self._get_pool()
         try:
-            return list(self._get_pool().map(fn, tasks))
+            return list(pool.map(fn, tasks))
         except BrokenProcessPool:
-            self.close()
-            raise ExecutorError("A worker process died (out of memory or killed); the run stopped and nothing "
+            codes = _exit_codes(pool)
+            self._pool = None
+            pool.shutdown(wait=False, cancel_futures=True)
+            how = f" (exit code {', '.join(str(c) for c in codes)})" if codes else ""
+            raise ExecutorError(f"A worker process died{how}: out of memory or killed. The run stopped and nothing "
                                 "was released. Try fewer samples per round or the serial executor.") from None
 
     def close(self) -> None:
@@ -81,9 +85,21 @@ class LocalProcessExecutor(Executor):
             self._pool = None
 
 
+def _exit_codes(pool: ProcessPoolExecutor) -> list[int]:
+    """Exit codes of the pool's dead workers (a negative code is the killing signal)."""
+    try:
+        return sorted({p.exitcode for p in pool._processes.values() if p.exitcode not in (None, 0)})
+    except Exception:  # private attribute: best effort, only for the message
+        return []
+
+
 def executor_from_spec(spec: str | None) -> Executor:
-    """``None``/``local`` -> process pool, ``serial``, ``ray`` / ``ray:ADDRESS``."""
-    spec = (spec or os.environ.get("DPCORE_EXECUTOR") or "local").strip()
+    """``None``/``local`` -> process pool, ``serial``, ``ray`` / ``ray:ADDRESS``.
+
+    With no spec, ``DPCORE_EXECUTOR`` decides, and a set ``DPCORE_RAY_ADDRESS`` selects Ray.
+    """
+    spec = (spec or os.environ.get("DPCORE_EXECUTOR") or ("ray" if os.environ.get("DPCORE_RAY_ADDRESS") else "local"))
+    spec = spec.strip()
     if spec == "serial":
         return SerialExecutor()
     if spec == "local":
