@@ -18,6 +18,7 @@ MECHANISMS: dict[str, str] = {
     "laplace": "dpcore.mechanisms.direct:DirectLaplace",
     "projection": "dpcore.mechanisms.projection:Projection",
     "privlearn": "dpcore.mechanisms.privlearn:PrivLearn",
+    "fem": "dpcore.mechanisms.fem:FEM", "sepfem": "dpcore.mechanisms.fem:SepFEM",
 }
 
 
