@@ -206,3 +206,50 @@ def test_gaussian_measurement_needs_delta():
     ds, wl = _setup()
     with pytest.raises(BudgetError, match="δ > 0"):
         Projection().plan(ds.n, wl, Budget(1.0, 0.0), Projection.validate_params({}))
+
+
+# ------------------------------------------------------------------ adaptive variant
+from dpcore.mechanisms.projection_adaptive import AdaptiveProjection  # noqa: E402
+
+
+@pytest.mark.parametrize("one_way", [True, False])
+def test_adaptive_accounting_adds_selections_and_measurements_to_the_budget(one_way):
+    ds, wl = _setup(n=800, k=2)
+    eps, delta = 0.8, 1e-6
+    params = AdaptiveProjection.validate_params({"rounds": 4, "one_way": one_way, "scip": "off",
+                                                 "max_iterations": 40, "round_iterations": 5})
+    plan = AdaptiveProjection().plan(ds.n, wl, Budget(eps, delta), params)
+    rho = eps_to_zcdp(eps, delta)
+    p = len(SHAPE)
+    # ε_sel²/8 per selection (bounded-range EM), (sqrt 2)²/(2σ²) per measured marginal of counts.
+    per_round = plan["epsilon_select"] ** 2 / 8 + 1.0 / plan["sigma_counts"] ** 2
+    one = p * 2.0 / (2.0 * plan["sigma_one_way_counts"] ** 2) if one_way else 0.0
+    assert one + 4 * per_round == pytest.approx(rho, rel=1e-12)
+    assert plan["epsilon_select"] ** 2 / 8 == pytest.approx(0.1 * per_round, rel=1e-12)
+    res = AdaptiveProjection().run(ds, wl, Budget(eps, delta), params, RunContext(rng=np.random.default_rng(0)))
+    assert res.public["rounds_run"] == 4
+    assert res.spends[0].rho == pytest.approx(rho, rel=1e-12)
+    assert res.epsilon_spent == eps and zcdp_to_eps_cks(res.spends[0].rho, delta) <= eps + 1e-9
+    assert res.rows.shape == (ds.n, p)
+
+
+def test_adaptive_measures_each_marginal_once_while_unmeasured_ones_remain():
+    ds, wl = _setup(n=800, k=2)
+    T = wl.n_marginals
+    rel = run_release(ds, wl, "projection_adaptive", 1.0, 1e-6,
+                      {"rounds": T, "scip": "off", "max_iterations": 30, "round_iterations": 3}, seed=1)
+    chosen = [r["selected_marginal"] for r in rel.result.trace if r["round"] >= 1][:T - 1]
+    assert len(set(chosen)) == len(chosen) == T - 1
+    assert rel.rows.shape[0] == ds.n
+    assert rel.evaluation["max_error"] < rel.evaluation["baselines"]["uniform"]["max_error"]
+    assert "true_max_error" not in json.dumps(rel.card, default=float)
+
+
+def test_adaptive_variant_runs_where_measuring_everything_is_refused(monkeypatch):
+    ds, wl = _setup(n=500, k=3)
+    monkeypatch.setattr(proj, "PROJECTION_MEMORY_LIMIT", 1000)
+    with pytest.raises(WorkloadError):
+        run_release(ds, wl, "projection", 1.0, 1e-6, {"scip": "off"}, seed=0)
+    rel = run_release(ds, wl, "projection_adaptive", 1.0, 1e-6,
+                      {"rounds": 2, "scip": "off", "max_iterations": 20, "round_iterations": 3}, seed=0)
+    assert rel.rows.shape[0] == ds.n

@@ -43,7 +43,7 @@ from .direct import project_simplex
 PROJECTION_BYTES_PER_QUERY = 64
 #: Refuse (with the size) when the projection's working set would pass this, or half
 #: the memory available now, whichever is smaller.
-PROJECTION_MEMORY_LIMIT = 6 * 1024**3
+PROJECTION_MEMORY_LIMIT = 2 * 1024**3
 #: Largest number of rows a release may ask for (the loader's own cap on a table).
 MAX_ROWS = 20_000_000
 
@@ -244,13 +244,14 @@ class RecordProjector:
         t0 = time.perf_counter()
         calls = 0
         scip_info = {"calls": 0, "seconds": 0.0, "improved_records": 0}
-        # Start: the best record for an empty fit (g = -ω ã).
-        first = self.cd.minimise(-self.omega_cells * self.noisy, self.cd.random_records(rng, s.starts), rng)
-        calls += 1
-        idx = self.add_records(first.record)
-        self.weights[idx[0]] = 1.0
-        self.refit_answers()
-        last_best = first.record
+        if len(self.weights) == 0:
+            # Start: the best record for an empty fit (g = -ω ã).
+            first = self.cd.minimise(-self.omega_cells * self.noisy, self.cd.random_records(rng, s.starts), rng)
+            calls += 1
+            idx = self.add_records(first.record)
+            self.weights[idx[0]] = 1.0
+            self.refit_answers()
+        last_best = self.records[int(np.argmax(self.weights))]
         stop, converged, fw_gap, cert_gap = "iteration limit", False, math.inf, None
         best_risk, best_snapshot, since_best = math.inf, None, 0
         it = 0
@@ -362,6 +363,19 @@ class RecordProjector:
         self.prune()
         return ProjectionOutcome(self.records.copy(), self.weights.copy(), self.fitted.copy(), stop, converged, it,
                                  calls, chi2, threshold, fw_gap, cert_gap, trace, stats, scip_info)
+
+    def warm_start(self, records: np.ndarray, weights: np.ndarray) -> None:
+        """Begin from a known distribution over records (the adaptive variant's previous round)."""
+        records = np.atleast_2d(np.asarray(records, dtype=np.int64))
+        weights = np.asarray(weights, dtype=np.float64)
+        keep = weights > 0
+        records = records[keep]
+        # In chunks: the Gram update compares every new record with every other one.
+        idx = np.concatenate([self.add_records(records[i:i + 256]) for i in range(0, len(records), 256)])
+        w = np.zeros(len(self.weights))
+        np.add.at(w, idx, weights[keep])
+        self.weights = w / w.sum()
+        self.refit_answers()
 
     def risk_estimate(self) -> float:
         """Stein's unbiased risk estimate of ||A p - m||²_ω, from public quantities only.

@@ -16,7 +16,7 @@ from .base import Mechanism
 MECHANISMS: dict[str, str] = {
     "gaussian": "dpcore.mechanisms.direct:DirectGaussian",
     "laplace": "dpcore.mechanisms.direct:DirectLaplace",
-    "projection": "dpcore.mechanisms.projection:Projection",
+    "projection": "dpcore.mechanisms.projection:Projection", "projection_adaptive": "dpcore.mechanisms.projection_adaptive:AdaptiveProjection",
     "privlearn": "dpcore.mechanisms.privlearn:PrivLearn",
     "fem": "dpcore.mechanisms.fem:FEM", "sepfem": "dpcore.mechanisms.fem:SepFEM",
 }
