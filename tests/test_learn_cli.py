@@ -86,3 +86,19 @@ def test_learn_is_wired_into_the_dpcore_cli(capsys):
     assert main(["learn", "--methods", "dplr", "--epsilons", "2", "--runs", "1", "--max-rows", "800", "--seed", "1",
                  "--quiet", "--json"]) == 0
     assert json.loads(capsys.readouterr().out.strip().splitlines()[-1])["summary"][0]["method"] == "dplr"
+
+
+def test_every_method_runs_through_the_evaluation(adult):
+    enc = FeatureEncoding.build(adult.domain, ADULT_LABEL, ADULT_SEVEN[:4], ADULT_POSITIVE)
+    data = prepare(adult, enc, np.random.default_rng(2), max_rows=600)
+    ev = evaluate(data, ["rspm-gauss", "rspm-conj", "nonprivate"], [8.0], 1, LearnSettings(delta=1e-6),
+                  np.random.default_rng(3))  # PRSMA end to end with SCIP: tests/test_learn_private.py
+    rows = {r["method"]: r for r in ev.summary()}
+    assert set(rows) == {"rspm-gauss", "rspm-conj", "nonprivate"}
+    conj = next(r for r in ev.records if r["method"] == "rspm-conj")["model"]
+    assert conj.kind == "conjunction" and set(np.unique(conj.params)) <= {0, 1}
+    ref = next(r for r in ev.records if r["method"] == "nonprivate")
+    assert ref["epsilon"] is None and ref["model"].privacy.startswith("NOT private")
+    # the reference is the exact training optimum: no private halfspace on the same grid beats it on training data
+    gauss = next(r for r in ev.records if r["method"] == "rspm-gauss")
+    assert gauss["train_accuracy"] <= ref["train_accuracy"] + 1e-12
