@@ -35,8 +35,9 @@ the data a release runs on:
   C = 1 is read off the published settings of the paper's reference code (seed 001
   §6, Tables 2–3: on Adult, ε = 0.1 with ε0 = 0.0025 and ε = 0.25 with ε0 = 0.003 under
   its ρ0 = ε0²/2 accounting, i.e. T ≈ 37 and 160, give C ≈ 0.7 and 1.2).  T is capped at
-  ``max_rounds`` (a public run-time bound: the cost grows like T² because every round
-  adds a clause); a cap only makes ε0 larger, never the privacy loss.
+  ``max_rounds`` = 150, a public run-time bound: the cost grows like T² because every
+  round adds a clause, and on 2 shared cores 150 rounds × 50 samples is already several
+  minutes.  A cap only makes ε0 larger, never the privacy loss.
 * ``noise`` β (FEM) / η (sepFEM): 2, the middle of the published grid {1, 2, 3, 4}
   (seed 001 Table 2).  A constant scale, as in the reference code.
 * ``samples`` s = 50: the low end of the published 50–100, since 2 cores pay for
@@ -76,7 +77,7 @@ _PARAMETERS = (
           "average. More samples: smoother but slower (published runs used 50–100).", low=1, high=1000),
     Param("noise", "float", 2.0, "Scale of the random perturbation of each FTPL sample (published grid 1–4). "
           "Too small: unstable; too large: the solver optimises mostly noise.", low=0.01, high=100.0, log=True),
-    Param("max_rounds", "int", 250, "Cap on the automatically derived number of rounds (run time grows like T²).",
+    Param("max_rounds", "int", 150, "Cap on the automatically derived number of rounds (run time grows like T²).",
           low=1, high=100_000, advanced=True),
     Param("accountant", "choice", "zcdp", "zcdp: each round ε0²/8-zCDP, CKS conversion (tighter). advanced: "
           "the paper's advanced composition ε = Tε0²/2 + ε0 sqrt(2T ln 1/δ).", choices=("zcdp", "advanced"),
@@ -192,7 +193,7 @@ class FEM(Mechanism):
                     raise BudgetError(f"ε = {budget.epsilon:g} is too small for one useful round on n = {n:,} rows and "
                                       f"{2 * n_queries:,} queries (the automatic rule gives T = {raw:.2f}). Use "
                                       f"ε ≥ {need:.4g}, or set rounds explicitly (each round is then very noisy).")
-                cap = int(params.get("max_rounds", 250))
+                cap = int(params.get("max_rounds", 150))
                 T = min(int(math.floor(raw)), cap)
                 rule = f"T = n·sqrt(8ρ)/(2 ln 2|Q|) = {raw:.1f}" + (f", capped at max_rounds = {cap}" if raw >= cap + 1 else "")
             eps0 = epsilon0_for(T, budget, acc)
@@ -255,7 +256,10 @@ class FEM(Mechanism):
                     avg_sum += synth
                     avg_rounds += 1
                 label = self._label(workload, q)
+                j, cell = workload.locate(q - nq if q >= nq else q)
                 row = {"round": t, "query": label, "query_error": float(scores[q]),
+                       "clause_attrs": list(workload.marginals[j]), "clause_values": list(cell),
+                       "clause_negated": bool(q >= nq),
                        "max_error_round": float(np.max(np.abs(err))),
                        "max_error_output": (float(np.max(np.abs(true - avg_sum / avg_rounds)))
                                             if avg_rounds else None),

@@ -114,8 +114,9 @@ class _Model:
         # solve; primal heuristics off 0.17 s (the warm start below supplies the incumbent);
         # plus fast presolve 0.12 s.  Cutting planes on: 4 s.
         m.setSeparating(SCIP_PARAMSETTING.OFF)
-        m.setHeuristics(SCIP_PARAMSETTING.OFF)
-        m.setPresolve(SCIP_PARAMSETTING.FAST)
+        if TUNED:
+            m.setHeuristics(SCIP_PARAMSETTING.OFF)
+            m.setPresolve(SCIP_PARAMSETTING.FAST)
         self.xs = []
         for a, size in enumerate(self.shape):
             block = [m.addVar(vtype="B", name=f"x{a}_{v}") for v in range(size)]
@@ -191,6 +192,11 @@ class _Model:
         m.addSol(sol, free=True)
 
 
+#: SCIP settings tuned for these programs (heuristics off, fast presolve) and warm starts.
+#: Switched off only by :func:`replay` to measure what they buy.
+TUNED = True
+WARM = True
+
 #: key -> model, a few most recent runs per worker process (bounded memory).
 _MODELS: "OrderedDict[str, _Model]" = OrderedDict()
 _MAX_MODELS = 2
@@ -223,7 +229,7 @@ def solve_batch(batch: FTPLBatch) -> list[OracleResult]:
     # Warm start: the best, under this sample's objective, of the records already found
     # (the previous round's and this batch's).  It only shortens the search: with
     # continuous noise the optimum is unique, so the record returned is the same.
-    pool = [np.asarray(r, dtype=np.int64) for r in (batch.warm if batch.warm is not None else [])]
+    pool = [np.asarray(r, dtype=np.int64) for r in (batch.warm if batch.warm is not None else [])] if WARM else None
     out = []
     for row in linear:
         warm = None
@@ -232,7 +238,8 @@ def solve_batch(batch: FTPLBatch) -> list[OracleResult]:
             warm = cand[int(np.argmax(objective_values(h, row, cand)))]
         r = mdl.solve(h, row, warm)
         out.append(r)
-        pool.append(r.record)
+        if pool is not None:
+            pool.append(r.record)
     return out
 
 
@@ -264,3 +271,61 @@ def brute_force_sample(h: ClauseHistory, linear: np.ndarray, limit: int = 200_00
     vals = objective_values(h, linear, records)
     i = int(np.argmax(vals))
     return records[i], float(vals[i])
+
+
+# ---------------------------------------------------------------- speed measurement
+def replay(shape, steps, samples: int, scale: float, seed: int = 0, perturbation: str = "exponential") -> dict:
+    """Re-solve the FTPL samples of a recorded run three ways and time them (one process).
+
+    ``steps`` are the (attrs, values, negated) clauses a FEM run picked, in order
+    (``query_id`` in its trace).  Strategies: ``rebuild`` -- a fresh
+    :func:`~dpcore.oracles.best_response.best_response` model per sample (what a plain
+    loop would do); ``persistent`` -- this module's model kept across rounds, SCIP
+    settings as best_response; ``persistent_tuned_warm`` -- plus the tuned settings and
+    warm starts (the default).  All see the same noise; the records must agree.
+    """
+    global TUNED, WARM
+    from .best_response import ClauseSet, best_response
+
+    rng = np.random.default_rng(seed)
+    shape = tuple(int(v) for v in shape)
+    D = sum(shape)
+    noise = [(-rng.exponential(scale, (samples, D)) if perturbation == "exponential"
+              else rng.laplace(0.0, scale, (samples, D))) for _ in steps]
+    out, records = {}, {}
+    saved = (TUNED, WARM)
+    try:
+        for name in ("rebuild", "persistent", "persistent_tuned_warm"):
+            TUNED = WARM = name == "persistent_tuned_warm"
+            release_models()
+            h = ClauseHistory(f"replay-{name}", shape)
+            recs, prev, t0 = [], None, time.perf_counter()
+            for (attrs, vals, neg), lin in zip(steps, noise):
+                h = h.add(attrs, vals, neg)
+                if name == "rebuild":
+                    cs = ClauseSet(list(h.attrs), list(h.values), np.array(h.negated, bool), np.array(h.weights))
+                    res = [best_response(shape, cs, row, time_limit=None) for row in lin]
+                else:
+                    res = solve_batch(FTPLBatch(h, lin, None, 0.0, prev))
+                prev = np.stack([r.record for r in res])
+                recs.append(prev)
+            out[name] = time.perf_counter() - t0
+            records[name] = np.concatenate(recs)
+    finally:
+        TUNED, WARM = saved
+        release_models()
+    same = all(np.array_equal(records["rebuild"], r) for r in records.values())
+    return {"rounds": len(steps), "samples": samples, "solves": len(steps) * samples, "seconds": out,
+            "speedup_vs_rebuild": {k: out["rebuild"] / v for k, v in out.items()}, "identical_records": same}
+
+
+if __name__ == "__main__":  # python -m dpcore.oracles.ftpl REPORT.json SHAPE_JSON [SAMPLES]
+    import json
+    import sys
+
+    report = json.load(open(sys.argv[1]))
+    trace = report["internal_evaluation"]["trace"]
+    steps = [(tuple(r["clause_attrs"]), tuple(r["clause_values"]), bool(r["clause_negated"])) for r in trace]
+    pub = report["release_card"]["derived_public_parameters"]
+    print(json.dumps(replay(json.loads(sys.argv[2]), steps, int(sys.argv[3]) if len(sys.argv) > 3 else 10,
+                            pub["noise_scale"], perturbation=pub["perturbation"])))
