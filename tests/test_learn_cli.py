@@ -46,9 +46,9 @@ def test_learn_cli_bad_input_is_typed():
         run_learn(_parse(["--methods", "magic", "--quiet"]))
     with pytest.raises(ParameterError, match="positive number"):
         parse_epsilons("1,-2")
-    with pytest.raises(OracleError, match="point binaries"):
-        run_learn(_parse(["--features", "age,education,occupation,native-country,workclass", "--no-balance",
-                          "--quiet"]))
+    with pytest.raises(OracleError, match="point binaries") as err:
+        run_learn(_parse(["--features", "age,education,occupation,native-country,workclass", "--quiet"]))
+    assert "constraint entries" in str(err.value) and "--max-rows" in str(err.value)
     with pytest.raises(BudgetError, match="oracle calls"):
         run_learn(_parse(["--methods", "prsma", "--epsilons", "4", "--quiet"]))
 

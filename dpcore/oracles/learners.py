@@ -50,6 +50,9 @@ from ..errors import OracleError
 MAX_MIP_POINTS = 20_000
 #: Refuse halfspace models with more value indicators than this.
 MAX_MIP_VALUE_VARS = 5_000
+#: Refuse models whose constraint matrix could exceed this many entries (points x (d + 1)): a 0/1-loss
+#: big-M model of that size is far beyond what SCIP proves optimal in minutes.
+MAX_MIP_NONZEROS = 200_000
 
 
 @dataclass
@@ -117,11 +120,13 @@ def mip_size(n_points: int, d: int, kind: str, bound: int = 1) -> dict:
 
 def check_mip_size(n_points: int, d: int, kind: str, bound: int = 1) -> dict:
     size = mip_size(n_points, d, kind, bound)
-    if size["point_binaries"] > MAX_MIP_POINTS or size["value_binaries"] > MAX_MIP_VALUE_VARS:
+    if (size["point_binaries"] > MAX_MIP_POINTS or size["value_binaries"] > MAX_MIP_VALUE_VARS
+            or size["nonzeros"] > MAX_MIP_NONZEROS):
         raise OracleError(
-            f"The {kind} MIP would have {size['point_binaries']:,} point binaries and {size['value_binaries']:,} "
-            f"weight binaries (limits {MAX_MIP_POINTS:,} and {MAX_MIP_VALUE_VARS:,}). Use fewer features or coarser "
-            "encodings (binary instead of one-hot), or a smaller training sample.")
+            f"The {kind} MIP would have up to {size['point_binaries']:,} point binaries, {size['value_binaries']:,} "
+            f"weight binaries and {size['nonzeros']:,} constraint entries (limits {MAX_MIP_POINTS:,}, "
+            f"{MAX_MIP_VALUE_VARS:,} and {MAX_MIP_NONZEROS:,}). Use fewer features or coarser encodings (binary "
+            "'name=V' or 'name>=X' instead of one-hot), or a smaller training sample (--max-rows).")
     return size
 
 
