@@ -18,6 +18,7 @@ MECHANISMS: dict[str, str] = {
     "laplace": "dpcore.mechanisms.direct:DirectLaplace",
     "projection": "dpcore.mechanisms.projection:Projection", "projection_adaptive": "dpcore.mechanisms.projection_adaptive:AdaptiveProjection",
     "privlearn": "dpcore.mechanisms.privlearn:PrivLearn",
+    "oraclequery": "dpcore.mechanisms.oraclequery:OracleQuery", "oraclequery_prsma": "dpcore.mechanisms.oraclequery:OracleQueryPRSMA",
     "fem": "dpcore.mechanisms.fem:FEM", "sepfem": "dpcore.mechanisms.fem:SepFEM",
 }
 
