@@ -66,6 +66,7 @@ else:
             if ev.get("max_error") is not None:
                 st.metric("Max error at the end", f"{ev['max_error']:.4f}",
                           f"uniform baseline {ev['baselines']['uniform']['max_error']:.4f}", delta_color="off",
+                          delta_arrow="off",
                           help="Internal evaluation on the (public) bundled sample.")
 
 st.subheader("The mechanisms")

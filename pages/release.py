@@ -111,14 +111,16 @@ else:
     tot = state.ledger().total(dataset.fingerprint)
     p1, p2, p3 = st.columns(3)
     p1.metric("This run spends at most", f"ε = {fmt_eps(epsilon)}", f"δ = {fmt_delta(d_used)}", delta_color="off",
+              delta_arrow="off",
               help="The run's accountant keeps its total within this budget; the release card shows what was "
                    "actually spent.")
     p2.metric("Spent on this dataset so far", f"ε = {fmt_eps(tot['epsilon_basic'])}",
-              f"δ = {fmt_delta(tot['delta_basic'])} · {tot['runs']} run(s)", delta_color="off",
+              f"δ = {fmt_delta(tot['delta_basic'])} · {tot['runs']} run(s)", delta_color="off", delta_arrow="off",
               help="Basic composition over this session's completed runs on this exact table and schema.")
     p3.metric("Total after this run", f"ε = {fmt_eps(tot['epsilon_basic'] + epsilon)}",
               f"δ = {fmt_delta(tot['delta_basic'] + d_used)} (basic composition)", delta_color="off",
-              help="Basic composition (ε's and δ's add). The sidebar also shows the tighter zCDP total.")
+              delta_arrow="off",
+              help="Basic composition (ε's and δ's add). The sidebar also shows the zCDP total; the smaller holds.")
     if plan:
         st.caption("Public figures of this run (computed from n, the workload and the parameters only):")
         st.dataframe({"figure": list(plan), "value": [f"{v:.6g}" if isinstance(v, float) else str(v)

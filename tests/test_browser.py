@@ -11,7 +11,6 @@ import csv
 import io
 import json
 import os
-import shutil
 import socket
 import subprocess
 import sys

@@ -25,6 +25,7 @@ from dpcore.mechanisms import registry
 from dpcore.release import Release, run_release
 
 from . import state
+from .text import md_escape
 
 log = logging.getLogger("dpcore.app")
 
@@ -147,8 +148,9 @@ def collect_finished() -> None:
         if job.release is not None:
             rel = job.release
             names = st.session_state.get(state.DATASET_NAMES, {})
-            record = RunRecord(len(state.runs()) + 1, job.label, job.kind, rel, names.get(rel.dataset_id, rel.dataset_name),
-                               job.spec, job.dataset)
+            # Numbered per session: a counter shared by sessions would reveal others' activity.
+            record = RunRecord(len(state.runs()) + 1, job.label, job.kind, rel,
+                               names.get(rel.dataset_id, rel.dataset_name), job.spec, job.dataset)
             state.runs().append(record)
             job.record = record
             if job.kind == "release":
@@ -179,13 +181,16 @@ def progress_panel(key: str, poll_seconds: float = 0.5) -> None:
             st.rerun()  # the whole app: collect the run, update the sidebar ledger
         snap = job.snapshot()
         frac = min(1.0, snap["t"] / snap["T"]) if snap["T"] else 0.0
-        st.progress(frac, text=f"Round {snap['t']} of {snap['T'] or '?'} — {snap['message'][:80]}")
+        st.progress(frac, text=f"Round {snap['t']} of {snap['T'] or '?'} — {md_escape(snap['message'], 100)}")
         cols = st.columns(3)
         cols[0].metric("Elapsed", f"{snap['elapsed']:.1f} s", help="Wall-clock time since the run started.")
         calls = snap["info"].get("oracle_calls")
         cols[1].metric("Oracle calls", "—" if calls is None else f"{int(calls):,}",
                        help="SCIP solves so far (mechanisms that use the optimisation oracle report this).")
         cols[2].metric("Round", f"{snap['t']} / {snap['T'] or '?'}", help="Rounds done of the planned total T.")
+        extra = {k: v for k, v in snap["info"].items() if k != "oracle_calls" and isinstance(v, (int, float, str))}
+        if extra:
+            st.caption(" · ".join(f"{md_escape(k, 40)}: {md_escape(_short(v), 40)}" for k, v in extra.items()))
         if snap["cancelling"]:
             st.info("Cancelling… the run stops at its next check (between oracle calls).")
         else:
@@ -193,6 +198,10 @@ def progress_panel(key: str, poll_seconds: float = 0.5) -> None:
                       help="Stop the run; nothing is released and no privacy budget is charged.")
 
     live()
+
+
+def _short(v) -> str:
+    return f"{v:.4g}" if isinstance(v, float) else str(v)
 
 
 def outcome(key: str) -> None:

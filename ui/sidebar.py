@@ -36,9 +36,9 @@ def render(summary: dict | None) -> None:
         st.subheader("Privacy ledger", help=(
             "Every completed release of this session, totalled per dataset. Basic composition adds the ε's and "
             "δ's (always valid). zCDP adds the runs' ρ (pure-ε runs count ε²/2) and converts back to ε at the "
-            "summed δ with the Canonne–Kamath–Steinke bound; it is usually tighter for many Gaussian-noise runs and "
-            "looser for a few pure-ε runs, and '—' when a run was not accounted in zCDP or no δ was spent. Both "
-            "are valid bounds: the smaller one holds. Cancelled or failed runs cost nothing: they released "
+            "summed δ with the Canonne–Kamath–Steinke bound; it is usually tighter for many Gaussian-noise runs "
+            "and looser for a few pure-ε runs, and '—' when a run was not accounted in zCDP or no δ was spent. "
+            "Both are valid bounds: the smaller one holds. Cancelled or failed runs cost nothing: they released "
             "nothing."))
         tables = ledger_tables() if state.has_spent() else []
         if not tables:
