@@ -95,7 +95,10 @@ def suggest_delta(n: int, epsilon: float, max_calls: int) -> float | None:
             lo = mid
         else:
             hi = mid
-    return float(f"{hi:.3g}") if _figures(n, epsilon, float(f"{hi:.3g}")).oracle_calls <= max_calls else hi
+    # round *up* to 3 significant digits: a larger delta never needs more calls
+    scale = 10.0 ** (math.floor(math.log10(hi)) - 2)
+    rounded = math.ceil(hi / scale) * scale
+    return float(f"{rounded:.3g}") if rounded < 1 else hi
 
 
 def run_part(task: tuple) -> tuple[bool, list, list]:
