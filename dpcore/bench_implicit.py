@@ -66,8 +66,16 @@ def bench_implicit(args) -> dict:
                 runs = []
                 for run in range(args.runs):
                     t0 = time.perf_counter()
-                    rel = run_release(ds, wl, m, eps, args.delta, params, seed=run, oracle_options=oracle_options,
-                                      executor=executor)
+                    try:
+                        rel = run_release(ds, wl, m, eps, args.delta, params, seed=run,
+                                          oracle_options=oracle_options, executor=executor)
+                    except DPCoreError as exc:  # e.g. PRSMA's plan at δ = 1/n²: record the refusal, go on
+                        print(f"{m} ε={eps:g}: refused: {exc}", flush=True)
+                        records.append({"mechanism": m, "epsilon": eps, "runs": 0, "refused": str(exc)[:300],
+                                        "class_max_error": None, "class_mean_error": None,
+                                        "workload_max_error": None, "workload_mean_error": None,
+                                        "seconds": None, "oracle_calls": None})
+                        break
                     secs = time.perf_counter() - t0
                     res = rel.result
                     if res.synopsis is not None:
@@ -84,6 +92,9 @@ def bench_implicit(args) -> dict:
                                  "spent": rel.card["privacy"]["epsilon_spent"]})
                     print(f"{m} ε={eps:g} run {run}: class max {runs[-1]['class_max']} mean {runs[-1]['class_mean']} "
                           f"workload max {runs[-1]['wl_max']:.4f} {secs:.1f}s", flush=True)
+
+                if not runs:
+                    continue
 
                 def avg(key):
                     vals = [r[key] for r in runs if r[key] is not None]

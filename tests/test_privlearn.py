@@ -204,3 +204,18 @@ def test_synopsis_refuses_queries_outside_its_class(planted):
         res.synopsis.answer([[(0, 0), (0, 1)]])  # two values of one attribute
     with pytest.raises(WorkloadError, match="outside the class"):
         res.synopsis.answers_for_workload(Workload(planted.domain, ((0, 1, 2),)))
+
+
+def test_lower_answer_rule_is_post_processing_of_the_same_hypotheses(planted):
+    wl = Workload(planted.domain, ((0, 1),))
+    mech = PrivLearn()
+    runs = {}
+    for rule in ("midpoint", "lower"):
+        params = mech.validate_params({"k": 2, "alpha": 0.3, "queries": 30, "degree": 1, "answer": rule})
+        runs[rule] = mech.run(planted, wl, Budget(1.0, 0.0), params, RunContext(rng=np.random.default_rng(5)))
+    q = ConjunctionClass(planted.domain, 2, negations=False).enumerate()
+    mid, low = runs["midpoint"].synopsis.answer(q), runs["lower"].synopsis.answer(q)
+    half = 0.5 / (runs["lower"].public["thresholds"] + 1)  # inner buckets: half a spacing; the top one is wider
+    diff = mid - low
+    assert np.all(diff > 0) and np.all(diff <= 0.5 * (1 - runs["lower"].synopsis.thresholds[-1]) + 1e-12)
+    assert np.any(np.isclose(diff, half))

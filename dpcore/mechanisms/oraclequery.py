@@ -327,7 +327,13 @@ class OracleQuery(Mechanism):
         elif variant == "gaussian_rspm":
             out["rspm_gaussian_sigma_counts"] = gaussian_sigma(m1, b["eps_learner"], b["delta_learner"])
         else:
-            p = prsma_mod.plan(n, b["eps_learner"], b["delta_learner"])  # raises BudgetError with the numbers
+            try:
+                p = prsma_mod.plan(n, b["eps_learner"], b["delta_learner"])
+            except BudgetError as exc:
+                raise BudgetError(
+                    f"OracleQuery-PRSMA gives each of its {2 * T} learner calls ({T} rounds × 2) ε_L = "
+                    f"{b['eps_learner']:.3g}, δ_L = {b['delta_learner']:.3g}; at that budget: {exc} Fewer rounds "
+                    f"raise ε_L (and δ_L).") from None
             out.update({f"prsma_{k_}": v for k_, v in p.to_dict().items() if k_ not in ("epsilon", "delta")})
             out["oracle_calls_estimate"] = T * (2 * p.oracle_calls + int(params["samples"]))
         if "oracle_calls_estimate" not in out:

@@ -244,7 +244,10 @@ class PTFSynopsis:
     """
 
     def __init__(self, query_class: ConjunctionClass, thresholds: np.ndarray, degree: int,
-                 hypotheses: list, constant: float | None = None) -> None:
+                 hypotheses: list, constant: float | None = None, rule: str = "midpoint") -> None:
+        if rule not in ("midpoint", "lower"):
+            raise ParameterError(f"The answer rule must be 'midpoint' or 'lower', not {rule!r}.")
+        self.rule = rule
         self.query_class = query_class
         self.thresholds = np.asarray(thresholds, dtype=float)
         self.degree = int(degree)
@@ -276,7 +279,9 @@ class PTFSynopsis:
         (its printed rule has the orientation slipped: with h_i = 1[f ≥ t_i] the h_i fall
         from 1 to 0 as i grows).  We answer the midpoint (t_{j−1} + t_j)/2 of the first
         bucket j with h_j(q) = 0 (t_0 = 0, t_{k+1} = 1, h_{k+1} = 0), so the error is at
-        most half a bucket when every h_i is right.
+        most half a bucket when every h_i is right.  ``rule="lower"`` answers the bucket's lower
+        edge t_{j−1} instead (error below one bucket; 0 for the lowest bucket, which suits
+        sparse classes where most answers are near 0).  Both are post-processing.
         """
         q = as_conjunctions(queries)
         self.query_class.check(q)
@@ -288,7 +293,8 @@ class PTFSynopsis:
             bits = np.concatenate([bits, np.zeros((len(q), 1), np.int8)], axis=1)
             j = np.argmax(bits == 0, axis=1) + 1  # 1-based first threshold with h = 0
             edges = np.concatenate([[0.0], self.thresholds, [1.0]])
-            pos = 0.5 * (edges[j - 1] + edges[np.minimum(j, k + 1)])
+            lower = edges[j - 1]
+            pos = lower if self.rule == "lower" else 0.5 * (lower + edges[np.minimum(j, k + 1)])
         return np.where(q.negated, 1.0 - pos, pos)
 
     def answers_for_workload(self, workload) -> np.ndarray:
@@ -323,7 +329,7 @@ class PTFSynopsis:
         return {"format": "dpcore-privlearn-synopsis/1", "class": self.query_class.to_dict(),
                 "schema": [{"name": a.name, "size": a.size} for a in dom.attributes],
                 "degree": self.degree, "thresholds": self.thresholds.tolist(),
-                "answer_rule": "midpoint of the first bucket whose hypothesis is 0; negation = 1 - answer",
+                "answer_rule": f"{self.rule} of the first bucket whose hypothesis is 0; negation = 1 - answer",
                 "constant_answer": self.constant, "hypotheses": hyps}
 
 
@@ -354,6 +360,9 @@ class PrivLearn(Mechanism):
         Param("workload_share", "float", 0.5, "Share of the sampled queries drawn from your workload's cells "
               "(the rest uniformly from the whole class). The paper's reduction works for any query "
               "distribution; accuracy is guaranteed on the one sampled.", 0.0, 1.0),
+        Param("answer", "choice", "midpoint", "How a bucket becomes an answer: its midpoint (smallest worst-case "
+              "error) or its lower edge (0 for the lowest bucket: lower mean error when most answers are tiny). "
+              "Post-processing: no privacy cost.", choices=("midpoint", "lower")),
         Param("gamma", "float", 0.05, "γ: if fewer than a γ/2 share of the samples are clear of a threshold, the "
               "release is that constant threshold (Fig. 2 step 3c).", 0.0, 1.0, advanced=True),
         Param("regularization", "float", 1e-3, "L1 penalty λ on the PTF weights in the LP.", 0.0, 1.0,
@@ -475,7 +484,7 @@ class PrivLearn(Mechanism):
         if constant is None and len(hypotheses) != n_thr:
             raise OracleError("Internal error: a threshold has no hypothesis.")
         synopsis = PTFSynopsis(cls, thresholds[:len(hypotheses)] if constant is None else thresholds, degree,
-                               hypotheses, constant)
+                               hypotheses, constant, str(params.get("answer", "midpoint")))
         answers = synopsis.answers_for_workload(workload)
         public = {k_: v for k_, v in plan.items() if k_ != "max_queries"}
         public["max_queries"] = plan["max_queries"]
