@@ -141,7 +141,7 @@ def _new_model(time_limit: float | None, threads: int):
     model.setParam("limits/gap", 0.0)
     model.setParam("randomization/randomseedshift", 0)
     # Measured on the Adult seven-feature task (python -m dpcore bench learn): cutting planes cost more
-    # than they save on these small big-M models (RSPM median ~4.9 s with, ~0.9 s without).
+    # than they save on these small big-M models (three RSPM solves: 4.9 s each with, 0.6-1.7 s without).
     model.setSeparating(SCIP_PARAMSETTING.OFF)
     return model
 
