@@ -16,6 +16,7 @@ from .base import Mechanism
 MECHANISMS: dict[str, str] = {
     "gaussian": "dpcore.mechanisms.direct:DirectGaussian",
     "laplace": "dpcore.mechanisms.direct:DirectLaplace",
+    "dualquery": "dpcore.mechanisms.dualquery:DualQuery", "dqrs": "dpcore.mechanisms.dqrs:DQRS", "mwem": "dpcore.mechanisms.mwem:MWEM",
     "projection": "dpcore.mechanisms.projection:Projection", "projection_adaptive": "dpcore.mechanisms.projection_adaptive:AdaptiveProjection",
     "privlearn": "dpcore.mechanisms.privlearn:PrivLearn",
     "oraclequery": "dpcore.mechanisms.oraclequery:OracleQuery", "oraclequery_prsma": "dpcore.mechanisms.oraclequery:OracleQueryPRSMA",
