@@ -84,17 +84,16 @@ st.dataframe(results.headline(record), hide_index=True,
 st.caption("The direct-Gaussian row is an internal what-if computed on the private data for comparison only: it is "
            "not a release and is not charged to the ledger.")
 
-c1, c2 = st.columns(2)
-with c1:
-    st.markdown("**Error of every query**")
-    st.altair_chart(charts.error_histogram(rel.errors()), width="stretch")
-with c2:
-    st.markdown("**Error per marginal**")
-    metric = st.radio("Measure", ["total_variation", "max_error"], horizontal=True, key="keep:pm_metric",
-                      format_func={"total_variation": "total variation", "max_error": "max query error"}.get,
-                      help="Total variation = half the L1 distance between the real and released tables "
-                           "(0 = identical, 1 = disjoint).")
-    st.altair_chart(charts.per_marginal_bars(ev["per_marginal"], metric), width="stretch")
+st.markdown("**Error of every query**")
+st.altair_chart(charts.error_histogram(rel.errors()), width="stretch")
+st.caption("Answers are shares of rows, so an error of 0.01 means one percentage point.")
+
+st.markdown("**Error per marginal**")
+metric = st.radio("Measure", ["total_variation", "max_error"], horizontal=True, key="keep:pm_metric",
+                  format_func={"total_variation": "total variation", "max_error": "max query error"}.get,
+                  help="Total variation = half the L1 distance between the real and released tables "
+                       "(0 = identical, 1 = disjoint).")
+st.altair_chart(charts.per_marginal_bars(ev["per_marginal"], metric), width="stretch")
 
 st.markdown("**Real vs released, one marginal**")
 names = [rel.workload.marginal_name(j) for j in range(rel.workload.n_marginals)]

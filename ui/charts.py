@@ -57,10 +57,10 @@ def per_marginal_bars(per_marginal: list[dict], metric: str = "total_variation")
     title = {"total_variation": "total variation distance", "max_error": "max query error"}[metric]
     return alt.Chart(df).mark_bar().encode(
         x=alt.X(f"{metric}:Q", title=title),
-        y=alt.Y("marginal:N", sort="-x", title=None),
+        y=alt.Y("marginal:N", sort="-x", title=None, axis=alt.Axis(labelLimit=260, labelOverlap=False)),
         tooltip=["marginal:N", alt.Tooltip("total_variation:Q", format=".4f"),
                  alt.Tooltip("max_error:Q", format=".4f")],
-    ).properties(height=max(120, 18 * len(df)))
+    ).properties(height=max(120, 24 * len(df)))
 
 
 def real_vs_synthetic(cells: pd.DataFrame) -> alt.Chart:
@@ -68,7 +68,7 @@ def real_vs_synthetic(cells: pd.DataFrame) -> alt.Chart:
     long = cells.melt(id_vars="cell", value_vars=["real", "released"], var_name="table", value_name="share")
     return alt.Chart(long).mark_bar().encode(
         x=alt.X("share:Q", title="share of rows in the cell", axis=alt.Axis(format="%")),
-        y=alt.Y("cell:N", sort=list(cells["cell"]), title=None),
+        y=alt.Y("cell:N", sort=list(cells["cell"]), title=None, axis=alt.Axis(labelLimit=320, labelOverlap=False)),
         yOffset="table:N",
         color=alt.Color("table:N", scale=alt.Scale(domain=["real", "released"], range=["#7f7f7f", "#1f5f99"]),
                         title=None),
