@@ -327,7 +327,10 @@ class PTFSynopsis:
                 hyps.append({"threshold": float(t), "kind": "ptf", "bias": float(b),
                              "monomials": [[decode(int(fkeys[i])), float(w[i])] for i in nz]})
         return {"format": "dpcore-privlearn-synopsis/1", "class": self.query_class.to_dict(),
-                "schema": [{"name": a.name, "size": a.size} for a in dom.attributes],
+                # sizes of schemas inferred from the private data are not public (see report.domain_for_card)
+                "schema": [{"name": a.name, "size": a.size} if a.source == "declared" else
+                           {"name": a.name, "size": None, "warning": "inferred from the private data; not listed"}
+                           for a in dom.attributes],
                 "degree": self.degree, "thresholds": self.thresholds.tolist(),
                 "answer_rule": f"{self.rule} of the first bucket whose hypothesis is 0; negation = 1 - answer",
                 "constant_answer": self.constant, "hypotheses": hyps}
