@@ -63,7 +63,7 @@ class ProjectionSettings:
     """How the Frank–Wolfe projection runs (all public)."""
 
     max_iterations: int = 1500
-    max_seconds: float = 300.0
+    max_seconds: float = 40.0
     stopping: str = "risk"  # "risk" (SURE), "discrepancy", or "none": run to convergence / limits
     discrepancy_z: float = 0.0
     risk_patience: int = 5  # corrective steps without a better risk estimate before stopping
@@ -73,7 +73,7 @@ class ProjectionSettings:
     max_support: int = 4000
     scip: str = "certify"  # "off", "certify" (final certificate), "polish" (every corrective step)
     scip_cells: int = 48
-    scip_time_limit: float = 10.0
+    scip_time_limit: float = 5.0
     gap_tolerance: float = 1e-9
 
     def threshold(self, n_queries: int) -> float:
@@ -490,7 +490,8 @@ def settings_from_params(params: dict, ctx: RunContext | None = None) -> Project
 SOLVER_PARAMS = (
     Param("max_iterations", "int", 1500, "Most Frank–Wolfe steps; the projection stops earlier when its fit "
           "reaches the noise level.", 1, 100_000, log=True),
-    Param("max_seconds", "float", 300.0, "Time limit of the projection, seconds (the best fit so far is released).",
+    Param("max_seconds", "float", 40.0, "Time limit of the projection's search, seconds (the best fit so far is "
+          "released; the final re-fit and SCIP's certificate add a few seconds).",
           1.0, 86_400.0, log=True),
     Param("stopping", "choice", "risk", "'risk': stop when Stein's unbiased estimate of the error (from the noisy "
           "answers, the public noise level and the number of records used) stops improving, and release the best "
