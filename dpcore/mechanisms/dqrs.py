@@ -74,6 +74,11 @@ def rejection_test_epsilon(t: np.ndarray | int, eta: float, n: int) -> np.ndarra
     return np.maximum(a, rej)
 
 
+def acceptance_probability(payoff: np.ndarray, eta: float, t: int) -> np.ndarray:
+    """Q̂^{t+1}_q / Q^t_q = exp(-η - γ_t + η A_D(x^t, q)) ≤ e^{-γ_t} < 1 (A_D ≤ 1)."""
+    return np.exp(-eta - float(gamma(t)) + eta * np.asarray(payoff, dtype=np.float64))
+
+
 def lemma9_epsilon(t: np.ndarray | int, eta: float, n: int) -> np.ndarray:
     """Seed 001 Lemma 9's bound max(η/n, η/(γ_t n)), for comparison."""
     return np.maximum(eta / n, eta / (gamma(t) * n))
@@ -194,8 +199,7 @@ class DQRS(DualQuery):
                 m = int(fresh_draws(t, eta, s))
                 fresh = weights.sample(ctx.rng, m)  # m EM draws at ε = 2ηt/n
                 if m < s:
-                    g = float(gamma(t))
-                    accept = ctx.rng.random(len(sample)) < np.exp(-eta - g + eta * payoff)  # ε_rs(t) each
+                    accept = ctx.rng.random(len(sample)) < acceptance_probability(payoff, eta, t)  # ε_rs(t) each
                     kept = sample[accept]
                     pool = np.concatenate([kept, fresh])
                     if len(pool) > s:
