@@ -14,7 +14,7 @@ from dpcore.mechanisms.base import Budget, RunContext
 from dpcore.mechanisms.oraclequery import (OracleQuery, OracleQueryPRSMA, conjunction_from_literals, objective,
                                            per_round_budget, total_privacy, worst_conjunction_brute_force,
                                            worst_conjunction_exhaustive, worst_conjunction_ip)
-from dpcore.privacy import advanced_composition, eps_to_zcdp, zcdp_to_eps_cks
+from dpcore.privacy import eps_to_zcdp, zcdp_to_eps_cks
 from dpcore.query_classes import ConjunctionClass
 from dpcore.workload import Workload
 

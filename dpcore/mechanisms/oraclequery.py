@@ -414,7 +414,6 @@ class OracleQuery(Mechanism):
         stats, br_stats = OracleStats(), OracleStats()
         chosen: dict[tuple, float] = {}  # (attrs, values, negated) -> count (the queries played so far)
         rows, trace = [], []
-        synth = rng.integers(0, shape, size=(s, len(shape)))  # D̂^0: uniform records (public)
         for t in range(1, T + 1):
             # data player: Separator-FTPL against the queries played so far (never reads D)
             clauses = ClauseSet([key[0] for key in chosen], [key[1] for key in chosen],

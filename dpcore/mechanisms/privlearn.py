@@ -44,7 +44,7 @@ import time
 
 import numpy as np
 
-from ..errors import BudgetError, OracleError, ParameterError, WorkloadError
+from ..errors import BudgetError, OracleError, ParameterError
 from ..privacy import check_budget
 from ..query_classes import ConjunctionClass, Conjunctions, as_conjunctions
 from .base import Budget, Mechanism, MechanismResult, Param, RunContext, SpendRecord
