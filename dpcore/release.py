@@ -217,19 +217,29 @@ def cli_release(args, load, build_workload) -> int:
     return 0
 
 
+#: What the report says about oracle use when a mechanism calls no solver.
+NO_ORACLE = {"calls": 0, "median_solve_seconds": None, "statuses": {}}
+
+
 def cli_report(rel: Release) -> dict:
+    """The CLI's ``--report``: public card plus internal evaluation, labelled as such."""
+    from .report import INTERNAL_LABEL
+
     ev = rel.evaluation
     return {
+        "label": "Top-level error figures, seconds and oracle statistics are the " + INTERNAL_LABEL
+                 + " Only 'release_card' may be published.",
         "mechanism": rel.mechanism,
         "epsilon": rel.budget.epsilon,
         "delta": rel.budget.delta,
-        "delta_note": "default 1/n²" if rel.delta_defaulted else "given",
+        "delta_note": (f"default 1/n² (n = {rel.n:,}); pass --delta to choose" if rel.delta_defaulted
+                       else "given by the user"),
         "epsilon_spent": rel.card["privacy"]["epsilon_spent"],
         "n_queries": rel.workload.n_queries,
         "max_error": ev["max_error"],
         "mean_error": ev["mean_error"],
         "seconds": rel.seconds,
-        "oracle": ev.get("oracle", {}),
+        "oracle": ev.get("oracle") or dict(NO_ORACLE),
         "release_card": rel.card,
         "internal_evaluation": ev,
     }

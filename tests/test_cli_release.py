@@ -1,0 +1,91 @@
+"""`python -m dpcore release` end to end on a small sample of adult_pgm (real SCIP, real files)."""
+
+import json
+import math
+import subprocess
+import sys
+
+import pandas as pd
+import pytest
+
+from dpcore.cli import main
+
+from .conftest import ROOT, SHARED_DATA
+
+COLUMNS = ["workclass", "education-num", "marital-status", "race", "sex", "income>50K"]
+
+
+@pytest.fixture(scope="module")
+def sample(tmp_path_factory):
+    d = tmp_path_factory.mktemp("pgm")
+    df = pd.read_csv(SHARED_DATA / "adult_pgm.csv", usecols=COLUMNS).iloc[:3000][COLUMNS]
+    full = json.loads((SHARED_DATA / "adult_pgm-domain.json").read_text())
+    (d / "small.csv").write_text(df.to_csv(index=False))
+    (d / "small-domain.json").write_text(json.dumps({c: full[c] for c in COLUMNS}))
+    return d
+
+
+def run_cli(*args, cwd):
+    return subprocess.run([sys.executable, "-m", "dpcore", "release", *args], cwd=cwd, capture_output=True,
+                          text=True, timeout=300, env={"PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin"})
+
+
+def test_release_dualquery_end_to_end(sample):
+    out = run_cli("--data", "small.csv", "--domain", "small-domain.json", "--k", "3", "--marginals", "4",
+                  "--workload-seed", "0", "--mechanism", "dualquery", "--epsilon", "1", "--param", "samples=100",
+                  "--seed", "5", "--out", "synth.csv", "--report", "report.json", "--card", "card.json",
+                  cwd=sample)
+    assert out.returncode == 0, out.stderr
+    assert "[" in out.stderr and "#" in out.stderr  # the progress bar
+    assert "(default 1/n²)" in out.stdout
+    rep = json.loads((sample / "report.json").read_text())
+    n = 3000
+    assert rep["mechanism"] == "dualquery" and rep["epsilon"] == 1.0
+    assert rep["delta"] == pytest.approx(1 / n**2) and "default 1/n²" in rep["delta_note"]
+    assert 0 < rep["epsilon_spent"] <= 1.0
+    assert rep["n_queries"] > 0 and 0 <= rep["mean_error"] <= rep["max_error"] <= 1
+    assert rep["seconds"] > 0
+    T = rep["release_card"]["derived_public_parameters"]["rounds"]
+    assert rep["oracle"]["calls"] == T and sum(rep["oracle"]["statuses"].values()) == T
+    assert rep["oracle"]["median_solve_seconds"] > 0
+    synth = pd.read_csv(sample / "synth.csv")
+    assert list(synth.columns) == COLUMNS and len(synth) == T
+    card_text = (sample / "card.json").read_text()
+    card = json.loads(card_text)
+    assert card == json.loads(json.dumps(rep["release_card"]))
+    assert "max_error" not in card_text and '"seed"' not in card_text
+
+
+def test_release_gaussian_answers_table(sample, monkeypatch):
+    monkeypatch.chdir(sample)
+    assert main(["release", "--data", "small.csv", "--domain", "small-domain.json", "--marginals", "3",
+                 "--mechanism", "gaussian", "--epsilon", "0.5", "--delta", "1e-7", "--out", "answers.csv",
+                 "--report", "r.json", "--quiet"]) == 0
+    rep = json.loads((sample / "r.json").read_text())
+    assert rep["delta"] == 1e-7 and rep["delta_note"] == "given by the user"
+    assert rep["oracle"] == {"calls": 0, "median_solve_seconds": None, "statuses": {}}
+    table = pd.read_csv(sample / "answers.csv")
+    assert list(table.columns) == ["marginal", "cell", "answer"] and len(table) == rep["n_queries"]
+
+
+@pytest.mark.parametrize("args, match", [
+    (["--mechanism", "dualquery", "--epsilon", "0.00001"], "smallest ε that works"),
+    (["--mechanism", "dqrs", "--epsilon", "0.00001"], "smallest ε that works"),
+    (["--mechanism", "dualquery", "--param", "eta=50"], "eta = '50' is outside the allowed range"),
+    (["--mechanism", "nosuch"], "Unknown mechanism"),
+])
+def test_bad_input_is_one_line_and_nothing_written(sample, args, match, monkeypatch, capsys):
+    monkeypatch.chdir(sample)
+    code = main(["release", "--data", "small.csv", "--domain", "small-domain.json", "--marginals", "2",
+                 "--out", "bad.csv", *args])
+    err = capsys.readouterr().err
+    assert code == 2 and match in err and "Traceback" not in err
+    assert not (sample / "bad.csv").exists()
+
+
+def test_mwem_refuses_a_large_domain_via_cli(sample, monkeypatch, capsys):
+    monkeypatch.chdir(sample)
+    code = main(["release", "--data", str(SHARED_DATA / "adult_pgm.csv"), "--marginals", "2", "--mechanism", "mwem",
+                 "--out", "m.csv"])
+    size = math.prod(json.loads((SHARED_DATA / "adult_pgm-domain.json").read_text()).values())
+    assert code == 2 and f"{size:,} possible records" in capsys.readouterr().err
