@@ -225,7 +225,10 @@ if job is not None and job.done:
             fig.add_trace(go.Scatter(x=s["epsilon"], y=s["accuracy_mean"], mode="lines+markers",
                                      name=METHODS[m].title,
                                      error_y=dict(type="data", array=s["accuracy_std"].fillna(0.0))))
-        fig.update_layout(xaxis_title="ε", yaxis_title="test accuracy", xaxis_type="log", height=420)
+        eps_ticks = sorted(e for e in summary["epsilon"].dropna().unique())
+        fig.update_layout(xaxis_title="ε (log scale)", yaxis_title="test accuracy", xaxis_type="log", height=420,
+                          xaxis=dict(tickvals=eps_ticks, ticktext=[f"{e:g}" for e in eps_ticks]),
+                          legend=dict(orientation="h", yanchor="top", y=-0.2), margin=dict(t=20))
         st.plotly_chart(fig, use_container_width=True)
         st.dataframe(summary, hide_index=True)
         recs = pd.DataFrame([{k: r.get(k) for k in ("method", "epsilon", "run", "seconds", "status", "certified",
