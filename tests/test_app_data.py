@@ -146,3 +146,18 @@ def test_choices_survive_page_switches(at):
     assert metric(at, "Marginals") == "5"
     at.switch_page("pages/release.py").run()
     assert at.number_input(key=state.EPSILON).value == 0.5
+
+
+def test_schema_json_save_and_load(at):
+    from dpcore.data import bundled_adult_domain
+
+    saved = next(d for d in at.get("download_button") if d.label == "Save schema (JSON)")
+    assert saved is not None
+    partial = bundled_adult_domain().project(["age", "sex", "race"]).to_json()
+    at.file_uploader(key="schema_upload:bundled").set_value(("schema.json", partial.encode(), "application/json"))
+    at.run()
+    assert errors(at) == [] and metric(at, "Attributes") == "3"
+    assert metric(at, "Possible records") == f"{14 * 2 * 5:,}"
+    at.file_uploader(key="schema_upload:bundled").set_value(("bad.json", b"{not json", "application/json")).run()
+    assert any("not valid JSON" in e for e in errors(at))
+    assert metric(at, "Attributes") == "3"  # the last good schema stays
