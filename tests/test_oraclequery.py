@@ -8,7 +8,7 @@ import math
 import numpy as np
 import pytest
 
-from dpcore.errors import BudgetError, OracleError
+from dpcore.errors import BudgetError, OracleError, ParameterError
 from dpcore.learning.rspm import gaussian_sigma
 from dpcore.mechanisms.base import Budget, RunContext
 from dpcore.mechanisms.oraclequery import (OracleQuery, OracleQueryPRSMA, conjunction_from_literals, objective,
@@ -152,3 +152,11 @@ def test_prsma_variant_runs_robustly_on_a_tiny_instance(planted):
     res = m.run(planted, wl, Budget(90.0, 0.9), {**params, "oracle": "scip"},
                 RunContext(rng=np.random.default_rng(0), oracle_options={"time_limit": 0.0}))
     assert res.trace[0]["query"].startswith("⊥")
+
+
+def test_ip_too_large_for_scip_is_refused_with_the_alternative(adult):
+    wl = Workload(adult.domain, ((0, 1),))
+    m = OracleQuery()
+    with pytest.raises(ParameterError, match=r"rows .* use oracle = exhaustive"):
+        m.plan(adult.n, wl, Budget(1.0, 0.0), m.validate_params({"k": 2, "oracle": "scip"}))
+    assert m.plan(adult.n, wl, Budget(1.0, 0.0), m.validate_params({"k": 2}))["query_oracle"] == "exhaustive"

@@ -171,6 +171,9 @@ def worst_conjunction_ip(shape, records: np.ndarray, weights: np.ndarray, k: int
 
 #: The exhaustive oracle is used automatically while (attribute sets of size ≤ k) × records stays below this.
 EXHAUSTIVE_WORK_LIMIT = 60_000_000
+#: Largest query-player IP we build (rows ≈ records × attributes); measured: 680,000 rows on adult_pgm
+#: found no incumbent in 300 s.
+MAX_IP_ROWS = 300_000
 
 
 def attribute_sets(p: int, k: int) -> int:
@@ -336,6 +339,19 @@ class OracleQuery(Mechanism):
                     f"raise ε_L (and δ_L).") from None
             out.update({f"prsma_{k_}": v for k_, v in p.to_dict().items() if k_ not in ("epsilon", "delta")})
             out["oracle_calls_estimate"] = T * (2 * p.oracle_calls + int(params["samples"]))
+        choice = str(params.get("oracle", "auto"))
+        sets = attribute_sets(len(workload.domain), k)
+        if choice == "auto":
+            choice = "exhaustive" if sets * n <= EXHAUSTIVE_WORK_LIMIT else "scip"
+        rows = n * len(workload.domain)
+        if choice == "scip" and variant != "prsma" and rows > MAX_IP_ROWS:
+            raise ParameterError(
+                f"The query player's IP would have about {rows:,} rows (n = {n:,} records × {len(workload.domain)} "
+                f"attributes), above the {MAX_IP_ROWS:,} SCIP solves exactly in reasonable time"
+                + (f"; use oracle = exhaustive ({sets:,} attribute sets of width ≤ {k})." if params.get("oracle") ==
+                   "scip" else f", and exhaustive search over {sets:,} attribute sets × n is above its limit too: "
+                   f"choose a smaller k."))
+        out["query_oracle"] = choice
         if "oracle_calls_estimate" not in out:
             out["oracle_calls_estimate"] = T * (2 + int(params["samples"]))
         if b["eps_learner"] <= 0:
