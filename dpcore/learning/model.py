@@ -10,8 +10,6 @@ import numpy as np
 from ..oracles.learners import conjunction_values, disjunction_values, halfspace_values
 from . import NEIGHBOURS
 
-KINDS = ("halfspace", "conjunction", "disjunction", "logistic", "constant")
-
 
 @dataclass
 class LearnedModel:
@@ -36,8 +34,6 @@ class LearnedModel:
             return disjunction_values(self.params, X)
         if self.kind == "logistic":
             return (X.astype(float) @ self.params > 0).astype(np.int64)
-        if self.kind == "constant":
-            return np.full(len(X), int(self.params[0]), dtype=np.int64)
         raise ValueError(self.kind)
 
     def accuracy(self, X: np.ndarray, y: np.ndarray) -> float:
@@ -45,8 +41,7 @@ class LearnedModel:
 
     def to_dict(self, encoding=None) -> dict:
         d = {"format": "dpcore-model/1", "method": self.method, "kind": self.kind,
-             "weights": {c: float(v) for c, v in zip(self.columns, self.params)} if self.kind != "constant"
-             else {"constant": int(self.params[0])},
+             "weights": {c: float(v) for c, v in zip(self.columns, self.params)},
              "rule": _rule(self.kind), "epsilon": self.epsilon, "delta": self.delta, "privacy": self.privacy,
              "neighbours": NEIGHBOURS, "certified": self.certified, "public_parameters": self.public}
         if not self.certified:
@@ -65,5 +60,4 @@ def _rule(kind: str) -> str:
                          "of the grid step tau",
             "conjunction": "predict 1 iff every feature with weight 1 is 1",
             "disjunction": "predict 1 iff some feature with weight 1 is 1",
-            "logistic": "predict 1 iff sum_j weight_j * x_j / sqrt(d) > 0",
-            "constant": "predict the constant"}[kind]
+            "logistic": "predict 1 iff sum_j weight_j * x_j > 0 (x binary, 'bias' = 1)"}[kind]

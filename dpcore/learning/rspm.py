@@ -132,11 +132,6 @@ def solve(X: np.ndarray, y: np.ndarray, eta: np.ndarray, kind: str = "halfspace"
     return oracle(X, v, time_limit=time_limit, **terms)
 
 
-def solve_task(task: tuple) -> LearnerResult:
-    """Module-level wrapper for executors: task = (X, y, eta, kind, bound, norm_bound, time_limit)."""
-    return solve(*task)
-
-
 def rspm(X: np.ndarray, y: np.ndarray, epsilon: float, rng: np.random.Generator, *, kind: str = "halfspace",
          bound: int = 2, norm_bound: float | None = None, noise: str = "laplace", delta: float = 0.0,
          time_limit: float | None = 30.0, columns: list[str] | None = None) -> LearnedModel:
