@@ -160,3 +160,16 @@ def test_ip_too_large_for_scip_is_refused_with_the_alternative(adult):
     with pytest.raises(ParameterError, match=r"rows .* use oracle = exhaustive"):
         m.plan(adult.n, wl, Budget(1.0, 0.0), m.validate_params({"k": 2, "oracle": "scip"}))
     assert m.plan(adult.n, wl, Budget(1.0, 0.0), m.validate_params({"k": 2}))["query_oracle"] == "exhaustive"
+
+
+def test_executor_gives_the_same_release(planted):
+    """All noise is drawn in the parent: serial executor and in-process runs agree exactly."""
+    from dpcore.executors import SerialExecutor
+
+    wl = Workload(planted.domain, ((0, 1),))
+    m = OracleQuery()
+    params = m.validate_params({"k": 2, "rounds": 2, "samples": 3})
+    a = m.run(planted, wl, Budget(5.0, 0.0), params, RunContext(rng=np.random.default_rng(3)))
+    b = m.run(planted, wl, Budget(5.0, 0.0), params, RunContext(rng=np.random.default_rng(3),
+                                                                executor=SerialExecutor()))
+    np.testing.assert_array_equal(a.rows, b.rows)

@@ -282,6 +282,12 @@ def total_privacy(variant: str, b: dict, T: int, delta: float) -> tuple[float, f
 
 
 # ---------------------------------------------------------------- the mechanism
+def _best_response_task(task: tuple) -> OracleResult:
+    """Module-level (picklable) data-player step for executors: task = (shape, clauses, sigma, time_limit)."""
+    shape, clauses, sigma, time_limit = task
+    return best_response(shape, clauses, sigma, time_limit=time_limit)
+
+
 class OracleQuery(Mechanism):
     name = "oraclequery"
     title = "OracleQuery (FTPL data player + private RSPM learner over all conjunctions)"
@@ -435,13 +441,14 @@ class OracleQuery(Mechanism):
             clauses = ClauseSet([key[0] for key in chosen], [key[1] for key in chosen],
                                 np.array([key[2] for key in chosen], bool), np.array(list(chosen.values()), float))
             sigmas = rng.laplace(0.0, eta_ftpl, size=(s, D))
-            plays = []
-            for j in range(s):
-                ctx.check_cancel()
-                r = best_response(shape, clauses, sigmas[j], time_limit=time_limit)
+            ctx.check_cancel()
+            # the s best responses are independent: through the executor, noise drawn above in the parent
+            tasks = [(shape, clauses, sigmas[j], time_limit) for j in range(s)]
+            results = (ctx.executor.map(_best_response_task, tasks) if ctx.executor is not None
+                       else [_best_response_task(task) for task in tasks])
+            for r in results:
                 br_stats.add(r)
-                plays.append(r.record)
-            synth = np.array(plays, dtype=np.int64)
+            synth = np.array([r.record for r in results], dtype=np.int64)
             rows.append(synth)
             # query player: the worst conjunction for D̂^t, privately, on each side of the negation
             ctx.check_cancel()
