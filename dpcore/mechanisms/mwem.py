@@ -74,7 +74,6 @@ class MWEM(Mechanism):
         Param("max_domain", "int", DEFAULT_MAX_DOMAIN, "Refuse domains with more possible records than this "
               "(memory: 8 bytes per record).", low=1, high=200_000_000, log=True, advanced=True),
     )
-    teaching_preset = {"rounds": 15}
 
     def plan(self, n: int, workload, budget: Budget, params: dict) -> dict:
         check_budget(budget.epsilon, budget.delta)
