@@ -112,13 +112,13 @@ def _params_for(mech: str, params: dict) -> dict:
 def _run_ours(ds, wl, mech: str, eps: float, seed: int, params: dict) -> dict:
     from .release import run_release
 
-    t0 = time.perf_counter()
+    t0, c0 = time.perf_counter(), time.process_time()
     rel = run_release(ds, wl, mech, eps, None, params, seed=seed)
-    wall = time.perf_counter() - t0
+    wall, cpu = time.perf_counter() - t0, time.process_time() - c0
     res = rel.result
     rec = {"mechanism": mech, "epsilon": eps, "run": seed, "max_error": rel.evaluation["max_error"],
            "mean_error": rel.evaluation["mean_error"], "seconds": round(rel.seconds, 2),
-           "wall_seconds": round(wall, 2), "rows": None if res.rows is None else int(res.rows.shape[0])}
+           "wall_seconds": round(wall, 2), "cpu_seconds": round(cpu, 2), "rows": None if res.rows is None else int(res.rows.shape[0])}
     st = res.oracle_stats or {}
     for k in ("stop_rule", "iterations", "support", "certified_gap", "fw_gap", "rounds"):
         if k in st:
@@ -191,6 +191,8 @@ def summarise(records: list[dict]) -> list[dict]:
                     "worst_max_error": max(r["max_error"] for r in ok),
                     "mean_error": statistics.median(r["mean_error"] for r in ok),
                     "seconds": statistics.median(r["seconds"] for r in ok),
+                    "cpu_seconds": (statistics.median(r["cpu_seconds"] for r in ok)
+                                    if all(r.get("cpu_seconds") is not None for r in ok) else None),
                     "rows": ok[0].get("rows")})
     return out
 
@@ -335,14 +337,16 @@ def markdown_table(result: dict, command: str) -> str:
              f"{result['load_average']:.1f} — other agents were using the CPU, so seconds are inflated.  ",
              f"Workload: {result['workload']} ({result['n_marginals']} marginals, {result['n_queries']:,} queries), "
              f"δ = 1/n², replace-one neighbours for dpcore's mechanisms; medians over {result['runs']} run(s).", "",
-             "| mechanism | ε | max error (median) | max error (worst) | mean error | seconds | rows |",
-             "|---|---|---|---|---|---|---|"]
+             "| mechanism | ε | max error (median) | max error (worst) | mean error | seconds | CPU seconds | rows |",
+             "|---|---|---|---|---|---|---|---|"]
     for s in result["summary"]:
         if not s.get("runs"):
-            lines.append(f"| {s['mechanism']} | {s['epsilon']:g} | — | — | — | — | {s.get('note', '')} |")
+            lines.append(f"| {s['mechanism']} | {s['epsilon']:g} | — | — | — | — | — | {s.get('note', '')} |")
             continue
         lines.append(f"| {s['mechanism']} | {s['epsilon']:g} | {s['max_error']:.4f} | {s['worst_max_error']:.4f} | "
-                     f"{s['mean_error']:.3g} | {s['seconds']:.1f} | {s['rows'] if s['rows'] else '— (answers)'} |")
+                     f"{s['mean_error']:.3g} | {s['seconds']:.1f} | "
+                     f"{'—' if s.get('cpu_seconds') is None else format(s['cpu_seconds'], '.1f')} | "
+                     f"{s['rows'] if s['rows'] else '— (answers)'} |")
     if result.get("skipped"):
         lines += ["", result["skipped"]]
     return "\n".join(lines) + "\n"
