@@ -133,7 +133,7 @@ if run_clicked:
     st.session_state[state.JOB] = runner.start_release_job(
         label=mech.name, kind="release", dataset=dataset, workload=workload, mechanism=mech.name, epsilon=epsilon,
         delta=delta, params=params, seed=seed, time_limit=float(state.get(state.TIME_LIMIT)),
-        executor_spec=state.get(state.EXECUTOR), ledger=state.ledger())
+        executor_spec=state.get(state.EXECUTOR), ledger=state.ledger(), plan=plan)
     st.rerun()
 
 runner.progress_panel(state.JOB)

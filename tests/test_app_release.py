@@ -122,6 +122,9 @@ def test_cancel_stops_the_run_releases_nothing_and_charges_nothing(at):
     run_button(at).click().run()
     job = at.session_state[state.JOB]
     assert not job.done
+    live = {m.label: m for m in at.metric}
+    assert {"Elapsed", "Oracle calls", "Round"} <= set(live)  # the live progress panel
+    assert live["Oracle calls"].delta == f"of {5000 * 50:,} planned"  # FEM: T·s solves
     cancel = next(b for b in at.button if b.label == "Cancel run")
     assert run_button(at).disabled
     cancel.click().run()

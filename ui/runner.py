@@ -96,11 +96,16 @@ class RunRecord:
         return f"#{self.id} {self.label}"
 
 
+PLANNED_CALL_KEYS = ("oracle_calls", "oracle_calls_estimate", "oracle_calls_at_most")
+
+
 def start_release_job(*, label: str, kind: str, dataset, workload, mechanism: str, epsilon: float,
                       delta: float | None, params: dict, seed: int | None, time_limit: float | None,
-                      executor_spec: str, ledger) -> RunJob:
+                      executor_spec: str, ledger, plan: dict | None = None) -> RunJob:
+    planned = next((plan[k] for k in PLANNED_CALL_KEYS if isinstance((plan or {}).get(k), (int, float))), None)
     spec = {"mechanism": mechanism, "epsilon": epsilon, "delta": delta, "params": dict(params),
-            "seed_fixed": seed is not None, "executor": executor_spec, "time_limit": time_limit}
+            "seed_fixed": seed is not None, "executor": executor_spec, "time_limit": time_limit,
+            "planned_oracle_calls": planned}
     job = RunJob(label, kind, spec, dataset)
     oracle_options = {"time_limit": float(time_limit)} if time_limit else {}
 
@@ -185,8 +190,17 @@ def progress_panel(key: str, poll_seconds: float = 0.5) -> None:
         cols = st.columns(3)
         cols[0].metric("Elapsed", f"{snap['elapsed']:.1f} s", help="Wall-clock time since the run started.")
         calls = snap["info"].get("oracle_calls")
-        cols[1].metric("Oracle calls", "—" if calls is None else f"{int(calls):,}",
-                       help="SCIP solves so far (mechanisms that use the optimisation oracle report this).")
+        planned = job.spec.get("planned_oracle_calls")
+        if calls is not None:
+            shown = f"{int(calls):,}"
+        elif planned and snap["T"]:
+            shown = f"≈ {int(planned * min(snap['t'], snap['T']) / snap['T']):,}"  # the plan's calls per round × t
+        else:
+            shown = "—"
+        cols[1].metric("Oracle calls", shown, None if not planned else f"of {int(planned):,} planned",
+                       delta_color="off", delta_arrow="off",
+                       help="SCIP solves so far: as reported by the mechanism, or (≈) the plan's calls per round "
+                            "times the rounds done.")
         cols[2].metric("Round", f"{snap['t']} / {snap['T'] or '?'}", help="Rounds done of the planned total T.")
         extra = {k: v for k, v in snap["info"].items() if k != "oracle_calls" and isinstance(v, (int, float, str))}
         if extra:
