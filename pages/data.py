@@ -38,7 +38,8 @@ table = datasource.ensure_schema_table(source_key, df, declared)
 st.subheader("Preview")
 c1, c2, c3 = st.columns(3)
 c1.metric("Rows (n)", f"{len(df):,}", help="Number of records. n is treated as public (replace-one neighbours).")
-c2.metric("Columns in the file", f"{df.shape[1]}")
+c2.metric("Columns in the file", f"{df.shape[1]}", help="Columns read from the file; the schema below decides "
+          "which become attributes.")
 c3.metric("Missing cells", f"{int(df.isna().sum().sum()):,}", help="Empty cells, 'NA' or '?' in the file.")
 tab_rows, tab_types = st.tabs(["First rows", "Column types"])
 with tab_rows:
@@ -112,7 +113,7 @@ if problems:
         show_error(p)
     st.stop()
 d1, d2, d3 = st.columns(3)
-d1.metric("Attributes", len(domain))
+d1.metric("Attributes", len(domain), help="Columns included in the schema.")
 d2.metric("Possible records", fmt_big(domain.size),
           help="The domain size: the product of the attributes' sizes (how many distinct records exist).")
 d3.metric("One-hot length D", f"{domain.one_hot_size:,}",

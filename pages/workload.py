@@ -72,10 +72,11 @@ if err:
 
 d = workload.describe()
 m1, m2, m3, m4 = st.columns(4)
-m1.metric("Marginals", f"{d['n_marginals']:,}")
+m1.metric("Marginals", f"{d['n_marginals']:,}", help="How many attribute sets the release should preserve.")
 m2.metric("Queries |Q|", f"{d['n_queries']:,}", help="Cells of all chosen marginals. Mechanisms also use their "
           f"negations (1 − q), {d['n_queries_with_negations']:,} in all.")
-m3.metric("Largest marginal", f"{d['largest_marginal_cells']:,} cells")
+m3.metric("Largest marginal", f"{d['largest_marginal_cells']:,} cells",
+          help="Cells of the biggest chosen marginal: the product of its attributes' sizes.")
 m4.metric("Memory estimate", fmt_bytes(workload.memory_bytes()),
           help="Working memory for answers, errors and weights during a run (about 48 bytes per query).")
 with st.expander("The chosen marginals"):

@@ -1,5 +1,6 @@
 """AppTest: the Data and Workload pages' main paths and error paths."""
 
+import io
 import itertools
 import math
 import re
@@ -161,3 +162,14 @@ def test_schema_json_save_and_load(at):
     at.file_uploader(key="schema_upload:bundled").set_value(("bad.json", b"{not json", "application/json")).run()
     assert any("not valid JSON" in e for e in errors(at))
     assert metric(at, "Attributes") == "3"  # the last good schema stays
+
+
+def test_parquet_upload_reads_like_csv(at):
+    rng = np.random.default_rng(2)
+    df = pd.DataFrame({"colour": rng.choice(["red", "green"], 120), "size": rng.integers(0, 100, 120)})
+    buf = io.BytesIO()
+    df.to_parquet(buf)
+    upload(at, "table.parquet", buf.getvalue(), "application/octet-stream")
+    assert errors(at) == []
+    assert metric(at, "Rows (n)") == "120" and metric(at, "Attributes") == "2"
+    assert any("All 120 rows fit the schema" in s.value for s in at.success)
