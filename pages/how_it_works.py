@@ -27,7 +27,8 @@ else:
     st.caption(f"Setting: the bundled Adult sample, {teaching.N_MARGINALS} random {teaching.K}-way marginals "
                f"(selection seed {teaching.WORKLOAD_SEED}), ε = 1, δ = 1/n², random seed fixed at "
                f"{teaching.DEMO_SEED} so the demo is reproducible (never do that for a real release). "
-               "Preset parameters: " + ", ".join(f"{k} = {v}" for k, v in mech.teaching_preset.items()) + ".")
+               "Preset parameters: " + ", ".join(f"{k} = {v}" for k, v in mech.teaching_preset.items()) + ". "
+               "The demo is a real run on the bundled sample, so its ε is charged to this session's ledger.")
     if st.button("Run the demo", type="primary", icon=":material/play_arrow:", disabled=busy):
         ds = teaching.teaching_dataset()
         st.session_state[state.TEACH_JOB] = runner.start_release_job(
