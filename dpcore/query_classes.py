@@ -358,6 +358,20 @@ def conjunction_answers(codes: np.ndarray, sizes: Sequence[int], q: Conjunctions
     return np.where(q.negated, 1.0 - out, out)
 
 
+class RowsAnswerer:
+    """Synthetic rows seen as a synopsis: ``answer(q)`` evaluates the conjunctions on the rows.
+
+    Lets :func:`sampled_class_error` measure mechanisms with output "rows" (OracleQuery, FEM...)."""
+
+    def __init__(self, rows: np.ndarray, domain: Domain, weights: np.ndarray | None = None) -> None:
+        self.rows = np.asarray(rows)
+        self.sizes = list(domain.shape)
+        self.weights = weights
+
+    def answer(self, queries) -> np.ndarray:
+        return conjunction_answers(self.rows, self.sizes, as_conjunctions(queries), self.weights)
+
+
 def sampled_class_error(dataset, synopsis, k: int, n_samples: int, rng: np.random.Generator,
                         negations: bool = False) -> dict:
     """Error of a synopsis (anything with ``answer(conjunctions)``) on ``n_samples`` uniform members.

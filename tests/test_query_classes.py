@@ -143,3 +143,16 @@ def test_sampled_class_error_on_the_truth_is_zero(planted):
 
     out = sampled_class_error(planted, Exact(), 2, 500, np.random.default_rng(0))
     assert out["max_error"] == 0.0 and out["n_samples"] == 500
+
+
+def test_rows_answerer_measures_synthetic_rows(planted):
+    from dpcore.query_classes import RowsAnswerer
+
+    same = sampled_class_error(planted, RowsAnswerer(planted.codes, planted.domain), 2, 300, np.random.default_rng(1))
+    assert same["max_error"] == 0.0
+    other = RowsAnswerer(planted.codes[:10], planted.domain)
+    out = sampled_class_error(planted, other, 2, 300, np.random.default_rng(1))
+    q = ConjunctionClass(planted.domain, 2).sample(300, np.random.default_rng(1), negations=False)
+    cls = ConjunctionClass(planted.domain, 2)
+    expect = np.abs(cls.answers(planted.codes, q) - cls.answers(planted.codes[:10], q)).max()
+    assert out["max_error"] == pytest.approx(expect)
