@@ -4,11 +4,14 @@ Run with ``./run.sh`` (or ``python -m streamlit run app.py``).  Pages hold layou
 shared logic lives in ``ui/`` and the engine in ``dpcore/``.
 """
 
+import logging
 from pathlib import Path
 
 import streamlit as st
 
+from dpcore.errors import DPCoreError
 from ui import datasource, sidebar, state
+from ui.text import show_error
 
 st.set_page_config(page_title="dpcore — private synthetic data", page_icon=":material/shield_lock:",
                    layout="wide")
@@ -35,4 +38,11 @@ pages.append(st.Page("pages/how_it_works.py", title="How it works", icon=":mater
 page = st.navigation(pages)
 datasource.sync_upload()
 sidebar.render(datasource.summary())  # cheap: the first page does not wait for encoding
-page.run()
+try:
+    page.run()
+except DPCoreError as exc:  # a typed error a page did not catch: say what to do, never a traceback
+    show_error(exc)
+except Exception as exc:  # a bug: the details go to the server log only (st.stop/st.rerun are BaseExceptions)
+    logging.getLogger("dpcore.app").exception("page failed")
+    st.error(f"Something went wrong on this page ({type(exc).__name__}). Your data, choices and runs are kept; "
+             "try again or reset the session. The server log has the details.", icon=":material/error:")

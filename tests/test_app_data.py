@@ -173,3 +173,27 @@ def test_parquet_upload_reads_like_csv(at):
     assert errors(at) == []
     assert metric(at, "Rows (n)") == "120" and metric(at, "Attributes") == "2"
     assert any("All 120 rows fit the schema" in s.value for s in at.success)
+
+
+def test_errors_escaping_a_page_are_shown_without_traceback(at, monkeypatch):
+    from dpcore.errors import DomainError
+    from ui import datasource
+
+    def typed(*args, **kwargs):
+        raise DomainError("Attribute 'age': the schema is inconsistent; reload it.")
+
+    monkeypatch.setattr(datasource, "domain_sizes", typed)
+    at.run()
+    assert not at.exception
+    assert any("the schema is inconsistent; reload it" in e for e in errors(at))
+
+    def bug(*args, **kwargs):
+        raise KeyError("internal")
+
+    monkeypatch.setattr(datasource, "domain_sizes", bug)
+    at.run()
+    assert not at.exception
+    errs = errors(at)
+    assert any("Something went wrong on this page (KeyError)" in e for e in errs)
+    assert all("Traceback" not in e and "internal" not in e for e in errs)
+    assert at.sidebar.text[0].value == "adult_census"  # the rest of the app still works
