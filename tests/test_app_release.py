@@ -212,3 +212,20 @@ def test_teaching_preset_shows_the_game_and_the_ledger(at):
     assert steps["ε so far (basic)"].iloc[-1] <= 1.0 + 1e-9
     # The demo is a real run on the bundled data: it is charged to the session's ledger.
     assert sum(e.epsilon for e in ledger(at)) == pytest.approx(steps["ε so far (basic)"].iloc[-1])
+
+
+def test_every_registered_mechanism_gets_its_widgets_from_its_parameter_list(at):
+    from ui.mechanisms import for_workloads
+    from ui.widgets import param_key
+
+    mechanisms, broken = for_workloads()
+    assert mechanisms and at.selectbox(key=state.MECH).options  # listed by title
+    assert len(at.selectbox(key=state.MECH).options) == len(mechanisms)
+    for mech in mechanisms:
+        at.selectbox(key=state.MECH).set_value(mech.name).run()
+        assert not at.exception, mech.name
+        for p in mech.parameters:
+            assert at.get_by_key(param_key(mech.name, p)), f"{mech.name}: no widget for parameter {p.name}"
+        # Defaults either plan fine (Run enabled) or are refused with the engine's message (Run disabled).
+        assert run_button(at).disabled == bool(errors(at)), (mech.name, errors(at))
+        assert not at.exception
