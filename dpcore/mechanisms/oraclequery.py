@@ -41,8 +41,8 @@ Variants (seed 000 Theorem 10), each per round = 2 learner calls + 1 selection:
 
 Accuracy bounds are Theorem 10's (full analysis: arXiv 1811.07765); parameter
 choices not fixed by seed 000 are ours and documented at their definition:
-T, s and the FTPL scale η = noise·sqrt(T) follow FEM's reference settings
-(seed 001 §6: s ≈ 50–100, β = sqrt(T)·m, m ∈ [0.75, 4]).
+T and s are small defaults for a 2-core machine (FEM's published s is 50–100, seed 001 §6);
+the FTPL scale η = 0.5 is sepFEM's measured default in :mod:`dpcore.mechanisms.fem`.
 Output: the union of D̂^1..D̂^T (the average play), as FEM.
 """
 
@@ -308,8 +308,9 @@ class OracleQuery(Mechanism):
               "or Gaussian RSPM (both need exact solver answers for privacy).", choices=("rspm", "gaussian_rspm")),
         Param("rounds", "int", 20, "Rounds T of the game (each: 2 learner IPs + s best responses).", 1, 500),
         Param("samples", "int", 10, "Records s the data player adds per round (FTPL draws).", 1, 200),
-        Param("noise", "float", 1.0, "FTPL perturbation: Laplace scale η = noise·sqrt(T) per literal "
-              "(FEM's reference convention β = sqrt(T)·m).", 0.01, 100.0, log=True),
+        Param("noise", "float", 0.5, "FTPL perturbation: Laplace scale η of the separator weight of each literal "
+              "(sepFEM's measured default: the largest of |X_a| Laplace draws grows like η ln|X_a|, so a large η "
+              "drowns the queries).", 0.01, 100.0, log=True),
         Param("oracle", "choice", "auto", "Exact solver of the query player's problem: the SCIP IP over which "
               "literals to include, or exhaustive search over attribute sets (exact; fast for small k). Auto: "
               "exhaustive while (attribute sets) × n ≤ 6·10⁷, else SCIP.", choices=("auto", "scip", "exhaustive"),
@@ -329,7 +330,7 @@ class OracleQuery(Mechanism):
         m1 = int(sum(workload.domain.shape))  # separator of C_k: one point per literal
         out = {"variant": variant, "rounds": T, "samples": int(params["samples"]), "separator_size": m1,
                "eps_learner": b["eps_learner"], "eps_select": b["eps_select"], "delta_learner": b["delta_learner"],
-               "ftpl_laplace_scale": float(params["noise"]) * math.sqrt(T), "class_size": str(cls.size),
+               "ftpl_laplace_scale": float(params["noise"]), "class_size": str(cls.size),
                "accountant": b["accountant"]}
         if variant == "rspm":
             out["rspm_laplace_scale_counts"] = 2.0 * m1 / b["eps_learner"]
