@@ -82,7 +82,8 @@ def accept_upload(uploaded) -> None:
             "Upload a sample of the table or a Parquet file (smaller than CSV).")
         return
     try:
-        df = read_table(uploaded.getvalue(), filename=uploaded.name)
+        with st.spinner("Reading the uploaded file…"):
+            df = read_table(uploaded.getvalue(), filename=uploaded.name)
     except DataError as exc:
         st.session_state[state.UPLOAD_ERROR] = str(exc)
         return
