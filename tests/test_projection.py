@@ -253,3 +253,20 @@ def test_adaptive_variant_runs_where_measuring_everything_is_refused(monkeypatch
     rel = run_release(ds, wl, "projection_adaptive", 1.0, 1e-6,
                       {"rounds": 2, "scip": "off", "max_iterations": 20, "round_iterations": 3}, seed=0)
     assert rel.rows.shape[0] == ds.n
+
+
+@pytest.mark.parametrize("scip", ["off", "certify"])
+def test_certified_gap_bounds_the_true_frank_wolfe_gap(scip):
+    from dpcore.oracles.linear_min import brute_force_min
+
+    ds, wl = _setup(n=500, k=3)
+    true = wl.answers(ds.codes)
+    sigma = 0.01
+    noisy = true + np.random.default_rng(8).normal(0, sigma, true.shape)
+    settings = ProjectionSettings(max_iterations=6, stopping="none", scip=scip)
+    out = RecordProjector(wl, noisy, sigma, settings).run(np.random.default_rng(2))
+    gw = (out.fitted - noisy) / sigma**2
+    _, lmo = brute_force_min(wl, gw)
+    true_gap = 2.0 * (gw @ out.fitted - lmo) / wl.n_queries
+    assert true_gap >= -1e-9
+    assert out.certified_gap >= true_gap - 1e-9
