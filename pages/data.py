@@ -54,7 +54,7 @@ st.caption(
     "**declared** = taken from a codebook/schema or typed by you; **inferred from data (not private)** = read off "
     "the private table for convenience: the release card will say the release is not private for those value "
     "sets. Values are separated by ' | '. Editing values, bounds or bins marks the attribute declared.")
-editor_key = f"schema_editor:{source_key}"
+editor_key = datasource.editor_key(source_key)
 st.data_editor(
     table, key=editor_key, hide_index=True, num_rows="fixed", on_change=datasource.apply_editor_changes,
     args=(editor_key,), disabled=list(datasource.READ_ONLY),

@@ -197,3 +197,18 @@ def test_errors_escaping_a_page_are_shown_without_traceback(at, monkeypatch):
     assert any("Something went wrong on this page (KeyError)" in e for e in errs)
     assert all("Traceback" not in e and "internal" not in e for e in errs)
     assert at.sidebar.text[0].value == "adult_census"  # the rest of the app still works
+
+
+def test_schema_edits_survive_switching_the_source(at):
+    from ui import datasource
+
+    table = at.session_state[state.SCHEMA_TABLE]
+    i = int(np.flatnonzero(table["column"] == "sex")[0])
+    edited = datasource.fold_edits(table, {"edited_rows": {i: {"include": False}}})
+    at.session_state[state.SCHEMA_TABLE] = edited
+    at.run()
+    assert metric(at, "Attributes") == "13"
+    upload(at, "small.csv", b"a,b\nx,1\ny,2\nx,3\n")
+    assert metric(at, "Attributes") == "2"
+    at.radio(key=state.SOURCE).set_value("bundled").run()
+    assert metric(at, "Attributes") == "13"  # the bundled schema kept its edit

@@ -92,6 +92,8 @@ def accept_upload(uploaded) -> None:
 
 
 UPLOADER_KEY = "uploader"
+SCHEMA_VERSION = "schema_version"
+SCHEMA_TABLES = "schema_tables"  # source key -> its schema table, kept while another source is in use
 UPLOAD_SEEN = "upload_seen"  # file id of the last upload taken in (read or refused)
 
 
@@ -293,10 +295,26 @@ def _same(a, b) -> bool:
         return str(a) == str(b)
 
 
+def _replace_schema_table(table: pd.DataFrame, source_key: str) -> None:
+    st.session_state[state.SCHEMA_TABLE] = table
+    st.session_state[state.SCHEMA_FOR] = source_key
+    # A new editor key for a new table: the old editor's pending edits belong to the old rows.
+    st.session_state[SCHEMA_VERSION] = st.session_state.get(SCHEMA_VERSION, 0) + 1
+
+
+def editor_key(source_key: str) -> str:
+    return f"schema_editor:{source_key}:{st.session_state.get(SCHEMA_VERSION, 0)}"
+
+
 def ensure_schema_table(source_key: str, df: pd.DataFrame, declared: Domain | None) -> pd.DataFrame:
+    """The schema table of the current source; each source keeps its own edits when the user
+    switches between the bundled sample and an upload."""
     if state.get(state.SCHEMA_FOR) != source_key or state.get(state.SCHEMA_TABLE) is None:
-        st.session_state[state.SCHEMA_TABLE] = schema_table_for(df, declared)
-        st.session_state[state.SCHEMA_FOR] = source_key
+        saved = st.session_state.setdefault(SCHEMA_TABLES, {})
+        if state.get(state.SCHEMA_FOR) is not None and state.get(state.SCHEMA_TABLE) is not None:
+            saved[state.get(state.SCHEMA_FOR)] = st.session_state[state.SCHEMA_TABLE]
+        table = saved.get(source_key)
+        _replace_schema_table(table if table is not None else schema_table_for(df, declared), source_key)
     return st.session_state[state.SCHEMA_TABLE]
 
 
@@ -310,8 +328,7 @@ def load_schema_json(raw: bytes, source_key: str, df: pd.DataFrame) -> str | Non
     if not known:
         return (f"None of the schema's {len(dom)} attributes matches a column of the table; check that the "
                 "schema belongs to this file.")
-    st.session_state[state.SCHEMA_TABLE] = schema_table_for(df, dom.project(known))
-    st.session_state[state.SCHEMA_FOR] = source_key
+    _replace_schema_table(schema_table_for(df, dom.project(known)), source_key)
     return None
 
 
