@@ -89,3 +89,23 @@ def test_bad_noise_shape_is_refused():
     h = ClauseHistory("test-bad", SHAPE)
     with pytest.raises(OracleError, match="D = 12"):
         solve_batch(FTPLBatch(h, np.zeros((2, 5))))
+
+
+def test_warm_started_and_untuned_solves_return_the_same_records(monkeypatch):
+    """Speed options never change the answer: warm starts from earlier records and the
+    untuned SCIP settings agree with brute force sample by sample."""
+    rng = np.random.default_rng(13)
+    steps = [random_clause(rng) for _ in range(8)]
+    noise = -rng.exponential(1.5, (8, 4, D))
+    for tuned, warm in ((True, True), (False, False)):
+        monkeypatch.setattr(ftpl, "TUNED", tuned)
+        monkeypatch.setattr(ftpl, "WARM", warm)
+        key = f"test-opts-{tuned}-{warm}"
+        h, prev = ClauseHistory(key, SHAPE), None
+        for step, lin in zip(steps, noise):
+            h = h.add(*step)
+            res = solve_batch(FTPLBatch(h, lin, warm=prev))
+            for row, r in zip(lin, res):
+                np.testing.assert_array_equal(r.record, brute_force_sample(h, row)[0])
+            prev = np.stack([r.record for r in res])
+        ftpl.release_models(key)

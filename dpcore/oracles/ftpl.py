@@ -110,8 +110,8 @@ class _Model:
         m.setParam("randomization/randomseedshift", 0)
         # Same reasoning as best_response: the per-literal model's root bound is tight and
         # cutting planes cost more than they save on these small programs.  Measured on
-        # 150 Adult clauses (12 samples, same records in every setting): default 0.45 s per
-        # solve; primal heuristics off 0.17 s (the warm start below supplies the incumbent);
+        # 150 clauses drawn from Adult's frequent cells (12 samples, same records in every
+        # setting, a loaded machine): default 0.45 s per solve; primal heuristics off 0.17 s;
         # plus fast presolve 0.12 s.  Cutting planes on: 4 s.
         m.setSeparating(SCIP_PARAMSETTING.OFF)
         if TUNED:
@@ -192,14 +192,17 @@ class _Model:
         m.addSol(sol, free=True)
 
 
-#: SCIP settings tuned for these programs (heuristics off, fast presolve) and warm starts.
-#: Switched off only by :func:`replay` to measure what they buy.
+#: SCIP settings tuned for these programs (heuristics off, fast presolve), and warm starts.
+#: Measured by :func:`replay` on a recorded Adult FEM run (65 rounds × 5 samples, all
+#: strategies interleaved round by round, identical records): rebuilding the model per
+#: sample 198 s; persistent model 109 s (1.8×); persistent + tuned 78 s (2.5×); warm starts
+#: added nothing there (+warm 117 s, +tuned+warm 82 s), so they are off by default.
 TUNED = True
-WARM = True
+WARM = False
 
 #: key -> model, a few most recent runs per worker process (bounded memory).
 _MODELS: "OrderedDict[str, _Model]" = OrderedDict()
-_MAX_MODELS = 2
+_MAX_MODELS = 4
 
 
 def _model_for(h: ClauseHistory, time_limit: float | None, gap: float) -> _Model:
@@ -275,14 +278,15 @@ def brute_force_sample(h: ClauseHistory, linear: np.ndarray, limit: int = 200_00
 
 # ---------------------------------------------------------------- speed measurement
 def replay(shape, steps, samples: int, scale: float, seed: int = 0, perturbation: str = "exponential") -> dict:
-    """Re-solve the FTPL samples of a recorded run three ways and time them (one process).
+    """Re-solve the FTPL samples of a recorded run several ways and time them (one process).
 
     ``steps`` are the (attrs, values, negated) clauses a FEM run picked, in order
-    (``query_id`` in its trace).  Strategies: ``rebuild`` -- a fresh
-    :func:`~dpcore.oracles.best_response.best_response` model per sample (what a plain
-    loop would do); ``persistent`` -- this module's model kept across rounds, SCIP
-    settings as best_response; ``persistent_tuned_warm`` -- plus the tuned settings and
-    warm starts (the default).  All see the same noise; the records must agree.
+    (``clause_*`` in its trace).  Strategies: ``rebuild`` -- a fresh
+    :func:`~dpcore.oracles.best_response.best_response` model per sample (a plain loop);
+    ``persistent`` -- this module's model kept across rounds with best_response's SCIP
+    settings; ``+tuned`` -- heuristics off, fast presolve; ``+warm`` -- warm starts from
+    the records already found.  Every round runs all strategies back to back, so a
+    change in machine load hits them alike.  All see the same noise; the records must agree.
     """
     global TUNED, WARM
     from .best_response import ClauseSet, best_response
@@ -292,31 +296,36 @@ def replay(shape, steps, samples: int, scale: float, seed: int = 0, perturbation
     D = sum(shape)
     noise = [(-rng.exponential(scale, (samples, D)) if perturbation == "exponential"
               else rng.laplace(0.0, scale, (samples, D))) for _ in steps]
-    out, records = {}, {}
+    names = {"rebuild": (False, False), "persistent": (False, False), "persistent+warm": (False, True),
+             "persistent+tuned": (True, False), "persistent+tuned+warm": (True, True)}
+    seconds = {k: 0.0 for k in names}
+    records = {k: [] for k in names}
+    prev = {k: None for k in names}
     saved = (TUNED, WARM)
+    release_models()
+    h = ClauseHistory("replay", shape)
     try:
-        for name in ("rebuild", "persistent", "persistent_tuned_warm"):
-            TUNED = WARM = name == "persistent_tuned_warm"
-            release_models()
-            h = ClauseHistory(f"replay-{name}", shape)
-            recs, prev, t0 = [], None, time.perf_counter()
-            for (attrs, vals, neg), lin in zip(steps, noise):
-                h = h.add(attrs, vals, neg)
+        for (attrs, vals, neg), lin in zip(steps, noise):
+            h = h.add(attrs, vals, neg)
+            for name, (tuned, warm) in names.items():
+                TUNED, WARM = tuned, warm
+                t0 = time.perf_counter()
                 if name == "rebuild":
                     cs = ClauseSet(list(h.attrs), list(h.values), np.array(h.negated, bool), np.array(h.weights))
                     res = [best_response(shape, cs, row, time_limit=None) for row in lin]
                 else:
-                    res = solve_batch(FTPLBatch(h, lin, None, 0.0, prev))
-                prev = np.stack([r.record for r in res])
-                recs.append(prev)
-            out[name] = time.perf_counter() - t0
-            records[name] = np.concatenate(recs)
+                    hk = ClauseHistory(f"replay-{name}", shape, h.attrs, h.values, h.negated, h.weights)
+                    res = solve_batch(FTPLBatch(hk, lin, None, 0.0, prev[name]))
+                seconds[name] += time.perf_counter() - t0
+                prev[name] = np.stack([r.record for r in res])
+                records[name].append(prev[name])
     finally:
         TUNED, WARM = saved
         release_models()
-    same = all(np.array_equal(records["rebuild"], r) for r in records.values())
-    return {"rounds": len(steps), "samples": samples, "solves": len(steps) * samples, "seconds": out,
-            "speedup_vs_rebuild": {k: out["rebuild"] / v for k, v in out.items()}, "identical_records": same}
+    same = all(np.array_equal(np.concatenate(records["rebuild"]), np.concatenate(r)) for r in records.values())
+    return {"rounds": len(steps), "samples": samples, "solves": len(steps) * samples, "seconds": seconds,
+            "speedup_vs_rebuild": {k: seconds["rebuild"] / v for k, v in seconds.items()},
+            "identical_records": same}
 
 
 if __name__ == "__main__":  # python -m dpcore.oracles.ftpl REPORT.json SHAPE_JSON [SAMPLES]
