@@ -30,8 +30,9 @@ Deviation from the paper, documented: the paper sets the oracle's bound to
 b_total = 2 b_iter for a sampling-only learner (Thm 4.10) to leave room for
 evaluation queries the learner might make; ours never makes any, so we set the
 bound to the number b of sampled queries, which is exactly the number of distinct
-queries the oracle receives (Lemma 4.1 needs no more).  The paper's sample sizes
-(eqs. 6–8) need n ≳ 10^6 / (εα) even for tiny b; at practical n we instead refuse a
+queries the oracle receives (Lemma 4.1 needs no more).  The paper's sample sizes are
+far from practical: even for a learner needing one example (b_base = 1), eqs. (6)–(7) with
+α = β = γ = 0.1 give b_iter ≈ 7,500, b_total ≈ 15,000 and eq. (8) n ≳ 4.5·10⁷ / (εα).  We instead refuse a
 query bound whose noise scale b/(εn) exceeds the threshold spacing 1/(k_T + 1) (the
 oracle could then not tell neighbouring thresholds apart) and say which b, α or ε works.
 """
