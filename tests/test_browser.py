@@ -205,6 +205,42 @@ def test_release_flow_in_a_real_browser(server, page):
     assert page.dialogs == []
 
 
+def metric_values(page) -> list[str]:
+    return page.get_by_test_id("stMetricValue").all_inner_texts()
+
+
+def test_schema_editor_edits_apply_and_survive_page_switches(server, page):
+    url, _ = server
+    page.goto(url)
+    page.get_by_text("rows fit the schema").wait_for()
+    wait_idle(page)
+    include_header = page.locator('[role="columnheader"]').filter(has_text="include")
+    editor = page.get_by_test_id("stDataFrame").filter(has=include_header)
+    editor.scroll_into_view_if_needed()
+    page.wait_for_timeout(500)
+    box = editor.bounding_box()
+    row_height, header = 35, 35  # Streamlit's default grid geometry
+    # Untick "include" of row 9 (sex, 2 values): 14 -> 13 attributes, domain size halves.
+    page.mouse.click(box["x"] + 40, box["y"] + header + row_height * 9 + row_height / 2)
+    wait_idle(page)
+    page.get_by_test_id("stMetricValue").filter(has_text="3,943,141,171,200").wait_for()
+    assert metric_values(page)[3:6] == ["13", "3,943,141,171,200", "156"]
+    # Type a sixth value for race (row 8): the domain grows by 6/5 and race becomes declared by the user.
+    page.mouse.dblclick(box["x"] + 600, box["y"] + header + row_height * 8 + row_height / 2)
+    page.wait_for_timeout(500)
+    page.keyboard.press("Control+A")
+    page.keyboard.type("White | Black | Other | Asian-Pac-Islander | Amer-Indian-Eskimo | Extra")
+    page.keyboard.press("Enter")
+    wait_idle(page)
+    page.get_by_test_id("stMetricValue").filter(has_text="4,731,769,405,440").wait_for()
+    go(page, "Workload", "2 · Workload")
+    go(page, "Data", "1 · Data")
+    page.get_by_text("rows fit the schema").wait_for()
+    wait_idle(page)
+    assert metric_values(page)[3:6] == ["13", "4,731,769,405,440", "157"]
+    shot(page, "06b_schema_edited")
+
+
 def test_teaching_preset_in_a_real_browser(server, page):
     url, _ = server
     page.goto(url)
