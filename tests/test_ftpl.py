@@ -92,15 +92,16 @@ def test_bad_noise_shape_is_refused():
 
 
 def test_warm_started_and_untuned_solves_return_the_same_records(monkeypatch):
-    """Speed options never change the answer: warm starts from earlier records and the
-    untuned SCIP settings agree with brute force sample by sample."""
+    """Speed options never change the answer: warm starts, the full (unreduced) model and
+    the untuned SCIP settings agree with brute force sample by sample."""
     rng = np.random.default_rng(13)
     steps = [random_clause(rng) for _ in range(8)]
     noise = -rng.exponential(1.5, (8, 4, D))
-    for tuned, warm in ((True, True), (False, False)):
+    for tuned, warm, reduced in ((True, True, True), (True, True, False), (False, False, False)):
         monkeypatch.setattr(ftpl, "TUNED", tuned)
         monkeypatch.setattr(ftpl, "WARM", warm)
-        key = f"test-opts-{tuned}-{warm}"
+        monkeypatch.setattr(ftpl, "REDUCED", reduced)
+        key = f"test-opts-{tuned}-{warm}-{reduced}"
         h, prev = ClauseHistory(key, SHAPE), None
         for step, lin in zip(steps, noise):
             h = h.add(*step)
@@ -109,3 +110,19 @@ def test_warm_started_and_untuned_solves_return_the_same_records(monkeypatch):
                 np.testing.assert_array_equal(r.record, brute_force_sample(h, row)[0])
             prev = np.stack([r.record for r in res])
         ftpl.release_models(key)
+
+
+def test_reduced_model_when_every_value_of_an_attribute_is_mentioned():
+    """Attribute 1 (2 values) and attribute 0 (3 values) fully mentioned: the stand-in for
+    'an unmentioned value' must be switched off, and the answer still exact."""
+    rng = np.random.default_rng(17)
+    h = ClauseHistory("test-full-attr", SHAPE)
+    for v in range(3):
+        h = h.add((0, 1), (v, v % 2), v == 1)
+    h = h.add((1, 3), (1, 2), False)
+    for row in np.concatenate([-rng.exponential(1.0, (10, D)), rng.laplace(0, 1.0, (10, D))]):
+        r = solve_batch(FTPLBatch(h, row[None]))[0]
+        rec, val = brute_force_sample(h, row)
+        np.testing.assert_array_equal(r.record, rec)
+        assert r.objective == pytest.approx(val, abs=1e-6)
+    ftpl.release_models("test-full-attr")

@@ -90,17 +90,28 @@ class FTPLBatch:
 
 @dataclass
 class _Model:
-    """A SCIP model of ``max sum_j w_j c_j + <x, linear>`` that grows with the history."""
+    """A SCIP model of ``max sum_j w_j c_j + <x, linear>`` that grows with the history.
+
+    Reduced form (exact): an attribute no clause mentions does not interact with
+    anything, so its best value is the argmax of the linear term over its block and it
+    never enters SCIP; within a mentioned attribute, the values no clause mentions differ
+    only in the linear term, so one binary ``rest_a`` stands for the best of them (its
+    objective coefficient is set per sample).  Only mentioned values get a binary.
+    """
 
     shape: tuple[int, ...]
+    reduced: bool = True
     model: object = None
-    xs: list = field(default_factory=list)  # flat one-hot variables, length D
+    lit: dict = field(default_factory=dict)  # (attribute, value) -> binary
+    rest: dict = field(default_factory=dict)  # attribute -> binary "an unmentioned value"
+    onehot: dict = field(default_factory=dict)  # attribute -> its one-hot constraint
+    unmentioned: dict = field(default_factory=dict)  # attribute -> bool mask over its values
     cs: list = field(default_factory=list)  # clause variables
     applied: list = field(default_factory=list)  # (attrs, values, negated) of cs
     builds: int = 0
 
     def build(self, time_limit: float | None, gap: float) -> None:
-        from pyscipopt import SCIP_PARAMSETTING, Model, quicksum
+        from pyscipopt import SCIP_PARAMSETTING, Model
 
         if self.model is not None:
             self.model.freeProb()
@@ -117,15 +128,33 @@ class _Model:
         if TUNED:
             m.setHeuristics(SCIP_PARAMSETTING.OFF)
             m.setPresolve(SCIP_PARAMSETTING.FAST)
-        self.xs = []
-        for a, size in enumerate(self.shape):
-            block = [m.addVar(vtype="B", name=f"x{a}_{v}") for v in range(size)]
-            m.addCons(quicksum(block) == 1)
-            self.xs.extend(block)
         self.offsets = np.concatenate([[0], np.cumsum(self.shape)])
         self.model, self.cs, self.applied = m, [], []
+        self.lit, self.rest, self.onehot, self.unmentioned = {}, {}, {}, {}
+        if not self.reduced:  # the full one-hot model: every value has its binary
+            for a, size in enumerate(self.shape):
+                for v in range(size):
+                    self._literal(a, v)
         self.builds += 1
         self.set_limits(time_limit, gap)
+
+    def _literal(self, a: int, v: int):
+        x = self.lit.get((a, v))
+        if x is not None:
+            return x
+        m = self.model
+        if a not in self.onehot:
+            r = m.addVar(vtype="B", name=f"rest{a}")
+            self.rest[a] = r
+            self.onehot[a] = m.addCons(r == 1, name=f"onehot{a}")
+            self.unmentioned[a] = np.ones(self.shape[a], dtype=bool)
+        x = m.addVar(vtype="B", name=f"x{a}_{v}")
+        m.addConsCoeff(self.onehot[a], x, 1.0)
+        self.lit[(a, v)] = x
+        self.unmentioned[a][v] = False
+        if not self.unmentioned[a].any():
+            m.chgVarUb(self.rest[a], 0.0)  # every value has its own binary now
+        return x
 
     def set_limits(self, time_limit: float | None, gap: float) -> None:
         self.model.setParam("limits/time", 1e20 if time_limit is None else float(time_limit))
@@ -143,7 +172,7 @@ class _Model:
         for j in range(mine, len(h)):
             attrs, vals, neg = h.attrs[j], h.values[j], h.negated[j]
             c = m.addVar(vtype="C", lb=0.0, ub=1.0, name=f"c{j}")
-            lits = [self.xs[self.offsets[a] + v] for a, v in zip(attrs, vals)]
+            lits = [self._literal(a, v) for a, v in zip(attrs, vals)]
             if neg:  # c <= NOT(cell): at least one literal false
                 m.addCons(c <= quicksum(1 - l for l in lits))
             else:  # c <= cell: every literal true (per-literal form)
@@ -157,12 +186,30 @@ class _Model:
 
         m = self.model
         t0 = time.perf_counter()
+        off = self.offsets
+        record = np.zeros(len(self.shape), dtype=np.int64)
+        constant = 0.0
+        for a in range(len(self.shape)):
+            if a not in self.onehot:  # free attribute: its own argmax, outside SCIP
+                block = linear[off[a]:off[a + 1]]
+                record[a] = int(np.argmax(block))
+                constant += float(block[record[a]])
+        if not self.onehot:
+            return OracleResult(record, "optimal", constant, constant, 0.0, time.perf_counter() - t0, True)
         obj = Expr()
         for c, w in zip(self.cs, h.weights):
             obj += float(w) * c
-        for xv, coef in zip(self.xs, linear.tolist()):
+        for (a, v), x in self.lit.items():
+            coef = float(linear[off[a] + v])
             if coef != 0.0:
-                obj += coef * xv
+                obj += coef * x
+        rest_value = {}
+        for a, r in self.rest.items():
+            idx = np.flatnonzero(self.unmentioned[a])
+            if len(idx):
+                k = int(idx[np.argmax(linear[off[a] + idx])])
+                rest_value[a] = k
+                obj += float(linear[off[a] + k]) * r
         m.setObjective(obj, "maximize", clear="true")
         if warm is not None:
             self._warm_start(warm)
@@ -172,20 +219,24 @@ class _Model:
             m.freeTransform()
             raise OracleError(f"SCIP found no record for an FTPL sample (status {status}); raise the time limit.")
         best = m.getBestSol()
-        vals = np.array([m.getSolVal(best, xv) for xv in self.xs])
-        record = np.array([int(np.argmax(vals[self.offsets[a]:self.offsets[a + 1]])) for a in range(len(self.shape))])
-        objective, bound, gap = m.getObjVal(), m.getDualbound(), m.getGap()
+        for a, r in self.rest.items():
+            if a in rest_value and m.getSolVal(best, r) > 0.5:
+                record[a] = rest_value[a]
+        for (a, v), x in self.lit.items():
+            if m.getSolVal(best, x) > 0.5:
+                record[a] = v
+        objective, bound, gap = m.getObjVal() + constant, m.getDualbound() + constant, m.getGap()
         m.freeTransform()  # back to the problem stage, ready for the next objective or clause
         return OracleResult(record, status, float(objective), float(bound), float(gap),
                             time.perf_counter() - t0, status in OPTIMAL)
-
 
     def _warm_start(self, record: np.ndarray) -> None:
         """Hand SCIP a feasible record (and its clause values) as the first incumbent."""
         m = self.model
         sol = m.createSol()
-        for a, v in enumerate(record):
-            m.setSolVal(sol, self.xs[self.offsets[a] + int(v)], 1.0)  # the other x default to 0
+        for a in self.onehot:
+            v = int(record[a])
+            m.setSolVal(sol, self.lit[(a, v)] if (a, v) in self.lit else self.rest[a], 1.0)
         for c, (attrs, vals, neg) in zip(self.cs, self.applied):
             sat = all(record[a] == v for a, v in zip(attrs, vals))
             m.setSolVal(sol, c, 1.0 if sat != neg else 0.0)
@@ -199,6 +250,8 @@ class _Model:
 #: added nothing there (+warm 117 s, +tuned+warm 82 s), so they are off by default.
 TUNED = True
 WARM = False
+#: Exact reduced model (free attributes and unmentioned values outside SCIP); see _Model.
+REDUCED = True
 
 #: key -> model, a few most recent runs per worker process (bounded memory).
 _MODELS: "OrderedDict[str, _Model]" = OrderedDict()
@@ -207,8 +260,10 @@ _MAX_MODELS = 4
 
 def _model_for(h: ClauseHistory, time_limit: float | None, gap: float) -> _Model:
     mdl = _MODELS.get(h.key)
-    if mdl is None or mdl.shape != h.shape:
-        mdl = _Model(h.shape)
+    if mdl is None or mdl.shape != h.shape or mdl.reduced != REDUCED:
+        if mdl is not None:
+            mdl.model.freeProb()
+        mdl = _Model(h.shape, REDUCED)
         mdl.build(time_limit, gap)
         _MODELS[h.key] = mdl
         while len(_MODELS) > _MAX_MODELS:
@@ -283,12 +338,13 @@ def replay(shape, steps, samples: int, scale: float, seed: int = 0, perturbation
     ``steps`` are the (attrs, values, negated) clauses a FEM run picked, in order
     (``clause_*`` in its trace).  Strategies: ``rebuild`` -- a fresh
     :func:`~dpcore.oracles.best_response.best_response` model per sample (a plain loop);
-    ``persistent`` -- this module's model kept across rounds with best_response's SCIP
-    settings; ``+tuned`` -- heuristics off, fast presolve; ``+warm`` -- warm starts from
-    the records already found.  Every round runs all strategies back to back, so a
+    ``persistent`` -- this module's full model kept across rounds with best_response's
+    SCIP settings; ``+tuned`` -- heuristics off, fast presolve; ``+warm`` -- warm starts
+    from the records already found; ``+reduced`` -- the exact reduced model (free
+    attributes and unmentioned values outside SCIP).  Every round runs all strategies back to back, so a
     change in machine load hits them alike.  All see the same noise; the records must agree.
     """
-    global TUNED, WARM
+    global TUNED, WARM, REDUCED
     from .best_response import ClauseSet, best_response
 
     rng = np.random.default_rng(seed)
@@ -296,19 +352,20 @@ def replay(shape, steps, samples: int, scale: float, seed: int = 0, perturbation
     D = sum(shape)
     noise = [(-rng.exponential(scale, (samples, D)) if perturbation == "exponential"
               else rng.laplace(0.0, scale, (samples, D))) for _ in steps]
-    names = {"rebuild": (False, False), "persistent": (False, False), "persistent+warm": (False, True),
-             "persistent+tuned": (True, False), "persistent+tuned+warm": (True, True)}
+    names = {"rebuild": (False, False, False), "persistent": (False, False, False),
+             "persistent+tuned": (True, False, False), "persistent+tuned+warm": (True, True, False),
+             "persistent+tuned+reduced": (True, False, True)}
     seconds = {k: 0.0 for k in names}
     records = {k: [] for k in names}
     prev = {k: None for k in names}
-    saved = (TUNED, WARM)
+    saved = (TUNED, WARM, REDUCED)
     release_models()
     h = ClauseHistory("replay", shape)
     try:
         for (attrs, vals, neg), lin in zip(steps, noise):
             h = h.add(attrs, vals, neg)
-            for name, (tuned, warm) in names.items():
-                TUNED, WARM = tuned, warm
+            for name, (tuned, warm, reduced) in names.items():
+                TUNED, WARM, REDUCED = tuned, warm, reduced
                 t0 = time.perf_counter()
                 if name == "rebuild":
                     cs = ClauseSet(list(h.attrs), list(h.values), np.array(h.negated, bool), np.array(h.weights))
@@ -320,7 +377,7 @@ def replay(shape, steps, samples: int, scale: float, seed: int = 0, perturbation
                 prev[name] = np.stack([r.record for r in res])
                 records[name].append(prev[name])
     finally:
-        TUNED, WARM = saved
+        TUNED, WARM, REDUCED = saved
         release_models()
     same = all(np.array_equal(np.concatenate(records["rebuild"]), np.concatenate(r)) for r in records.values())
     return {"rounds": len(steps), "samples": samples, "solves": len(steps) * samples, "seconds": seconds,
