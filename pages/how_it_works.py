@@ -46,29 +46,28 @@ else:
         st.markdown(f"**Demo run {record.id}: {rel.seconds:.1f} s, ε spent "
                     f"{fmt_eps(rel.card['privacy']['epsilon_spent'])} of 1**")
         trace = results.trace_frame(rel)
-        g1, g2 = st.columns([3, 2])
-        with g1:
-            st.markdown("*The game, round by round* — each row is one round: the query the query player "
-                        "picked and how far the synthetic data still is from the real data.")
-            if trace.empty:
-                st.caption("This mechanism has no rounds.")
-            else:
-                st.dataframe(trace, hide_index=True, height=260)
-                x = "round" if "round" in trace.columns else trace.columns[0]
-                cols = [c for c in results.numeric_trace_columns(trace, x) if "error" in c] or \
-                    results.numeric_trace_columns(trace, x)[:1]
+        st.markdown("*The game, round by round* — each row is one round: the query the query player picked and "
+                    "how far the synthetic data still is from the real data.")
+        if trace.empty:
+            st.caption("This mechanism has no rounds.")
+        else:
+            x = "round" if "round" in trace.columns else trace.columns[0]
+            numeric = results.numeric_trace_columns(trace, x)
+            cols = [c for c in numeric if "error" in c] or numeric[:1]
+            t1, t2 = st.columns([3, 2])
+            with t1:
+                st.dataframe(trace, hide_index=True, height=300)
+            with t2:
                 if cols:
                     st.altair_chart(charts.trace_lines(trace, x, cols), width="stretch")
-        with g2:
-            st.markdown("*The ε ledger of this run*")
-            st.dataframe(teaching.ledger_steps(rel), hide_index=True)
-            st.caption(f"Accountant: {rel.card['privacy']['accountant']}. {mech.accounting}")
-            ev = rel.evaluation
-            if ev.get("max_error") is not None:
-                st.metric("Max error at the end", f"{ev['max_error']:.4f}",
-                          f"uniform baseline {ev['baselines']['uniform']['max_error']:.4f}", delta_color="off",
-                          delta_arrow="off",
-                          help="Internal evaluation on the (public) bundled sample.")
+        st.markdown("*The ε ledger of this run*")
+        st.dataframe(teaching.ledger_steps(rel), hide_index=True)
+        st.caption(f"Accountant: {rel.card['privacy']['accountant']}. {mech.accounting}")
+        ev = rel.evaluation
+        if ev.get("max_error") is not None:
+            st.metric("Max error at the end", f"{ev['max_error']:.4f}",
+                      f"uniform baseline {ev['baselines']['uniform']['max_error']:.4f}", delta_color="off",
+                      delta_arrow="off", help="Internal evaluation on the (public) bundled sample.")
 
 st.subheader("The mechanisms")
 for m in loadable()[0]:

@@ -241,21 +241,32 @@ def test_schema_editor_edits_apply_and_survive_page_switches(server, page):
     shot(page, "06b_schema_edited")
 
 
-def test_teaching_preset_in_a_real_browser(server, page):
+def test_teaching_presets_in_a_real_browser(server, page):
     url, _ = server
     page.goto(url)
     page.get_by_text("Possible records").wait_for()
     go(page, "How it works")
-    fem = page.get_by_text("FEM (Follow-the-perturbed-leader + Exponential Mechanism)", exact=True)
-    if fem.count():
-        fem.first.click()
+    page.get_by_role("button", name="Run the demo").wait_for()
+    wait_idle(page)
+    titles = {"dualquery": "DualQuery (multiplicative weights over queries + SCIP best response)",
+              "fem": "FEM (Follow-the-perturbed-leader + Exponential Mechanism)"}
+    ran = 0
+    for name, title in titles.items():
+        choice = page.get_by_text(title, exact=True)
+        if not choice.count():
+            continue  # not registered
+        choice.first.click()
         wait_idle(page)
-    t0 = time.monotonic()
-    page.get_by_role("button", name="Run the demo").click()
-    page.get_by_text("Demo run").first.wait_for(timeout=60_000)
-    TIMINGS["teaching_preset_click_to_shown_s"] = round(time.monotonic() - t0, 2)
-    page.get_by_text("The ε ledger of this run").wait_for()
-    shot(page, "06_teaching")
+        before = page.get_by_text("Demo run").count()
+        t0 = time.monotonic()
+        page.get_by_role("button", name="Run the demo").click()
+        page.get_by_text(f"Run {ran + 1} finished in").wait_for(timeout=60_000)
+        TIMINGS[f"teaching_preset_{name}_click_to_shown_s"] = round(time.monotonic() - t0, 2)
+        page.get_by_text("The ε ledger of this run").wait_for()
+        assert page.get_by_text("Demo run").count() >= before
+        shot(page, f"06_teaching_{name}")
+        ran += 1
+    assert ran >= 1
 
 
 def test_hostile_column_name_is_shown_as_text(server, page, tmp_path):
