@@ -185,7 +185,7 @@ class RecordProjector:
                                   minlength=self.workload.n_queries)
 
     # ------------------------------------------------------------- steps
-    def fully_corrective(self, iterations: int = 150) -> None:
+    def fully_corrective(self, iterations: int = 60) -> None:
         """Least squares over the simplex of the records found: min ½wᵀGw - bᵀw.
 
         Accelerated projected gradient (FISTA) with gradient-based restarts
