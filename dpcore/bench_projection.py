@@ -129,8 +129,8 @@ def _run_ours(ds, wl, mech: str, eps: float, seed: int, params: dict) -> dict:
 def _yardsticks(ds, wl, eps: float, seed: int) -> list[dict]:
     out = []
     for label, post in (("gaussian (raw)", False), ("gaussian (simplex-projected)", True)):
-        rec = _run_ours(ds, wl, "gaussian", eps, seed, {"postprocess": post})
-        rec["mechanism"] = label
+        rec = _run_ours(ds, wl, "gaussian", eps, 1000 + seed, {"postprocess": post})
+        rec["mechanism"], rec["run"] = label, seed  # paired with the mechanisms' run of the same number
         out.append(rec)
     return out
 
@@ -155,7 +155,7 @@ def bench_projection(args) -> dict:
     records = []
     for eps in epsilons:
         for run in range(args.runs):
-            yard = _yardsticks(ds, wl, eps, 1000 + run)
+            yard = _yardsticks(ds, wl, eps, run)
             records.extend(yard)
             for mech in mechs:
                 rec = _run_ours(ds, wl, mech, eps, run, _params_for(mech, params))
@@ -302,7 +302,7 @@ def bench_peers(args) -> dict:
     records = []
     for eps in epsilons:
         for run in range(args.runs):
-            records.extend(_yardsticks(ds, wl, eps, 1000 + run))
+            records.extend(_yardsticks(ds, wl, eps, run))
             for mech in mechs:
                 records.append(_run_ours(ds, wl, mech, eps, run, _params_for(mech, params)))
                 print(f"  ε={eps:g} {mech}: max {records[-1]['max_error']:.4f} {records[-1]['seconds']:.1f}s",
