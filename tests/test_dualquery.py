@@ -48,12 +48,12 @@ def test_zcdp_accounting_sums_the_draws():
     rho = sum(s * (2 * eta * (t - 1) / n) ** 2 / 8 for t in range(1, T + 1))
     assert dualquery_rho(T, eta, s, n) == pytest.approx(rho, rel=1e-12)
     delta = 1 / n**2
-    plan = DualQuery().plan(n, None, Budget(1.0, delta), params(accountant="zcdp"))
+    plan = DualQuery().plan(n, None, Budget(1.0, delta), params(accountant="zcdp", eta=eta))
     Tz = plan["rounds"]
     assert zcdp_to_eps_cks(dualquery_rho(Tz, eta, s, n), delta) <= 1.0 < zcdp_to_eps_cks(
         dualquery_rho(Tz + 1, eta, s, n), delta)
     # tighter than Thm 4.3 at the same (ε, δ, η, s)
-    assert Tz > DualQuery().plan(n, None, Budget(1.0, delta), params())["rounds"]
+    assert Tz > DualQuery().plan(n, None, Budget(1.0, delta), params(eta=eta))["rounds"]
 
 
 def test_epsilon_too_small_names_the_smallest_that_works():
@@ -68,7 +68,7 @@ def test_epsilon_too_small_names_the_smallest_that_works():
 
 
 def test_max_rounds_only_lowers_T():
-    p = params(max_rounds=5)
+    p = params(max_rounds=5, eta=0.4)
     plan = DualQuery().plan(48842, None, Budget(1.0, 1 / 48842**2), p)
     assert plan["rounds"] == 5 < plan["rounds_budget_allows"]
     assert plan["epsilon_planned"] == pytest.approx(thm43(5, 0.4, 1000, 48842, 1 / 48842**2))
@@ -134,7 +134,7 @@ def test_planted_data_well_below_uniform():
 def test_free_attributes_are_uniform():
     ds = planted_dataset(n=2000, shape=(3, 2, 4, 3))
     wl = Workload(ds.domain, ((0, 1),))  # attributes 2 and 3 never appear in a clause
-    rel = run_release(ds, wl, "dualquery", 8.0, None, {"samples": 20}, seed=3)
+    rel = run_release(ds, wl, "dualquery", 8.0, None, {"samples": 20, "eta": 0.4}, seed=3)
     rows = rel.rows
     assert len(rows) == rel.card["derived_public_parameters"]["rounds"] >= 50
     for a, size in ((2, 4), (3, 3)):
@@ -176,7 +176,7 @@ def test_run_reports_progress_every_round_and_public_params_only_public():
     wl = Workload.all_kway(ds.domain, 2)
     calls = []
     ctx = RunContext(rng=np.random.default_rng(0), progress=lambda t, T, m, i: calls.append((t, T)))
-    p = params(samples=20, max_rounds=6)
+    p = params(samples=20, max_rounds=6, eta=0.4)
     res = DualQuery().run(ds, wl, Budget(2.0, 1e-6), p, ctx)
     assert calls == [(t, 6) for t in range(1, 7)]
     assert set(res.public) == {"rounds", "rounds_budget_allows", "samples_per_round", "eta",

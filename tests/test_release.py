@@ -35,7 +35,7 @@ def _walk_keys(obj):
 def release():
     ds = planted_dataset(n=1500)
     wl = Workload.all_kway(ds.domain, 2)
-    return run_release(ds, wl, "dualquery", 1.0, None, {"samples": 40, "max_rounds": 8}, seed=SEED,
+    return run_release(ds, wl, "dualquery", 1.0, None, {"samples": 40, "max_rounds": 8, "eta": 0.4}, seed=SEED,
                        ledger=PrivacyLedger())
 
 

@@ -32,7 +32,9 @@ exact sample of Q^{t+1}.  All mechanisms compose adaptively; accountants:
 * δ = 0: basic composition, ``ε = Σ_t [m_t ε_em(t) + s ε_rs(t)]``;
 * δ > 0, 'advanced': heterogeneous advanced composition (Kairouz, Oh, Viswanath
   2015, Thm 3.5; its homogeneous case is seed 004 Lemma 2.4 / Thm 4.3):
-  ``ε = sqrt(2 ln(1/δ) Σ_i ε_i²) + Σ_i ε_i (e^{ε_i} - 1)``, capped by the basic sum;
+  ``ε = sqrt(2 ln(1/δ) Σ_i ε_i²) + Σ_i ε_i (e^{ε_i} - 1)``, capped by the basic sum
+  (KOV's third bound has ε_i (e^{ε_i} - 1)/(e^{ε_i} + 1) in the second sum; ours is
+  larger, hence also valid, and matches the form of seed 004 Thm 4.3);
 * δ > 0, 'zcdp': each EM draw is ε_em²/8-zCDP (bounded range), each test is
   ε_rs²/2-zCDP (pure DP); ρ's add; Canonne–Kamath–Steinke conversion.
 
