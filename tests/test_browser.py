@@ -227,10 +227,10 @@ def test_schema_editor_edits_apply_and_survive_page_switches(server, page):
     assert metric_values(page)[3:6] == ["13", "3,943,141,171,200", "156"]
     # Type a sixth value for race (row 8): the domain grows by 6/5 and race becomes declared by the user.
     page.mouse.dblclick(box["x"] + 600, box["y"] + header + row_height * 8 + row_height / 2)
-    page.wait_for_timeout(500)
-    page.keyboard.press("Control+A")
-    page.keyboard.type("White | Black | Other | Asian-Pac-Islander | Amer-Indian-Eskimo | Extra")
-    page.keyboard.press("Enter")
+    cell_editor = page.locator("textarea.gdg-input")  # the grid's overlay editor for a text cell
+    cell_editor.wait_for()
+    cell_editor.fill("White | Black | Other | Asian-Pac-Islander | Amer-Indian-Eskimo | Extra")
+    cell_editor.press("Enter")
     wait_idle(page)
     page.get_by_test_id("stMetricValue").filter(has_text="4,731,769,405,440").wait_for()
     go(page, "Workload", "2 · Workload")
