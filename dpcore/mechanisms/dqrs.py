@@ -116,7 +116,8 @@ def dqrs_epsilon(T: int, eta: float, s: int, n: int, delta: float, accountant: s
         return zcdp_to_eps_cks(dqrs_rho(T, eta, s, n), delta)
     if eps.max() > 700:
         return basic
-    adv = math.sqrt(2.0 * math.log(1.0 / delta) * float(np.dot(mult, eps**2))) + float(np.dot(mult, eps * np.expm1(eps)))
+    adv = (math.sqrt(2.0 * math.log(1.0 / delta) * float(np.dot(mult, eps**2)))
+           + float(np.dot(mult, eps * np.expm1(eps))))
     return min(basic, adv)
 
 
@@ -224,5 +225,6 @@ class DQRS(DualQuery):
         return MechanismResult(
             spends=[SpendRecord(eps, delta, rho, f"dqrs: {T} rounds, {plan['fresh_draws_total']} fresh MW draws "
                                                  f"+ rejection tests")],
-            epsilon_spent=eps, delta_spent=delta, accountant=accountant_label(delta, params["accountant"], self.theorem),
+            epsilon_spent=eps, delta_spent=delta,
+            accountant=accountant_label(delta, params["accountant"], self.theorem),
             rows=np.array(rows, dtype=np.int64), public=public, trace=trace, oracle_stats=stats.to_dict())

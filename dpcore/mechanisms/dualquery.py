@@ -37,7 +37,7 @@ import numpy as np
 from ..errors import BudgetError, OracleError
 from ..oracles.best_response import (OracleResult, OracleStats, best_response, clauses_from_queries,
                                      local_search_record)
-from ..privacy import check_budget, eps_to_zcdp, sample_log_weights, zcdp_to_eps_cks
+from ..privacy import check_budget, sample_log_weights, zcdp_to_eps_cks
 from .base import Budget, Mechanism, MechanismResult, Param, RunContext, SpendRecord
 
 #: Search ceiling for T: far beyond any budget a user would give (ε = 10 buys < 500

@@ -332,7 +332,8 @@ def local_search_record(shape: Sequence[int], clauses: ClauseSet, linear: np.nda
     return best, sign * best_val
 
 
-def objective_value(shape: Sequence[int], clauses: ClauseSet, linear: np.ndarray | None, records: np.ndarray) -> np.ndarray:
+def objective_value(shape: Sequence[int], clauses: ClauseSet, linear: np.ndarray | None,
+                    records: np.ndarray) -> np.ndarray:
     """Exact objective of each record (rows of codes)."""
     records = np.atleast_2d(np.asarray(records, dtype=np.int64))
     val = clauses.evaluate(records)
