@@ -10,7 +10,7 @@ from pathlib import Path
 import streamlit as st
 
 from dpcore.errors import DPCoreError
-from ui import datasource, sidebar, state
+from ui import datasource, sidebar, state, warmup
 from ui.text import show_error
 
 st.set_page_config(page_title="dpcore — private synthetic data", page_icon=":material/shield_lock:",
@@ -46,3 +46,5 @@ except Exception as exc:  # a bug: the details go to the server log only (st.sto
     logging.getLogger("dpcore.app").exception("page failed")
     st.error(f"Something went wrong on this page ({type(exc).__name__}). Your data, choices and runs are kept; "
              "try again or reset the session. The server log has the details.", icon=":material/error:")
+finally:
+    warmup.start_once()  # after the page is out (even after st.stop): load the later pages' modules

@@ -86,7 +86,8 @@ def server():
         yield srv.url, srv.healthy
     finally:
         srv.close()
-        ARTIFACTS.joinpath("browser_timings.json").write_text(json.dumps(TIMINGS, indent=2))
+        if TIMINGS:  # a partial run (-k) keeps the last full file unless it measured something
+            ARTIFACTS.joinpath("browser_timings.json").write_text(json.dumps(TIMINGS, indent=2))
 
 
 @pytest.fixture(scope="module")
@@ -128,10 +129,20 @@ def set_number(page, label: str, value) -> None:
     wait_idle(page)
 
 
-def wait_idle(page, timeout: float = 30) -> None:
-    """Wait until Streamlit has finished the current script run."""
-    page.wait_for_timeout(300)
-    page.locator('[data-testid="stStatusWidget"]').wait_for(state="hidden", timeout=timeout * 1000)
+def wait_idle(page, timeout: float = 60) -> None:
+    """Wait until Streamlit has finished the script run an action triggered: the "running"
+    indicator must stay hidden across two checks, so a run that has not started yet when
+    we first look (a loaded machine is slow to start one) is not mistaken for a finished one."""
+    status = page.locator('[data-testid="stStatusWidget"]')
+    deadline = time.monotonic() + timeout
+    quiet = 0
+    while quiet < 2:
+        page.wait_for_timeout(400)
+        if status.is_visible():
+            quiet = 0
+            status.wait_for(state="hidden", timeout=max(1.0, deadline - time.monotonic()) * 1000)
+        else:
+            quiet += 1
 
 
 def pick(page, label: str, option_text: str) -> None:
