@@ -32,12 +32,18 @@ def _raise_oracle_error(task):
     raise OracleError("SCIP found no record (status timelimit); raise the time limit.")
 
 
-def test_serial_and_local_keep_task_order():
+@pytest.fixture(scope="module")
+def pool():
+    """One process pool for the tests that do not break it (pool start-up is the slow part)."""
+    with LocalProcessExecutor(2) as ex:
+        yield ex
+
+
+def test_serial_and_local_keep_task_order(pool):
     tasks = list(range(23))
     assert SerialExecutor().map(_square, tasks) == [t * t for t in tasks]
-    with LocalProcessExecutor(2) as ex:
-        assert ex.workers == 2
-        assert ex.map(_square, tasks) == [t * t for t in tasks]
+    assert pool.workers == 2
+    assert pool.map(_square, tasks) == [t * t for t in tasks]
 
 
 def test_worker_death_fails_cleanly_and_the_executor_recovers():
@@ -47,10 +53,9 @@ def test_worker_death_fails_cleanly_and_the_executor_recovers():
         assert ex.map(_square, [2, 3]) == [4, 9]  # a fresh pool replaces the broken one
 
 
-def test_task_errors_keep_their_type_and_message():
-    with LocalProcessExecutor(2) as ex:
-        with pytest.raises(OracleError, match="raise the time limit"):
-            ex.map(_raise_oracle_error, [1, 2])
+def test_task_errors_keep_their_type_and_message(pool):
+    with pytest.raises(OracleError, match="raise the time limit"):
+        pool.map(_raise_oracle_error, [1, 2])
 
 
 def test_worker_death_during_fem_writes_nothing(tmp_path, monkeypatch, capsys):
@@ -94,14 +99,14 @@ def ray_executor():
     ex.close()
 
 
-def test_fem_on_ray_matches_the_process_pool(ray_executor):
+def test_fem_on_ray_matches_the_process_pool(ray_executor, pool):
     ds = planted_dataset(n=300)
     wl = Workload.all_kway(ds.domain, 2)
-    params = {"rounds": 4, "samples": 6}
+    params = {"rounds": 3, "samples": 4}
     assert ray_executor.map(_square, [3, 1, 2]) == [9, 1, 4]
     on_ray = run_release(ds, wl, "fem", 1.0, None, params, seed=7, executor=ray_executor).result.rows
-    with LocalProcessExecutor(2) as ex:
-        pooled = run_release(ds, wl, "fem", 1.0, None, params, seed=7, executor=ex).result.rows
+    pooled = run_release(ds, wl, "fem", 1.0, None, params, seed=7, executor=pool).result.rows
+    assert on_ray.shape == (12, len(ds.domain))
     np.testing.assert_array_equal(on_ray, pooled)
     with pytest.raises(OracleError, match="raise the time limit"):
         ray_executor.map(_raise_oracle_error, [1, 2])
