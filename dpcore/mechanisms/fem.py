@@ -276,8 +276,7 @@ class FEM(Mechanism):
                 ctx.report(t, T, f"round {t}/{T}: max error {row['max_error_round']:.3f}; picked {label}",
                            **{k: v for k, v in row.items() if k != "round"})
         finally:
-            if executor is None:
-                release_models(key)
+            release_models(key)  # this process's cached model (workers keep a few, LRU)
         rows = np.concatenate(kept, axis=0).astype(np.int64)
         eps_spent = spent_epsilon(eps0, T, budget.delta, plan["accountant"])
         rho = T * eps0**2 / 8.0 if plan["accountant"] == "zcdp" else None
