@@ -35,9 +35,13 @@ if (HERE / "pages" / "learn.py").exists():
     pages.append(st.Page("pages/learn.py", title="Learn", icon=":material/model_training:"))
 pages.append(st.Page("pages/how_it_works.py", title="How it works", icon=":material/school:"))
 
+#: Pages that import the mechanisms, scipy and altair (see ui/warmup.py).
+HEAVY_PAGES = {"Release", "Results", "Compare", "Learn", "How it works"}
 page = st.navigation(pages)
 datasource.sync_upload()
 sidebar.render(datasource.summary())  # cheap: the first page does not wait for encoding
+if page.title in HEAVY_PAGES:
+    warmup.finish()  # these pages import what the warm-up imports: never from two threads at once
 try:
     page.run()
 except DPCoreError as exc:  # a typed error a page did not catch: say what to do, never a traceback

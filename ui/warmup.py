@@ -5,24 +5,28 @@ mechanisms (scipy, PySCIPOpt), the run machinery and altair.  Importing them in 
 daemon thread after the first page has been sent makes the first switch to those
 pages as quick as the later ones.  Only code is loaded here: no data, nothing per
 session.
+
+A page that needs these modules calls :func:`finish` first (``app.py`` does, for the
+pages that import them): it skips the remaining delay and waits for the warm-up, so the same
+modules are never imported from two threads at once (a concurrent circular import can
+fail with a deadlock error on Python 3.11).
 """
 
 from __future__ import annotations
 
 import logging
 import threading
-import time
-
-_started = False
-_lock = threading.Lock()
-
 
 #: Seconds to wait first, so the browser can draw the first page without competing for the CPU.
 DELAY = 2.0
 
+_lock = threading.Lock()
+_thread: threading.Thread | None = None
+_go = threading.Event()
+
 
 def _import_all() -> None:
-    time.sleep(DELAY)
+    _go.wait(DELAY)
     try:
         import altair  # noqa: F401  (charts on Results/Compare/teaching)
 
@@ -35,9 +39,17 @@ def _import_all() -> None:
 
 
 def start_once() -> None:
-    global _started
+    global _thread
     with _lock:
-        if _started:
+        if _thread is not None:
             return
-        _started = True
-    threading.Thread(target=_import_all, name="dpcore-warmup", daemon=True).start()
+        _thread = threading.Thread(target=_import_all, name="dpcore-warmup", daemon=True)
+    _thread.start()
+
+
+def finish(timeout: float = 120.0) -> None:
+    """Wait for the warm-up (skipping its delay); returns at once if it never started or is done."""
+    _go.set()
+    thread = _thread
+    if thread is not None and thread.is_alive() and thread is not threading.current_thread():
+        thread.join(timeout)
