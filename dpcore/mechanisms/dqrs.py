@@ -47,9 +47,8 @@ import math
 
 import numpy as np
 
-from ..errors import BudgetError
 from ..oracles.best_response import OracleStats
-from ..privacy import check_budget, zcdp_to_eps_cks
+from ..privacy import zcdp_to_eps_cks
 from .base import Budget, MechanismResult, Param, RunContext, SpendRecord
 from .dualquery import (DEFAULT_TIME_LIMIT, DualQuery, QueryWeights, accountant_label, largest_rounds, oracle_record,
                         record_cells, time_limit_from, _label)
@@ -152,21 +151,13 @@ class DQRS(DualQuery):
     # Bundled Adult, 8 two-way marginals, ε = 1: ~6 s; the trace shows samples being kept and recycled.
     teaching_preset = {"eta": 0.2, "samples": 50, "max_rounds": 60, "time_limit": 2.0}
     theorem = "seed 001 Algorithm 4, Lemma 9"
+    t_ceiling = DQRS_T_CEILING  # the per-T cost is O(T)
 
     def epsilon_of(self, T: int, n: int, budget: Budget, params: dict) -> float:
         return dqrs_epsilon(T, params["eta"], params["samples"], n, budget.delta, params["accountant"])
 
     def plan(self, n: int, workload, budget: Budget, params: dict) -> dict:
-        check_budget(budget.epsilon, budget.delta)
-        T_budget = largest_rounds(lambda T: self.epsilon_of(T, n, budget, params), budget.epsilon,
-                                  ceiling=DQRS_T_CEILING)
-        if T_budget < 2:
-            need = self.epsilon_of(2, n, budget, params)
-            raise BudgetError(
-                f"ε = {budget.epsilon:g} is too small for even one data-dependent round of DQRS with "
-                f"η = {params['eta']:g} and s = {params['samples']} on n = {n:,} rows: the smallest ε that works "
-                f"is {need:.4g}. Raise ε, or lower η or the samples per round.")
-        T = T_budget if params.get("max_rounds") is None else min(T_budget, int(params["max_rounds"]))
+        T, T_budget = self.rounds(n, budget, params)
         fresh = fresh_draws(np.arange(1, T), params["eta"], params["samples"]) if T > 1 else np.zeros(0)
         return {"rounds": T, "rounds_budget_allows": T_budget, "samples_per_round": params["samples"],
                 "fresh_draws_total": int(fresh.sum()),

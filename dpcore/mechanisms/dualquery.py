@@ -226,21 +226,29 @@ class DualQuery(Mechanism):
     teaching_preset = {"eta": 2.0, "samples": 100, "max_rounds": 20, "time_limit": 2.0}
 
     theorem = "seed 004 Thm 4.2/4.3"
+    t_ceiling = T_CEILING
 
     # ----------------------------------------------------------- accounting
     def epsilon_of(self, T: int, n: int, budget: Budget, params: dict) -> float:
         return dualquery_epsilon(T, params["eta"], params["samples"], n, budget.delta, params["accountant"])
 
-    def plan(self, n: int, workload, budget: Budget, params: dict) -> dict:
+    def rounds(self, n: int, budget: Budget, params: dict) -> tuple[int, int]:
+        """(T to run, largest T the budget allows); BudgetError with the smallest ε when
+        the budget cannot buy one data-dependent round (T = 2; round 1 is uniform and free)."""
         check_budget(budget.epsilon, budget.delta)
-        T_budget = largest_rounds(lambda T: self.epsilon_of(T, n, budget, params), budget.epsilon)
+        T_budget = largest_rounds(lambda T: self.epsilon_of(T, n, budget, params), budget.epsilon,
+                                  ceiling=self.t_ceiling)
         if T_budget < 2:
             need = self.epsilon_of(2, n, budget, params)
             raise BudgetError(
-                f"ε = {budget.epsilon:g} is too small for even one data-dependent round of {self.name} with "
+                f"ε = {budget.epsilon:g} is too small for even one data-dependent round of {self.title} with "
                 f"η = {params['eta']:g} and s = {params['samples']} on n = {n:,} rows: the smallest ε that works "
                 f"is {need:.4g}. Raise ε, or lower η or the samples per round.")
         T = T_budget if params.get("max_rounds") is None else min(T_budget, int(params["max_rounds"]))
+        return T, T_budget
+
+    def plan(self, n: int, workload, budget: Budget, params: dict) -> dict:
+        T, T_budget = self.rounds(n, budget, params)
         return {"rounds": T, "rounds_budget_allows": T_budget, "samples_per_round": params["samples"],
                 "epsilon_per_draw_last_round": 2.0 * params["eta"] * (T - 1) / n,
                 "epsilon_planned": self.epsilon_of(T, n, budget, params),
