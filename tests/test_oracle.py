@@ -130,8 +130,11 @@ def test_bad_inputs_are_typed_errors():
     clauses = random_clauses(np.random.default_rng(0), SHAPE, 5)
     with pytest.raises(OracleError, match="length D = 12"):
         best_response(SHAPE, clauses, np.zeros(5))
-    with pytest.raises(OracleError, match="warm start"):
-        best_response(SHAPE, clauses, warm_start=np.array([9, 0, 0, 0]), heuristic_start=False)
+    for heuristic in (False, True):
+        with pytest.raises(OracleError, match="warm start"):
+            best_response(SHAPE, clauses, warm_start=np.array([9, 0, 0, 0]), heuristic_start=heuristic)
+        with pytest.raises(OracleError, match="warm start"):
+            best_response(SHAPE, clauses, warm_start=np.array([0, 0]), heuristic_start=heuristic)
     with pytest.raises(OracleError, match="tiny domains"):
         brute_force((100,) * 4, clauses)
 

@@ -170,6 +170,10 @@ def best_response(shape: Sequence[int], clauses: ClauseSet, linear: np.ndarray |
             raise OracleError(f"The linear term must have length D = {D}, got {linear.shape}.")
     if solver_settings not in ("tuned", "scip-default"):
         raise OracleError(f"solver_settings must be 'tuned' or 'scip-default', not {solver_settings!r}.")
+    if warm_start is not None:
+        warm_start = np.asarray(warm_start, dtype=np.int64)
+        if warm_start.shape != (len(shape),) or np.any(warm_start < 0) or np.any(warm_start >= np.asarray(shape)):
+            raise OracleError(f"The warm start must be one code per attribute within {tuple(shape)}.")
     sign = -1.0 if minimize else 1.0
     t0 = time.perf_counter()
     if heuristic_start:
@@ -235,8 +239,6 @@ def best_response(shape: Sequence[int], clauses: ClauseSet, linear: np.ndarray |
         # A complete solution (records and clause values), stored before solving; SCIP
         # checks it when the solve starts.  (trySol is not allowed before presolving.)
         warm = np.asarray(warm_start, dtype=np.int64)
-        if warm.shape != (len(shape),) or np.any(warm < 0) or np.any(warm >= np.asarray(shape)):
-            raise OracleError(f"The warm start must be one code per attribute within {shape}.")
         sol = model.createSol()
         for a, v in enumerate(warm):
             for u in range(shape[a]):
