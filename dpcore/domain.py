@@ -152,17 +152,20 @@ class Attribute:
         if self.kind == "categorical":
             raw = column[present]
             lookup = {v: i for i, v in enumerate(self.values)}
-            as_text = raw.map(_canonical_text)
-            mapped = as_text.map(lookup)
-            unknown = mapped.isna().to_numpy()
+            # Hash the column once in C, then canonicalise only its distinct values.
+            uniq_idx, uniques = pd.factorize(raw, sort=False)
+            uniq_text = [_canonical_text(u) for u in uniques]
+            uniq_code = np.array([lookup.get(t, -1) for t in uniq_text], dtype=np.int64)
+            mapped = uniq_code[uniq_idx] if len(uniq_code) else np.zeros(0, np.int64)
+            unknown = mapped < 0
             if unknown.any():
-                bad = pd.unique(as_text[unknown])
+                bad = [t for t, c in zip(uniq_text, uniq_code) if c < 0]
                 shown = ", ".join(repr(b) for b in bad[:5])
                 raise DomainError(
                     f"Column {self.name!r} has {int(unknown.sum())} value(s) not in its declared value list "
                     f"(e.g. {shown}). Add them to the schema or clean the column."
                 )
-            codes[present] = mapped.to_numpy(dtype=np.int64)
+            codes[present] = mapped
         else:
             raw = pd.to_numeric(column[present], errors="coerce")
             bad = raw.isna().to_numpy()
