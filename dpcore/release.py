@@ -64,6 +64,10 @@ class Release:
             return answers_table(self.workload, self.released_answers).to_csv(index=False).encode()
         return df.to_csv(index=False).encode()
 
+    def synopsis_json(self) -> dict | None:
+        """The released synopsis (public: DP-derived numbers and public parameters only)."""
+        return None if self.result.synopsis is None else self.result.synopsis.to_json()
+
     def errors(self) -> np.ndarray:
         return np.abs(self.true_answers - self.released_answers)
 
@@ -80,6 +84,27 @@ def answers_table(workload: Workload, answers: np.ndarray) -> pd.DataFrame:
                                              for i, (a, c) in enumerate(zip(m, cell))),
                          "answer": float(table[cell])})
     return pd.DataFrame(recs)
+
+
+#: Uniform class members the internal evaluation samples for mechanisms over an implicit
+#: query class: by the rule of three, with probability 0.95 at most 0.03% of the class
+#: errs more than the sampled maximum.
+CLASS_ERROR_SAMPLES = 10_000
+
+
+def class_error(dataset, result: MechanismResult, k: int) -> dict | None:
+    """INTERNAL: error on sampled members of "all conjunctions of width ≤ k" (seed 000 §IV,
+    seed 002): the class is never enumerated.  The sampling randomness is the evaluation's
+    own (fixed seed, so runs compare on the same queries) and touches no released output."""
+    from .query_classes import RowsAnswerer, sampled_class_error
+
+    if result.synopsis is not None:
+        answerer = result.synopsis
+    elif result.rows is not None:
+        answerer = RowsAnswerer(result.rows, dataset.domain, result.weights)
+    else:
+        return None
+    return sampled_class_error(dataset, answerer, k, CLASS_ERROR_SAMPLES, np.random.default_rng(2024))
 
 
 def resolve_budget(epsilon: float, delta: float | None, n: int) -> tuple[Budget, bool, list[str]]:
@@ -133,6 +158,9 @@ def run_release(dataset, workload: Workload, mechanism: str, epsilon: float, del
         None if result.rows is None else int(result.rows.shape[0])))
     evaluation = evaluation_report(mech_cls, workload, true, released, result, seconds,
                                    baselines={"zeros": np.zeros_like(true), "uniform": uniform_baseline(workload)})
+    class_width = vparams.get("k") if mech_cls.output in ("synopsis", "rows") else None
+    if class_width is not None:
+        evaluation["class_error"] = class_error(dataset, result, int(class_width))
     rel = Release(mechanism=mech_cls.name, params=vparams, budget=budget, delta_defaulted=defaulted, result=result,
                   dataset_name=dataset.name, dataset_id=dataset.fingerprint, n=dataset.n, workload=workload,
                   true_answers=true, released_answers=released, seconds=seconds, card=card, evaluation=evaluation,

@@ -51,6 +51,11 @@ with dl4:
                        file_name=f"INTERNAL_evaluation_run{record.id}_not_for_publication.json",
                        mime="application/json", on_click="ignore", icon=":material/lock:",
                        help=INTERNAL_LABEL)
+if "synopsis" in files:
+    st.download_button("Synopsis model (JSON)", files["synopsis"], file_name=f"synopsis_run{record.id}.json",
+                       mime="application/json", on_click="ignore", icon=":material/function:",
+                       help="Public: the released function that answers every query of its class "
+                            "(the CSV above holds its answers for your workload).")
 with st.expander("Release card summary (public)"):
     st.text(files["card_txt"].decode())
 
@@ -60,6 +65,15 @@ st.warning(INTERNAL_LABEL, icon=":material/lock:")
 if rel.released_answers is None:
     st.info("This mechanism's output cannot be evaluated on the workload.")
     st.stop()
+
+if ev.get("class_error"):
+    ce = ev["class_error"]
+    c1, c2 = st.columns(2)
+    c1.metric("Max error on sampled class queries", f"{ce['max_error']:.4f}",
+              help=f"Estimated on {ce['n_samples']:,} uniformly sampled members of {ce['class']} "
+                   f"({int(ce['class_size']):,} queries, never listed). Internal: computed on the private data.")
+    c2.metric("Mean error on sampled class queries", f"{ce['mean_error']:.5f}",
+              help="Average absolute error over the same sampled queries.")
 
 with st.spinner("Computing the direct-Gaussian yardstick (internal what-if)…"):
     ys = results.yardstick(record)

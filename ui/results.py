@@ -106,6 +106,9 @@ def downloads(record) -> dict:
             "card_txt": (card_summary(card) + "\n").encode(),
             "evaluation": json.dumps(ev, indent=2, default=json_default).encode(),
         }
+        synopsis = rel.synopsis_json()
+        if synopsis is not None:
+            record.downloads["synopsis"] = json.dumps(synopsis, indent=2, default=json_default).encode()
     return record.downloads
 
 
