@@ -13,7 +13,11 @@ whichever executor runs them.
 
 from __future__ import annotations
 
+import contextlib
 import os
+import sys
+import threading
+import types
 from concurrent.futures import ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
 from typing import Callable, Iterable, Sequence
@@ -61,7 +65,11 @@ class LocalProcessExecutor(Executor):
             import multiprocessing as mp
 
             # forkserver: safe from threaded parents (the app runs mechanisms off its script thread).
-            self._pool = ProcessPoolExecutor(self.workers, mp_context=mp.get_context("forkserver"))
+            ctx = mp.get_context("forkserver")
+            # Never preload the parent's __main__: under Streamlit (and its AppTest) that is app.py,
+            # which must not run inside a worker. Tasks are module-level dpcore functions.
+            ctx.set_forkserver_preload(["dpcore.executors"])
+            self._pool = ProcessPoolExecutor(self.workers, mp_context=ctx)
         return self._pool
 
     def map(self, fn, tasks):
@@ -70,7 +78,9 @@ class LocalProcessExecutor(Executor):
             return [fn(t) for t in tasks]
         pool = self._get_pool()
         try:
-            return list(pool.map(fn, tasks))
+            with _without_main_script():  # workers are started during submission
+                futures = pool.map(fn, tasks)
+            return list(futures)
         except BrokenProcessPool:
             codes = _exit_codes(pool)
             self._pool = None
@@ -83,6 +93,30 @@ class LocalProcessExecutor(Executor):
         if self._pool is not None:
             self._pool.shutdown(wait=True, cancel_futures=True)
             self._pool = None
+
+
+_MAIN_LOCK = threading.Lock()
+
+
+@contextlib.contextmanager
+def _without_main_script():
+    """Hide the parent's ``__main__`` script from workers started inside this block.
+
+    multiprocessing re-runs the parent's main *file* in every new worker
+    (``spawn.get_preparation_data``).  Under Streamlit that file is app.py: running it in
+    a worker fails (and would be wrong).  A stand-in module without ``__file__`` makes
+    workers skip that step; a ``python -m`` main is imported by name and left alone.
+    """
+    main = sys.modules.get("__main__")
+    if main is None or getattr(main, "__spec__", None) is not None or not hasattr(main, "__file__"):
+        yield
+        return
+    with _MAIN_LOCK:
+        sys.modules["__main__"] = types.ModuleType("__main__")
+        try:
+            yield
+        finally:
+            sys.modules["__main__"] = main
 
 
 def _exit_codes(pool: ProcessPoolExecutor) -> list[int]:
