@@ -67,7 +67,9 @@ def release_card(mech_cls, params: dict, budget, delta_defaulted: bool, result, 
             "epsilon": budget.epsilon,
             "delta": budget.delta,
             "delta_choice": "default 1/n²" if delta_defaulted else "chosen by the user",
-            "epsilon_spent": _round4(result.epsilon_spent),
+            # Rounded up to 4 digits, but never shown above a budget the run stayed within.
+            "epsilon_spent": (min(_round4(result.epsilon_spent), budget.epsilon)
+                              if result.epsilon_spent <= budget.epsilon else _round4(result.epsilon_spent)),
             "delta_spent": result.delta_spent,
             "accountant": result.accountant,
             "accounting": mech_cls.accounting,

@@ -220,7 +220,7 @@ class DualQuery(Mechanism):
               "best record found so far is used (privacy is unaffected).", low=0.05, high=3600.0, log=True,
               advanced=True),
     )
-    recommended = True
+    recommended = False  # the projection is the recommended default for rows (issue 8)
     # Bundled Adult, 8 two-way marginals, ε = 1: ~3 s, max error ~0.12 vs 0.85 for uniform.  A large η
     # (seed 004's sparse-data value) moves the weights visibly within 20 rounds.
     teaching_preset = {"eta": 2.0, "samples": 100, "max_rounds": 20, "time_limit": 2.0}

@@ -14,13 +14,22 @@ from .base import Mechanism
 
 #: registry name -> "module:Class", in the order the UI lists them.
 MECHANISMS: dict[str, str] = {
+    # synthetic rows from measured marginals (the recommended default for rows)
+    "projection": "dpcore.mechanisms.projection:Projection",
+    "projection_adaptive": "dpcore.mechanisms.projection_adaptive:AdaptiveProjection",
+    # the seeds' game-based mechanisms over an enumerated workload
+    "dualquery": "dpcore.mechanisms.dualquery:DualQuery",
+    "dqrs": "dpcore.mechanisms.dqrs:DQRS",
+    "fem": "dpcore.mechanisms.fem:FEM",
+    "sepfem": "dpcore.mechanisms.fem:SepFEM",
+    "mwem": "dpcore.mechanisms.mwem:MWEM",
+    # query classes too large to enumerate
+    "oraclequery": "dpcore.mechanisms.oraclequery:OracleQuery",
+    "oraclequery_prsma": "dpcore.mechanisms.oraclequery:OracleQueryPRSMA",
+    "privlearn": "dpcore.mechanisms.privlearn:PrivLearn",
+    # answers only: the yardsticks
     "gaussian": "dpcore.mechanisms.direct:DirectGaussian",
     "laplace": "dpcore.mechanisms.direct:DirectLaplace",
-    "dualquery": "dpcore.mechanisms.dualquery:DualQuery", "dqrs": "dpcore.mechanisms.dqrs:DQRS", "mwem": "dpcore.mechanisms.mwem:MWEM",
-    "projection": "dpcore.mechanisms.projection:Projection", "projection_adaptive": "dpcore.mechanisms.projection_adaptive:AdaptiveProjection",
-    "privlearn": "dpcore.mechanisms.privlearn:PrivLearn",
-    "oraclequery": "dpcore.mechanisms.oraclequery:OracleQuery", "oraclequery_prsma": "dpcore.mechanisms.oraclequery:OracleQueryPRSMA",
-    "fem": "dpcore.mechanisms.fem:FEM", "sepfem": "dpcore.mechanisms.fem:SepFEM",
 }
 
 
