@@ -209,11 +209,22 @@ if job is not None and job.done:
         show_error(job.error)
     elif job.result is not None:
         ev = job.result
+        if not getattr(job, "charged", False):
+            # Every private run touched the training rows: charge each to the session ledger once.
+            from dpcore.privacy import Spend
+
+            for r in ev.records:
+                if r.get("epsilon_spent"):
+                    state.ledger().record(Spend(ds.fingerprint, f"learn:{r['method']}", r["epsilon_spent"],
+                                                r["delta_spent"], note=f"private learning, run {r['run'] + 1}"))
+            st.session_state.setdefault(state.DATASET_NAMES, {}).setdefault(ds.fingerprint, ds.name)
+            job.charged = True
         summary = pd.DataFrame(ev.summary())
         st.subheader("Test accuracy over ε")
         st.caption("Internal evaluation on held-out rows of your table: not differentially private, not for "
                    "publication. Every run touched the training rows: the whole comparison costs the sum of all "
-                   "runs' ε (basic composition); a single model trained once has the ε it states.")
+                   "runs' ε (basic composition), and each run is charged to the session's privacy ledger in the "
+                   "sidebar; a single model trained once has the ε it states.")
         fig = go.Figure()
         for m in summary["method"].unique():
             s = summary[summary["method"] == m]

@@ -45,6 +45,11 @@ def test_learn_page_runs_methods_and_offers_the_model():
     assert [h.value for h in at.subheader][:1] == ["Test accuracy over ε"]
     assert len(at.get("plotly_chart")) == 2
     assert at.get("download_button"), "the learned model can be downloaded"
+    # both private runs are charged to the session ledger, once, at ε = 1 each (pure ε methods)
+    at.run()
+    entries = at.session_state["ledger"].entries()
+    assert sorted(e.mechanism for e in entries) == ["learn:dplr", "learn:rspm"]
+    assert all(e.epsilon == 1.0 and e.delta == 0.0 for e in entries)
 
 
 def test_learn_page_asks_for_the_positive_class_of_a_multivalued_label():

@@ -168,12 +168,26 @@ def _task(task: tuple) -> dict:
     return _record(method, eps, run, data, settings, np.random.default_rng(seed), None)
 
 
+#: Methods whose guarantee is (ε, δ) rather than pure ε (see METHODS[m].guarantee).
+APPROXIMATE_DP = frozenset({"opdisc", "rspm-gauss", "prsma"})
+
+
+def spent(method: str, eps: float | None, settings, n_train: int) -> tuple[float, float]:
+    """(ε, δ) one run of ``method`` spends on the training rows; the non-private reference
+    spends nothing *released* (its model is an internal figure) and returns (0, 0)."""
+    if method == "nonprivate" or eps is None:
+        return 0.0, 0.0
+    delta = settings.delta if settings.delta is not None else 1.0 / n_train**2
+    return float(eps), (delta if method in APPROXIMATE_DP else 0.0)
+
+
 def _record(method, eps, run, data, settings, rng, executor) -> dict:
     t0 = time.perf_counter()
     model, info = run_one(method, data, eps, settings, rng, executor)
     seconds = time.perf_counter() - t0
+    eps_spent, delta_spent = spent(method, None if method == "nonprivate" else eps, settings, data.n_train)
     rec = {"method": method, "epsilon": None if method == "nonprivate" else eps, "run": run,
-           "seconds": seconds, "bottom": model is None}
+           "seconds": seconds, "bottom": model is None, "epsilon_spent": eps_spent, "delta_spent": delta_spent}
     if model is not None:
         rec.update(accuracy=model.accuracy(data.X_test, data.y_test),
                    train_accuracy=model.accuracy(data.X_train, data.y_train),
