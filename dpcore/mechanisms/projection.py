@@ -545,7 +545,8 @@ class Projection(Mechanism):
     summary = ("Adds Gaussian noise to every chosen marginal, then finds the mix of real-looking records whose "
                "marginals are closest to the noisy ones. Real records cannot produce impossible answers, so the "
                "search removes much of the noise: the rows are often more accurate than the noisy answers "
-               "themselves. The search stops when a public estimate of its error (computed from the noisy answers and the known noise level, never from your data) stops improving.")
+               "themselves. The search stops when a public estimate of its error (computed from the noisy answers "
+               "and the known noise level, never from your data) stops improving.")
     accounting = ("ρ-zCDP of the Gaussian measurements only (σ = sqrt(|W|/ρ) on counts, L2 sensitivity sqrt(2) "
                   "per marginal, replace-one); ρ from (ε, δ) by the Canonne–Kamath–Steinke conversion. The "
                   "projection is post-processing.")
