@@ -314,19 +314,9 @@ def _pad(a: np.ndarray, width: int) -> np.ndarray:
 def conjunction_answers(codes: np.ndarray, sizes: Sequence[int], q: Conjunctions,
                         weights: np.ndarray | None = None) -> np.ndarray:
     """Answers of conjunctions grouped by attribute set: one bincount per distinct set."""
-    codes = np.asarray(codes)
-    if codes.ndim != 2:
-        raise WorkloadError("Rows must be a 2-D array of codes.")
-    codes = codes.astype(np.int64, copy=False)
-    if weights is None:
-        total = float(codes.shape[0])
-    else:
-        weights = np.asarray(weights, dtype=np.float64)
-        if weights.shape != (codes.shape[0],) or np.any(weights < 0) or not np.all(np.isfinite(weights)):
-            raise WorkloadError("Weights must be one finite non-negative number per row.")
-        total = float(weights.sum())
-    if total <= 0:
-        raise WorkloadError("No rows (or zero total weight) to answer queries on.")
+    from .workload import weighted_rows  # local: workload re-exports this module at its end
+
+    codes, weights, total = weighted_rows(codes, weights)
     out = np.empty(len(q), dtype=np.float64)
     if len(q) == 0:
         return out

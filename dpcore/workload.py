@@ -172,17 +172,8 @@ class Workload:
         With weights, answers are ``sum_i w_i q(x_i) / sum_i w_i`` (a distribution
         over the given records).
         """
-        codes = _as_codes(codes)
+        codes, weights, total = weighted_rows(codes, weights)
         out = np.empty(self.n_queries, dtype=np.float64)
-        if weights is None:
-            total = float(codes.shape[0])
-        else:
-            weights = np.asarray(weights, dtype=np.float64)
-            if weights.shape != (codes.shape[0],) or np.any(weights < 0) or not np.all(np.isfinite(weights)):
-                raise WorkloadError("Weights must be one finite non-negative number per row.")
-            total = float(weights.sum())
-        if total <= 0:
-            raise WorkloadError("No rows (or zero total weight) to answer queries on.")
         cols = [np.ascontiguousarray(codes[:, a]) for a in range(codes.shape[1])]
         for j, m in enumerate(self.marginals):
             idx = cols[m[0]].copy()
@@ -229,11 +220,22 @@ def _check_k(domain: Domain, k: int) -> None:
         raise WorkloadError(f"k = {k} is larger than the number of attributes ({len(domain)}); choose k ≤ {len(domain)}.")
 
 
-def _as_codes(codes: np.ndarray) -> np.ndarray:
+def weighted_rows(codes: np.ndarray, weights: np.ndarray | None) -> tuple[np.ndarray, np.ndarray | None, float]:
+    """Validated (int64 codes, float weights or None, total weight) for answering queries."""
     codes = np.asarray(codes)
     if codes.ndim != 2:
         raise WorkloadError("Rows must be a 2-D array of codes.")
-    return codes.astype(np.int64, copy=False)
+    codes = codes.astype(np.int64, copy=False)
+    if weights is None:
+        total = float(codes.shape[0])
+    else:
+        weights = np.asarray(weights, dtype=np.float64)
+        if weights.shape != (codes.shape[0],) or np.any(weights < 0) or not np.all(np.isfinite(weights)):
+            raise WorkloadError("Weights must be one finite non-negative number per row.")
+        total = float(weights.sum())
+    if total <= 0:
+        raise WorkloadError("No rows (or zero total weight) to answer queries on.")
+    return codes, weights, total
 
 
 def check_memory(n_queries: int, limit: int | None = None) -> None:
