@@ -126,12 +126,21 @@ def plan_release(dataset_n: int, workload: Workload, mechanism: str, epsilon: fl
 def run_release(dataset, workload: Workload, mechanism: str, epsilon: float, delta: float | None = None,
                 params: dict | None = None, *, seed: int | None = None, progress=None,
                 cancel: threading.Event | None = None, oracle_options: dict | None = None, executor=None,
-                ledger: PrivacyLedger | None = None, n_rows: int | None = None) -> Release:
-    """Run ``mechanism`` and build the release.  ``seed=None`` draws from OS entropy."""
+                ledger: PrivacyLedger | None = None, n_rows: int | None = None,
+                class_width: int | None = None) -> Release:
+    """Run ``mechanism`` and build the release.  ``seed=None`` draws from OS entropy.
+
+    ``class_width`` = k also evaluates the release on the implicit class of all
+    conjunctions of width ≤ k (internal, sampled); mechanisms that answer that class
+    directly (a parameter ``k``) get k unless ``params`` sets it.
+    """
     mech_cls = registry.get(mechanism)
     if workload.domain != dataset.domain:
         raise DPCoreError("The workload was built for a different schema than the dataset; rebuild the workload.")
     budget, defaulted, warnings = resolve_budget(epsilon, delta, dataset.n)
+    params = dict(params or {})
+    if class_width is not None and any(p.name == "k" for p in mech_cls.parameters):
+        params.setdefault("k", class_width)
     vparams = mech_cls.validate_params(params)
     if n_rows is not None:
         if "rows" not in vparams:
@@ -158,8 +167,9 @@ def run_release(dataset, workload: Workload, mechanism: str, epsilon: float, del
         None if result.rows is None else int(result.rows.shape[0])))
     evaluation = evaluation_report(mech_cls, workload, true, released, result, seconds,
                                    baselines={"zeros": np.zeros_like(true), "uniform": uniform_baseline(workload)})
-    class_width = vparams.get("k") if mech_cls.output in ("synopsis", "rows") else None
-    if class_width is not None:
+    # A mechanism with its own class (parameter k) is measured on that class; others on the one asked.
+    class_width = vparams.get("k", class_width)
+    if class_width is not None and mech_cls.output in ("synopsis", "rows"):
         evaluation["class_error"] = class_error(dataset, result, int(class_width))
     rel = Release(mechanism=mech_cls.name, params=vparams, budget=budget, delta_defaulted=defaulted, result=result,
                   dataset_name=dataset.name, dataset_id=dataset.fingerprint, n=dataset.n, workload=workload,

@@ -72,7 +72,11 @@ epsilon = float(state.get(state.EPSILON))
 delta = None if state.get(state.DELTA_MODE) == "default" else float(state.get(state.DELTA))
 
 st.subheader("Parameters")
-params = widgets.parameter_form(mech, disabled=job_running)
+class_k = int(state.get(state.WL_CLASS) or 0) or None
+if class_k and any(p.name == "k" for p in mech.parameters):
+    st.caption(f"Your workload includes the class of all conjunctions of width ≤ {class_k}: this mechanism answers "
+               "it directly (its parameter k starts at that width).")
+params = widgets.parameter_form(mech, disabled=job_running, overrides={"k": class_k} if class_k else None)
 with st.expander("Advanced: solver, executor, seed"):
     a1, a2, a3 = st.columns(3)
     with a1:
@@ -133,7 +137,7 @@ if run_clicked:
     st.session_state[state.JOB] = runner.start_release_job(
         label=mech.name, kind="release", dataset=dataset, workload=workload, mechanism=mech.name, epsilon=epsilon,
         delta=delta, params=params, seed=seed, time_limit=float(state.get(state.TIME_LIMIT)),
-        executor_spec=state.get(state.EXECUTOR), ledger=state.ledger(), plan=plan)
+        executor_spec=state.get(state.EXECUTOR), ledger=state.ledger(), plan=plan, class_width=class_k)
     st.rerun()
 
 runner.progress_panel(state.JOB)

@@ -82,4 +82,23 @@ m4.metric("Memory estimate", fmt_bytes(workload.memory_bytes()),
 with st.expander("The chosen marginals"):
     st.dataframe({"marginal": [workload.marginal_name(j) for j in range(workload.n_marginals)],
                   "cells": [int(s) for s in workload.sizes]}, hide_index=True)
+
+st.subheader("Beyond a list: a whole query class")
+st.number_input("Also answer all conjunctions of width ≤ k (0 = off)", min_value=0, max_value=5, step=1,
+                key=state.WL_CLASS,
+                help="A conjunction fixes up to k attributes to one value each (e.g. sex=Female ∧ income=>50K), "
+                     "or is the negation of one. The class is described by k alone and never listed. PrivLearn "
+                     "and OracleQuery answer it directly; every release of rows or of a synopsis is also "
+                     "evaluated on 10,000 sampled members.")
+class_k = int(state.get(state.WL_CLASS) or 0)
+if class_k:
+    from dpcore.query_classes import ConjunctionClass
+
+    try:
+        size = ConjunctionClass(dom, class_k).size
+        st.caption(f"The class of all conjunctions of width ≤ {class_k} over this schema holds {size:,} queries "
+                   f"(with negations): far more than a list could hold. The marginals above remain the workload "
+                   "the mechanisms enumerate and the answers file lists.")
+    except Exception as exc:  # typed errors carry the fix; anything else is shown briefly
+        show_error(exc)
 st.page_link("pages/release.py", label="Next: choose a mechanism and ε", icon=":material/arrow_forward:")

@@ -229,3 +229,25 @@ def test_every_registered_mechanism_gets_its_widgets_from_its_parameter_list(at)
         # Defaults either plan fine (Run enabled) or are refused with the engine's message (Run disabled).
         assert run_button(at).disabled == bool(errors(at)), (mech.name, errors(at))
         assert not at.exception
+
+
+def test_implicit_class_workload_runs_privlearn_and_shows_the_class_error(at):
+    at.switch_page("pages/workload.py").run()
+    at.number_input(key=state.WL_CLASS).set_value(2).run()
+    assert not at.exception and errors(at) == []
+    assert any("conjunctions of width ≤ 2" in plain(c.value) and "queries" in plain(c.value) for c in at.caption)
+    at.switch_page("pages/release.py").run()
+    choose(at, "privlearn")
+    assert at.number_input(key=f"{state.KEEP}param:privlearn:k").value == 2  # starts at the class width
+    at.number_input(key=state.EPSILON).set_value(5.0).run()
+    job = start_and_wait(at)
+    assert job.record is not None, errors(at)
+    at.switch_page("pages/results.py").run()
+    assert not at.exception and errors(at) == []
+    labels = {m.label: m.value for m in at.metric}
+    ce = job.release.evaluation["class_error"]
+    assert ce["class"] == "all conjunctions of width ≤ 2"
+    assert labels["Max error on sampled class queries"] == f"{ce['max_error']:.4f}"
+    record = at.session_state[state.RUNS][0]
+    assert json.loads(record.downloads["synopsis"])["format"]
+    assert "class_error" not in record.downloads["card_json"].decode()

@@ -29,3 +29,15 @@ def test_rows_mechanism_with_a_class_width_is_measured_on_the_class():
     rel = run_release(ds, wl, "oraclequery", 50.0, params={"k": 2, "rounds": 3, "samples": 4}, seed=1)
     assert rel.rows is not None and rel.evaluation["class_error"]["max_error"] >= 0
     assert "class_error" not in json.dumps(rel.card)
+
+
+def test_class_width_evaluates_any_rows_release_and_sets_k_only_where_it_exists():
+    ds = planted_dataset(n=400, shape=(3, 2, 3))
+    wl = Workload.all_kway(ds.domain, 2)
+    rel = run_release(ds, wl, "fem", 5.0, params={"rounds": 3, "samples": 3}, seed=0, class_width=3,
+                      executor=None)
+    assert rel.evaluation["class_error"]["class"] == "all conjunctions of width ≤ 3"
+    own = run_release(ds, wl, "privlearn", 50.0, params={"alpha": 0.2}, seed=0, class_width=2)
+    assert own.params["k"] == 2 and own.evaluation["class_error"]["class"].endswith("≤ 2")
+    answers_only = run_release(ds, wl, "gaussian", 1.0, seed=0, class_width=2)
+    assert "class_error" not in answers_only.evaluation

@@ -101,7 +101,8 @@ PLANNED_CALL_KEYS = ("oracle_calls", "oracle_calls_estimate", "oracle_calls_at_m
 
 def start_release_job(*, label: str, kind: str, dataset, workload, mechanism: str, epsilon: float,
                       delta: float | None, params: dict, seed: int | None, time_limit: float | None,
-                      executor_spec: str, ledger, plan: dict | None = None) -> RunJob:
+                      executor_spec: str, ledger, plan: dict | None = None,
+                      class_width: int | None = None) -> RunJob:
     planned = next((plan[k] for k in PLANNED_CALL_KEYS if isinstance((plan or {}).get(k), (int, float))), None)
     spec = {"mechanism": mechanism, "epsilon": epsilon, "delta": delta, "params": dict(params),
             "seed_fixed": seed is not None, "executor": executor_spec, "time_limit": time_limit,
@@ -116,7 +117,8 @@ def start_release_job(*, label: str, kind: str, dataset, workload, mechanism: st
                 executor = executor_from_spec(executor_spec)
             job.release = run_release(dataset, workload, mechanism, epsilon, delta, params, seed=seed,
                                       progress=job.progress, cancel=job.cancel_event,
-                                      oracle_options=oracle_options, executor=executor, ledger=ledger)
+                                      oracle_options=oracle_options, executor=executor, ledger=ledger,
+                                      class_width=class_width)
         except Cancelled:
             job.cancelled = True
         except DPCoreError as exc:

@@ -26,6 +26,7 @@ WL_M = KEEP + "wl_m"
 WL_SEED = KEEP + "wl_seed"
 WL_CAP = KEEP + "wl_cap"
 WL_PICKED = KEEP + "wl_picked"
+WL_CLASS = KEEP + "wl_class"  # width k of "all conjunctions of width ≤ k" (0 = no class)
 MECH = KEEP + "mech"
 EPSILON = KEEP + "epsilon"
 DELTA_MODE = KEEP + "delta_mode"  # "default" | "custom"
@@ -46,6 +47,7 @@ WIDGET_DEFAULTS: dict[str, Any] = {
     WL_SEED: 0,
     WL_CAP: True,
     WL_PICKED: [],
+    WL_CLASS: 0,
     EPSILON: 1.0,
     DELTA_MODE: "default",
     DELTA: 1e-10,
