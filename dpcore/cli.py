@@ -52,12 +52,16 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--param", action="append", default=[], metavar="NAME=VALUE",
                    help="mechanism parameter, repeatable (e.g. --param eta=0.4)")
     p.add_argument("--rows", type=int, default=None, help="number of synthetic rows, where the mechanism allows")
+    p.add_argument("--class-width", type=int, default=None, metavar="K",
+                   help="also target/evaluate the class of ALL conjunctions of width ≤ K (never listed): "
+                        "privlearn/oraclequery answer it; the report adds the error on sampled members")
     p.add_argument("--time-limit", type=float, default=None, help="SCIP time limit per oracle call, seconds")
     p.add_argument("--executor", default=None, help="local (default), serial, or ray[:ADDRESS]")
     p.add_argument("--out", default=None, help="synthetic CSV (decoded labels)")
     p.add_argument("--report", default=None,
                    help="report JSON: public release card plus the internal evaluation (not private)")
     p.add_argument("--card", default=None, help="public release card alone (JSON)")
+    p.add_argument("--synopsis", default=None, help="the released synopsis model (JSON), for synopsis mechanisms")
     p.add_argument("--quiet", action="store_true")
 
     sub.add_parser("mechanisms", help="list the registered mechanisms and their parameters")

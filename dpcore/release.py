@@ -234,7 +234,8 @@ def cli_release(args, load, build_workload) -> int:
     executor = executor_from_spec(args.executor) if mech_cls.uses_oracle else None
     try:
         rel = run_release(ds, wl, args.mechanism, args.epsilon, args.delta, params, seed=args.seed,
-                          progress=_ProgressBar(args.quiet), oracle_options=oracle_options, executor=executor)
+                          progress=_ProgressBar(args.quiet), oracle_options=oracle_options, executor=executor,
+                          class_width=getattr(args, "class_width", None))
     finally:
         if executor is not None:
             executor.close()
@@ -252,6 +253,10 @@ def cli_release(args, load, build_workload) -> int:
         Path(args.report).write_text(json.dumps(cli_report(rel), indent=2, default=float))
     if args.card:
         Path(args.card).write_text(json.dumps(rel.card, indent=2, default=float))
+    if getattr(args, "synopsis", None):
+        if rel.synopsis_json() is None:
+            raise DPCoreError(f"{rel.mechanism} releases no synopsis; drop --synopsis.")
+        Path(args.synopsis).write_text(json.dumps(rel.synopsis_json(), indent=2, default=float))
     return 0
 
 

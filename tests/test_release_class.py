@@ -41,3 +41,18 @@ def test_class_width_evaluates_any_rows_release_and_sets_k_only_where_it_exists(
     assert own.params["k"] == 2 and own.evaluation["class_error"]["class"].endswith("≤ 2")
     answers_only = run_release(ds, wl, "gaussian", 1.0, seed=0, class_width=2)
     assert "class_error" not in answers_only.evaluation
+
+
+def test_cli_release_of_a_synopsis_over_the_implicit_class(tmp_path):
+    from dpcore.cli import main
+
+    out, rep, syn = tmp_path / "answers.csv", tmp_path / "report.json", tmp_path / "synopsis.json"
+    code = main(["release", "--data", "adult", "--k", "2", "--marginals", "3", "--mechanism", "privlearn",
+                 "--epsilon", "2", "--class-width", "2", "--seed", "0", "--quiet",
+                 "--out", str(out), "--report", str(rep), "--synopsis", str(syn)])
+    assert code == 0
+    report = json.loads(rep.read_text())
+    assert report["internal_evaluation"]["class_error"]["class"] == "all conjunctions of width ≤ 2"
+    assert "class_error" not in json.dumps(report["release_card"])
+    assert json.loads(syn.read_text())["format"]
+    assert out.read_text().splitlines()[0] == "marginal,cell,answer"
