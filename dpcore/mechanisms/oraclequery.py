@@ -111,7 +111,9 @@ def worst_conjunction_ip(shape, records: np.ndarray, weights: np.ndarray, k: int
       w > 0 (wants c = 0):                c_x ≥ 1 − Σ_a (u_a − s_{a,x_a}).
     Both are exact at the optimum.  Returns (chosen literal indices, result).
     """
-    from pyscipopt import Model, quicksum
+    from pyscipopt import quicksum
+
+    from ..oracles.scip import new_model
 
     shape = [int(s) for s in shape]
     p = len(shape)
@@ -124,13 +126,7 @@ def worst_conjunction_ip(shape, records: np.ndarray, weights: np.ndarray, k: int
     keep = w != 0
     uniq, w = uniq[keep], w[keep]
     t0 = time.perf_counter()
-    model = Model("worst_conjunction")
-    model.hideOutput()
-    model.setParam("parallel/maxnthreads", max(1, int(threads)))
-    if time_limit is not None:
-        model.setParam("limits/time", float(time_limit))
-    model.setParam("limits/gap", 0.0)
-    model.setParam("randomization/randomseedshift", 0)
+    model = new_model("worst_conjunction", time_limit=time_limit, threads=threads)
     s = [model.addVar(vtype="B", name=f"s{l}") for l in range(D)]
     u = []
     for a in range(p):

@@ -160,7 +160,9 @@ def best_response(shape: Sequence[int], clauses: ClauseSet, linear: np.ndarray |
     record.  ``solver_settings="scip-default"`` keeps SCIP's own primal heuristics and
     branching rule (the benchmark's reference point).
     """
-    from pyscipopt import SCIP_PARAMSETTING, Model, quicksum
+    from pyscipopt import SCIP_PARAMSETTING, quicksum
+
+    from .scip import new_model, set_one_hot
 
     shape = [int(s) for s in shape]
     D = sum(shape)
@@ -179,13 +181,7 @@ def best_response(shape: Sequence[int], clauses: ClauseSet, linear: np.ndarray |
     if heuristic_start:
         starts = [] if warm_start is None else [np.asarray(warm_start, dtype=np.int64)]
         warm_start, _ = local_search_record(shape, clauses, linear, starts=starts, minimize=minimize)
-    model = Model("best_response")
-    model.hideOutput()
-    model.setParam("parallel/maxnthreads", max(1, int(threads)))
-    if time_limit is not None:
-        model.setParam("limits/time", float(time_limit))
-    model.setParam("limits/gap", float(gap))
-    model.setParam("randomization/randomseedshift", 0)
+    model = new_model("best_response", time_limit=time_limit, gap=gap, threads=threads)
     # Measured on adult_pgm, s = 1000 (python -m dpcore bench oracle): the root LP bound of the
     # per-literal model is already within ~1% of the optimum, and cutting planes cost more time
     # than they save (median 4.7 s with, 2.1 s without).
@@ -238,11 +234,8 @@ def best_response(shape: Sequence[int], clauses: ClauseSet, linear: np.ndarray |
     if warm_start is not None:
         # A complete solution (records and clause values), stored before solving; SCIP
         # checks it when the solve starts.  (trySol is not allowed before presolving.)
-        warm = np.asarray(warm_start, dtype=np.int64)
         sol = model.createSol()
-        for a, v in enumerate(warm):
-            for u in range(shape[a]):
-                model.setSolVal(sol, x[a][u], 1.0 if u == v else 0.0)
+        warm = set_one_hot(model, sol, x, warm_start)
         for c, attrs, vals, neg in cvars:
             sat = all(warm[a] == v for a, v in zip(attrs, vals))
             model.setSolVal(sol, c, 1.0 if sat != neg else 0.0)

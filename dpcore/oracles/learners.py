@@ -131,15 +131,11 @@ def check_mip_size(n_points: int, d: int, kind: str, bound: int = 1) -> dict:
 
 
 def _new_model(time_limit: float | None, threads: int):
-    from pyscipopt import SCIP_PARAMSETTING, Model
+    from pyscipopt import SCIP_PARAMSETTING
 
-    model = Model("learner")
-    model.hideOutput()
-    model.setParam("parallel/maxnthreads", max(1, int(threads)))
-    if time_limit is not None:
-        model.setParam("limits/time", float(time_limit))
-    model.setParam("limits/gap", 0.0)
-    model.setParam("randomization/randomseedshift", 0)
+    from .scip import new_model
+
+    model = new_model("learner", time_limit=time_limit, threads=threads)
     # Measured on the Adult seven-feature task (python -m dpcore bench learn): cutting planes cost more
     # than they save on these small big-M models (three RSPM solves: 4.9 s each with, 0.6-1.7 s without).
     model.setSeparating(SCIP_PARAMSETTING.OFF)

@@ -209,13 +209,12 @@ def relaxation_model(workload, relax: SparseRelaxation, warm_start: np.ndarray |
     sets c_j = 1[x_S = y_j], so the model is exact on records, and its LP is the local
     marginal polytope's, much tighter than per-literal bounds.
     """
-    from pyscipopt import Model, quicksum
+    from pyscipopt import quicksum
+
+    from .scip import new_model, set_one_hot
 
     shape = [int(s) for s in workload.domain.shape]
-    model = Model("linear_min_relaxation")
-    model.hideOutput()
-    model.setParam("parallel/maxnthreads", 1)
-    model.setParam("randomization/randomseedshift", 0)
+    model = new_model("linear_min_relaxation", gap=None)
     # "wall" (the user's notion of a time limit) or "cpu": on a shared machine a starved
     # process can stop before doing the work (measured: 1 s of CPU took 18 s of wall time),
     # so tests that need a proof use CPU time.
@@ -234,11 +233,8 @@ def relaxation_model(workload, relax: SparseRelaxation, warm_start: np.ndarray |
         model.addCons(quicksum(cs) <= x[a][v])
     model.setMaximize()
     if warm_start is not None:
-        warm = np.asarray(warm_start, dtype=np.int64)
         sol = model.createSol()
-        for a, v in enumerate(warm):
-            for u in range(shape[a]):
-                model.setSolVal(sol, x[a][u], 1.0 if u == v else 0.0)
+        warm = set_one_hot(model, sol, x, warm_start)
         for j, (mj, y) in enumerate(zip(relax.marginal, relax.cells)):
             hit = all(warm[a] == v for a, v in zip(workload.marginals[int(mj)], y))
             model.setSolVal(sol, c[j], 1.0 if hit else 0.0)
