@@ -33,6 +33,17 @@ def planted_dataset(n: int = 400, shape=(3, 2, 4, 3), seed: int = 0, concentrati
     return Dataset(rows, dom, "planted")
 
 
+def all_keys(obj):
+    """Every key of a nested JSON-like object (to check a release card never names a field)."""
+    if isinstance(obj, dict):
+        for k, v in obj.items():
+            yield k
+            yield from all_keys(v)
+    elif isinstance(obj, list):
+        for v in obj:
+            yield from all_keys(v)
+
+
 @pytest.fixture
 def tiny_dom() -> Domain:
     return tiny_domain()

@@ -18,7 +18,7 @@ from dpcore.privacy import eps_to_zcdp, gaussian_rho, zcdp_to_eps_cks
 from dpcore.release import run_release
 from dpcore.workload import Workload
 
-from .conftest import planted_dataset
+from .conftest import all_keys, planted_dataset
 
 SHAPE = (3, 2, 4, 3)
 
@@ -155,7 +155,7 @@ def test_end_to_end_release_beats_the_uniform_baseline_and_keeps_errors_off_the_
     assert ev["max_error"] < 0.5 * ev["baselines"]["uniform"]["max_error"]
     assert rel.result.oracle_stats["certified_gap"] is not None
     assert rel.result.oracle_stats["certified_gap"] >= -1e-9
-    keys = set(_all_keys(rel.card))
+    keys = set(all_keys(rel.card))
     for private in ("true_max_error", "max_error", "mean_error", "seconds", "certified_gap", "fw_gap",
                     "residual_norm", "trace", "seed"):
         assert private not in keys
@@ -165,15 +165,6 @@ def test_end_to_end_release_beats_the_uniform_baseline_and_keeps_errors_off_the_
         for k in ("iteration", "oracle_calls", "residual_norm", "fw_gap"):
             assert isinstance(row[k], (int, float))
 
-
-def _all_keys(obj):
-    if isinstance(obj, dict):
-        for k, v in obj.items():
-            yield k
-            yield from _all_keys(v)
-    elif isinstance(obj, list):
-        for v in obj:
-            yield from _all_keys(v)
 
 
 def test_a_projection_stopped_at_its_limit_returns_the_best_found_and_says_so():

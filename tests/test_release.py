@@ -16,19 +16,10 @@ from dpcore.release import _check_spent, answers_table, cli_report, plan_release
 from dpcore.report import INTERNAL_LABEL, card_summary
 from dpcore.workload import Workload
 
-from .conftest import planted_dataset
+from .conftest import all_keys, planted_dataset
 
 SEED = 918_273_645
 
-
-def _walk_keys(obj):
-    if isinstance(obj, dict):
-        for k, v in obj.items():
-            yield k
-            yield from _walk_keys(v)
-    elif isinstance(obj, list):
-        for v in obj:
-            yield from _walk_keys(v)
 
 
 @pytest.fixture(scope="module")
@@ -42,7 +33,7 @@ def release():
 def test_card_has_no_seed_no_errors_no_timings(release):
     text = json.dumps(release.card, default=float)
     assert str(SEED) not in text
-    keys = set(_walk_keys(release.card))
+    keys = set(all_keys(release.card))
     forbidden = {"seed", "random_state", "max_error", "mean_error", "seconds", "oracle", "trace", "per_marginal",
                  "baselines", "total_variation", "statuses", "median_solve_seconds"}
     assert not keys & forbidden
