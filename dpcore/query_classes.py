@@ -46,6 +46,7 @@ import numpy as np
 
 from .domain import Domain
 from .errors import WorkloadError
+from .workload import weighted_rows
 
 #: Above this many cells an attribute set is answered by sorting the rows' cell
 #: indices instead of a dense bincount.
@@ -314,8 +315,6 @@ def _pad(a: np.ndarray, width: int) -> np.ndarray:
 def conjunction_answers(codes: np.ndarray, sizes: Sequence[int], q: Conjunctions,
                         weights: np.ndarray | None = None) -> np.ndarray:
     """Answers of conjunctions grouped by attribute set: one bincount per distinct set."""
-    from .workload import weighted_rows  # local: workload re-exports this module at its end
-
     codes, weights, total = weighted_rows(codes, weights)
     out = np.empty(len(q), dtype=np.float64)
     if len(q) == 0:

@@ -14,7 +14,6 @@ nothing is written to the ledger.
 
 from __future__ import annotations
 
-import sys
 import threading
 import time
 from dataclasses import dataclass, field
@@ -188,101 +187,3 @@ def _check_spent(result: MechanismResult, budget: Budget) -> None:
     if result.epsilon_spent > budget.epsilon + tol or result.delta_spent > budget.delta + 1e-15:
         raise BudgetError(f"Internal accounting error: spent (ε={result.epsilon_spent}, δ={result.delta_spent}) "
                           f"exceeds the budget (ε={budget.epsilon}, δ={budget.delta}); nothing was released.")
-
-
-# ------------------------------------------------------------------ CLI
-def _parse_params(items: list[str]) -> dict:
-    out = {}
-    for it in items:
-        if "=" not in it:
-            raise DPCoreError(f"--param takes NAME=VALUE, got {it!r}.")
-        k, v = it.split("=", 1)
-        out[k.strip()] = v.strip()
-    return out
-
-
-class _ProgressBar:
-    def __init__(self, quiet: bool) -> None:
-        self.quiet = quiet
-        self.t0 = time.perf_counter()
-
-    def __call__(self, t: int, T: int, message: str, info: dict) -> None:
-        if self.quiet or T <= 0:
-            return
-        width = 30
-        done = int(width * min(t, T) / T)
-        sys.stderr.write(f"\r[{'#' * done}{'.' * (width - done)}] {t}/{T} {time.perf_counter() - self.t0:6.1f}s "
-                         f"{message[:40]:<40}")
-        sys.stderr.flush()
-        if t >= T:
-            sys.stderr.write("\n")
-
-
-def cli_release(args, load, build_workload) -> int:
-    import json
-    from pathlib import Path
-
-    from .executors import executor_from_spec
-
-    ds = load(args)
-    wl = build_workload(args, ds)
-    mech_cls = registry.get(args.mechanism)
-    params = _parse_params(args.param)
-    if args.rows is not None:
-        params["rows"] = args.rows
-    oracle_options = {"time_limit": args.time_limit} if args.time_limit else {}
-    executor = executor_from_spec(args.executor) if mech_cls.uses_oracle else None
-    try:
-        rel = run_release(ds, wl, args.mechanism, args.epsilon, args.delta, params, seed=args.seed,
-                          progress=_ProgressBar(args.quiet), oracle_options=oracle_options, executor=executor,
-                          class_width=getattr(args, "class_width", None))
-    finally:
-        if executor is not None:
-            executor.close()
-    for w in rel.warnings:
-        print(f"warning: {w}", file=sys.stderr)
-    ev = rel.evaluation
-    if not args.quiet:
-        print(f"{mech_cls.title}: ε = {rel.card['privacy']['epsilon_spent']:.4g} spent of {rel.budget.epsilon:g}, "
-              f"δ = {rel.budget.delta:.3g}{' (default 1/n²)' if rel.delta_defaulted else ''}; "
-              f"{wl.n_queries:,} queries; max error {ev['max_error']:.4f}, mean error {ev['mean_error']:.5f} "
-              f"(internal, not private); {rel.seconds:.1f} s")
-    if args.out:
-        Path(args.out).write_bytes(rel.synthetic_csv())
-    if args.report:
-        Path(args.report).write_text(json.dumps(cli_report(rel), indent=2, default=float))
-    if args.card:
-        Path(args.card).write_text(json.dumps(rel.card, indent=2, default=float))
-    if getattr(args, "synopsis", None):
-        if rel.synopsis_json() is None:
-            raise DPCoreError(f"{rel.mechanism} releases no synopsis; drop --synopsis.")
-        Path(args.synopsis).write_text(json.dumps(rel.synopsis_json(), indent=2, default=float))
-    return 0
-
-
-#: What the report says about oracle use when a mechanism calls no solver.
-NO_ORACLE = {"calls": 0, "median_solve_seconds": None, "statuses": {}}
-
-
-def cli_report(rel: Release) -> dict:
-    """The CLI's ``--report``: public card plus internal evaluation, labelled as such."""
-    from .report import INTERNAL_LABEL
-
-    ev = rel.evaluation
-    return {
-        "label": "Top-level error figures, seconds and oracle statistics are the " + INTERNAL_LABEL
-                 + " Only 'release_card' may be published.",
-        "mechanism": rel.mechanism,
-        "epsilon": rel.budget.epsilon,
-        "delta": rel.budget.delta,
-        "delta_note": (f"default 1/n² (n = {rel.n:,}); pass --delta to choose" if rel.delta_defaulted
-                       else "given by the user"),
-        "epsilon_spent": rel.card["privacy"]["epsilon_spent"],
-        "n_queries": rel.workload.n_queries,
-        "max_error": ev["max_error"],
-        "mean_error": ev["mean_error"],
-        "seconds": rel.seconds,
-        "oracle": ev.get("oracle") or dict(NO_ORACLE),
-        "release_card": rel.card,
-        "internal_evaluation": ev,
-    }

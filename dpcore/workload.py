@@ -294,4 +294,3 @@ def uniform_baseline(workload: Workload) -> np.ndarray:
 def error_summary(workload: Workload, true: np.ndarray, est: np.ndarray) -> dict:
     return {"max_error": max_error(true, est), "mean_error": mean_error(true, est),
             "max_marginal_tv": float(marginal_tv(workload, true, est).max())}
-from .query_classes import ConjunctionClass, Conjunctions  # noqa: E402,F401  (implicit classes: dpcore/query_classes.py)

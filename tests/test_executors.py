@@ -92,7 +92,7 @@ def test_unreachable_ray_cluster_says_run_locally(monkeypatch):
 @pytest.fixture(scope="module")
 def ray_executor():
     pytest.importorskip("ray")
-    from dpcore.executors_ray import RayExecutor
+    from dpcore.executors.ray_cluster import RayExecutor
 
     ex = RayExecutor("local", num_cpus=2)
     yield ex

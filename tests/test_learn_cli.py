@@ -10,7 +10,7 @@ import pytest
 
 from dpcore.errors import BudgetError, OracleError, ParameterError
 from dpcore.executors import SerialExecutor
-from dpcore.learning.cli import add_learn_parser, run_learn
+from dpcore.cli.learn import add_parser as add_learn_parser, run as run_learn
 from dpcore.learning.evaluate import LearnSettings, evaluate, parse_epsilons, parse_methods
 from dpcore.learning.features import ADULT_LABEL, ADULT_POSITIVE, ADULT_SEVEN, FeatureEncoding, prepare
 from dpcore.learning.model import LearnedModel

@@ -12,7 +12,8 @@ from dpcore.domain import infer_domain
 from dpcore.errors import BudgetError, Cancelled, DPCoreError
 from dpcore.mechanisms.base import Budget, MechanismResult
 from dpcore.privacy import PrivacyLedger
-from dpcore.release import _check_spent, answers_table, cli_report, plan_release, run_release
+from dpcore.cli.release import cli_report
+from dpcore.release import _check_spent, answers_table, plan_release, run_release
 from dpcore.report import INTERNAL_LABEL, card_summary
 from dpcore.workload import Workload
 

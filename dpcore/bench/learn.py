@@ -13,7 +13,7 @@ import time
 
 import numpy as np
 
-from .bench import BENCHES, machine
+from . import BENCHES, machine
 
 
 def _add(b) -> None:
@@ -31,10 +31,10 @@ def _add(b) -> None:
 
 
 def bench_learn(args) -> dict:
-    from .data import bundled_adult
-    from .executors import executor_from_spec
-    from .learning.evaluate import LearnSettings, evaluate, parse_epsilons, parse_methods
-    from .learning.features import ADULT_LABEL, ADULT_POSITIVE, ADULT_SEVEN, FeatureEncoding, prepare
+    from ..data import bundled_adult
+    from ..executors import executor_from_spec
+    from ..learning.evaluate import LearnSettings, evaluate, parse_epsilons, parse_methods
+    from ..learning.features import ADULT_LABEL, ADULT_POSITIVE, ADULT_SEVEN, FeatureEncoding, prepare
 
     ds = bundled_adult()
     enc = FeatureEncoding.build(ds.domain, ADULT_LABEL, ADULT_SEVEN, ADULT_POSITIVE)

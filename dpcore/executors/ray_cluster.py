@@ -17,7 +17,7 @@ import os
 import socket
 from typing import Callable, Sequence
 
-from .executors import Executor, ExecutorError
+from .base import Executor, ExecutorError
 
 _RUN_LOCALLY = "Run locally instead (--executor local, the default), or check that the cluster is up " \
                "(`ray status` on the head node)."

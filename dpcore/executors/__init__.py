@@ -22,28 +22,9 @@ from concurrent.futures import ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
 from typing import Callable, Iterable, Sequence
 
-from .errors import DPCoreError
+from .base import Executor, ExecutorError
 
-
-class ExecutorError(DPCoreError):
-    """A worker died or the execution backend is unreachable."""
-
-
-class Executor:
-    name = "executor"
-    workers = 1
-
-    def map(self, fn: Callable, tasks: Sequence) -> list:
-        raise NotImplementedError
-
-    def close(self) -> None:
-        pass
-
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc):
-        self.close()
+__all__ = ["Executor", "ExecutorError", "LocalProcessExecutor", "SerialExecutor", "executor_from_spec"]
 
 
 class SerialExecutor(Executor):
@@ -139,7 +120,7 @@ def executor_from_spec(spec: str | None) -> Executor:
     if spec == "local":
         return LocalProcessExecutor()
     if spec.startswith("ray"):
-        from .executors_ray import RayExecutor
+        from .ray_cluster import RayExecutor
 
         address = spec.split(":", 1)[1] if ":" in spec else os.environ.get("DPCORE_RAY_ADDRESS")
         return RayExecutor(address)

@@ -19,7 +19,7 @@ from typing import Callable
 
 import numpy as np
 
-from .errors import DataError
+from ..errors import DataError
 
 #: name -> (add_arguments(parser), run(args) -> dict).  Other modules register here.
 BENCHES: dict[str, tuple[Callable, Callable, str]] = {}
@@ -31,22 +31,22 @@ def default_pgm_path() -> Path:
     env = os.environ.get("DPCORE_BENCH_DATA")
     if env:
         return Path(env)
-    here = Path(__file__).resolve().parent.parent
-    for cand in (here.parent / "shared" / "data" / "adult_pgm.csv", here / "data" / "adult_pgm.csv"):
+    roots = (Path(__file__).resolve().parents[2], Path.cwd())  # the repository checkout, or where you run from
+    for cand in [r.parent / "shared" / "data" / "adult_pgm.csv" for r in roots] + [r / "data" / "adult_pgm.csv" for r in roots]:
         if cand.exists():
             return cand
     raise DataError("adult_pgm.csv not found: pass --data PATH or set DPCORE_BENCH_DATA.")
 
 
 def load_bench_data(path: str | None):
-    from .data import load_pgm
+    from ..data import load_pgm
 
     return load_pgm(Path(path) if path else default_pgm_path())
 
 
 def adult_workload(dataset, k: int = 3, m: int = 64, seed: int = 0):
     """The literature's workload: m random k-way marginals with at most n cells each."""
-    from .workload import Workload
+    from ..workload import Workload
 
     return Workload.random_kway(dataset.domain, k, m, seed=seed, max_cells=dataset.n)
 
@@ -111,7 +111,7 @@ def _import_registered() -> None:
     """Modules that register further benchmarks (imported lazily: they may be heavy)."""
     import importlib
 
-    for mod in ("dpcore.bench_accuracy", "dpcore.bench_dual", "dpcore.bench_projection", "dpcore.bench_learn", "dpcore.bench_implicit"):
+    for mod in ("dpcore.bench.accuracy", "dpcore.bench.dual", "dpcore.bench.projection", "dpcore.bench.learn", "dpcore.bench.implicit"):
         try:
             importlib.import_module(mod)
         except ModuleNotFoundError as exc:

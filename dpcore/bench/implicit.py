@@ -20,9 +20,9 @@ import time
 
 import numpy as np
 
-from .bench import BENCHES, adult_workload, load_bench_data, machine
-from .bench_accuracy import _params_for
-from .errors import DPCoreError
+from . import BENCHES, adult_workload, load_bench_data, machine
+from .accuracy import _params_for
+from ..errors import DPCoreError
 
 
 def _add(b) -> None:
@@ -39,10 +39,10 @@ def _add(b) -> None:
 
 
 def bench_implicit(args) -> dict:
-    from .executors import executor_from_spec
-    from .mechanisms import registry
-    from .query_classes import ConjunctionClass
-    from .release import run_release
+    from ..executors import executor_from_spec
+    from ..mechanisms import registry
+    from ..query_classes import ConjunctionClass
+    from ..release import run_release
 
     ds = load_bench_data(args.data)
     wl = adult_workload(ds)

@@ -29,7 +29,7 @@ import numpy as np
 from scipy.optimize import brentq, minimize_scalar
 from scipy.special import logsumexp
 
-from .errors import BudgetError
+from ..errors import BudgetError
 
 NEIGHBOURS = "replace-one (bounded DP): neighbouring tables have the same n and differ in one record"
 

@@ -28,8 +28,8 @@ from pathlib import Path
 
 import numpy as np
 
-from .bench import BENCHES, load_bench_data, machine
-from .errors import DPCoreError
+from . import BENCHES, load_bench_data, machine
+from ..errors import DPCoreError
 
 #: Where the peers' virtual environment lives (override with DPCORE_PEERS_VENV).
 PEERS_VENV = Path(os.environ.get("DPCORE_PEERS_VENV", "/work/peers-venv"))
@@ -73,7 +73,7 @@ json.dump({"seconds": seconds}, open(job["out"] + ".json", "w"))
 def bench_workload(dataset, name: str):
     """``adult64``: the literature's 64 random 3-way marginals (≤ n cells);
     ``adult639``: every 3-way and 4-way marginal with ≤ n cells (639 marginals, 10x)."""
-    from .workload import Workload
+    from ..workload import Workload
 
     if name == "adult64":
         return Workload.random_kway(dataset.domain, 3, 64, seed=0, max_cells=dataset.n)
@@ -95,7 +95,7 @@ def _parse_params(items) -> dict:
 
 
 def _params_for(mech: str, params: dict) -> dict:
-    from .mechanisms import registry
+    from ..mechanisms import registry
 
     names = {p.name for p in registry.get(mech).parameters}
     out = {}
@@ -110,7 +110,7 @@ def _params_for(mech: str, params: dict) -> dict:
 
 
 def _run_ours(ds, wl, mech: str, eps: float, seed: int, params: dict) -> dict:
-    from .release import run_release
+    from ..release import run_release
 
     t0, c0 = time.perf_counter(), time.process_time()
     rel = run_release(ds, wl, mech, eps, None, params, seed=seed)

@@ -8,11 +8,11 @@ from pathlib import Path
 
 import numpy as np
 
-from . import NEIGHBOURS
-from .features import ADULT_LABEL, ADULT_POSITIVE, ADULT_SEVEN, FeatureEncoding, prepare
+from ..learning import NEIGHBOURS
+from ..learning.features import ADULT_LABEL, ADULT_POSITIVE, ADULT_SEVEN, FeatureEncoding, prepare
 
 
-def add_learn_parser(subparsers) -> None:
+def add_parser(subparsers) -> None:
     p = subparsers.add_parser("learn", help="train private classifiers (OPDisc, RSPM, PRSMA, DP-LR) and compare "
                                             "their test accuracy over ε")
     p.add_argument("--data", default="adult", help="table, integer-coded CSV, or 'adult' (bundled, default)")
@@ -52,8 +52,8 @@ def load_learning_dataset(data: str, domain: str | None):
     return load_any(data, domain)
 
 
-def run_learn(args) -> int:
-    from .evaluate import LearnSettings, evaluate, parse_epsilons, parse_methods, plan  # scipy: load on use
+def run(args) -> int:
+    from ..learning.evaluate import LearnSettings, evaluate, parse_epsilons, parse_methods, plan  # scipy: load on use
 
     ds = load_learning_dataset(args.data, args.domain)
     is_adult = str(args.data) in ("adult", "adult_census", "bundled")

@@ -12,9 +12,9 @@ from __future__ import annotations
 import statistics
 import time
 
-from .bench import BENCHES, adult_workload, load_bench_data, machine
-from .errors import DPCoreError
-from .workload import max_error, mean_error, uniform_baseline, zeros_baseline
+from . import BENCHES, adult_workload, load_bench_data, machine
+from ..errors import DPCoreError
+from ..workload import max_error, mean_error, uniform_baseline, zeros_baseline
 
 
 def _add(b) -> None:
@@ -46,9 +46,9 @@ def _params_for(mech: str, items: list[str]) -> dict:
 
 
 def bench_accuracy(args) -> dict:
-    from .executors import executor_from_spec
-    from .mechanisms import registry
-    from .release import run_release
+    from ..executors import executor_from_spec
+    from ..mechanisms import registry
+    from ..release import run_release
 
     ds = load_bench_data(args.data)
     wl = adult_workload(ds, args.k, args.marginals, args.workload_seed)

@@ -23,7 +23,7 @@ import time
 
 import numpy as np
 
-from .bench import BENCHES, adult_workload, load_bench_data, machine
+from . import BENCHES, adult_workload, load_bench_data, machine
 
 
 def _add(b) -> None:
@@ -38,7 +38,7 @@ def _add(b) -> None:
 
 
 def _solve(shape, clauses, time_limit, **kw) -> dict:
-    from .oracles.best_response import best_response
+    from ..oracles.best_response import best_response
 
     c0 = time.process_time()
     r = best_response(shape, clauses, time_limit=time_limit, **kw)
@@ -53,7 +53,7 @@ def sample_instance(workload, s: int, rng: np.random.Generator) -> np.ndarray:
 
 
 def bench_oracle(args) -> dict:
-    from .oracles.best_response import clauses_from_queries
+    from ..oracles.best_response import clauses_from_queries
 
     ds = load_bench_data(args.data)
     wl = adult_workload(ds)
