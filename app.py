@@ -13,8 +13,7 @@ from dpcore.errors import DPCoreError
 from ui import datasource, sidebar, state, warmup
 from ui.text import show_error
 
-st.set_page_config(page_title="dpcore — private synthetic data", page_icon=":material/shield_lock:",
-                   layout="wide")
+st.set_page_config(page_title="dpcore — private synthetic data", page_icon=":material/shield_lock:", layout="wide")
 
 state.keep_choices()
 state.init()
@@ -48,7 +47,10 @@ except DPCoreError as exc:  # a typed error a page did not catch: say what to do
     show_error(exc)
 except Exception as exc:  # a bug: the details go to the server log only (st.stop/st.rerun are BaseExceptions)
     logging.getLogger("dpcore.app").exception("page failed")
-    st.error(f"Something went wrong on this page ({type(exc).__name__}). Your data, choices and runs are kept; "
-             "try again or reset the session. The server log has the details.", icon=":material/error:")
+    st.error(
+        f"Something went wrong on this page ({type(exc).__name__}). Your data, choices and runs are kept; "
+        "try again or reset the session. The server log has the details.",
+        icon=":material/error:",
+    )
 finally:
     warmup.start_once()  # after the page is out (even after st.stop): load the later pages' modules

@@ -130,18 +130,30 @@ def read_table(source, filename: str | None = None) -> pd.DataFrame:
             with warnings.catch_warnings():
                 # pandas only *warns* when data rows are longer than the header: make it an error.
                 warnings.simplefilter("error", pd.errors.ParserWarning)
-                df = pd.read_csv(io.StringIO(text), sep=delim, na_values=MISSING_TOKENS, skipinitialspace=True,
-                                 nrows=MAX_ROWS + 1, on_bad_lines="error", engine="c", low_memory=False,
-                                 index_col=False)
+                df = pd.read_csv(
+                    io.StringIO(text),
+                    sep=delim,
+                    na_values=MISSING_TOKENS,
+                    skipinitialspace=True,
+                    nrows=MAX_ROWS + 1,
+                    on_bad_lines="error",
+                    engine="c",
+                    low_memory=False,
+                    index_col=False,
+                )
         except pd.errors.EmptyDataError:
             raise DataError(f"{name}: the file has no header row.") from None
         except pd.errors.ParserWarning:
-            raise DataError(f"{name}: some rows have more fields than the header ({len(header)}). "
-                            "Check the delimiter and quoting, or add the missing column names.") from None
+            raise DataError(
+                f"{name}: some rows have more fields than the header ({len(header)}). "
+                "Check the delimiter and quoting, or add the missing column names."
+            ) from None
         except (pd.errors.ParserError, ValueError) as exc:
             msg = str(exc).splitlines()[0][:200]
-            raise DataError(f"{name}: could not parse as CSV with delimiter {delim!r} ({msg}). "
-                            "Check that every row has the same number of fields.") from None
+            raise DataError(
+                f"{name}: could not parse as CSV with delimiter {delim!r} ({msg}). "
+                "Check that every row has the same number of fields."
+            ) from None
         if len(df) > MAX_ROWS:
             raise DataError(f"{name}: more than {MAX_ROWS:,} rows; sample the table first.")
     return validate_table(df, name)
@@ -166,7 +178,9 @@ def validate_table(df: pd.DataFrame, name: str = "table") -> pd.DataFrame:
         raise DataError(f"{name}: the file has a header but no data rows.")
     blank = [i for i, c in enumerate(df.columns) if not c or c.startswith("Unnamed:")]
     if blank:
-        raise DataError(f"{name}: column(s) at position {[i + 1 for i in blank]} have no name; give every column a header.")
+        raise DataError(
+            f"{name}: column(s) at position {[i + 1 for i in blank]} have no name; give every column a header."
+        )
     dup = sorted({c for c in df.columns if list(df.columns).count(c) > 1})
     if dup:
         raise DataError(f"{name}: repeated column names {dup}; rename them.")
@@ -235,8 +249,10 @@ def load_any(data: str | Path, domain: str | Path | None = None) -> Dataset:
     path = Path(data)
     if domain is not None:
         dom = load_domain(domain)
-        if all(a.kind == "categorical" and a.values == tuple(str(i) for i in range(a.size - a.missing))
-               for a in dom.attributes):
+        if all(
+            a.kind == "categorical" and a.values == tuple(str(i) for i in range(a.size - a.missing))
+            for a in dom.attributes
+        ):
             try:
                 return load_pgm(path, domain)
             except DataError:

@@ -103,7 +103,9 @@ class Attribute:
                 raise DomainError(f"Attribute {name!r}: a numeric attribute needs public lower and upper bounds.")
             lower, upper = float(self.lower), float(self.upper)
             if not (math.isfinite(lower) and math.isfinite(upper)) or upper <= lower:
-                raise DomainError(f"Attribute {name!r}: bounds must be finite with lower < upper (got {lower}, {upper}).")
+                raise DomainError(
+                    f"Attribute {name!r}: bounds must be finite with lower < upper (got {lower}, {upper})."
+                )
             bins = self.bins if self.bins is not None else 10
             if not isinstance(bins, (int, np.integer)) or not 1 <= int(bins) <= 10_000:
                 raise DomainError(f"Attribute {name!r}: the bin count must be an integer from 1 to 10000.")
@@ -128,7 +130,10 @@ class Attribute:
         if self.kind == "categorical":
             out = list(self.values)
         else:
-            out = [interval_label(a, b, i == len(self.edges) - 2) for i, (a, b) in enumerate(zip(self.edges, self.edges[1:]))]
+            out = [
+                interval_label(a, b, i == len(self.edges) - 2)
+                for i, (a, b) in enumerate(zip(self.edges, self.edges[1:]))
+            ]
         if self.missing:
             out.append(MISSING_LABEL)
         return out
@@ -185,7 +190,9 @@ class Attribute:
                         f"[{self.lower:g}, {self.upper:g}] (infinite values count as outside). "
                         "Widen the bounds or choose 'clip'."
                     )
-                vals = np.clip(np.nan_to_num(vals, nan=self.lower, posinf=self.upper, neginf=self.lower), self.lower, self.upper)
+                vals = np.clip(
+                    np.nan_to_num(vals, nan=self.lower, posinf=self.upper, neginf=self.lower), self.lower, self.upper
+                )
                 clipped = n_out
             idx = np.searchsorted(np.asarray(self.edges), vals, side="right") - 1
             codes[present] = np.clip(idx, 0, len(self.edges) - 2)
@@ -336,7 +343,9 @@ class Domain:
                 clipped[attr.name] = c
         return codes, clipped
 
-    def decode(self, codes: np.ndarray, numeric: str = "interval", rng: np.random.Generator | None = None) -> pd.DataFrame:
+    def decode(
+        self, codes: np.ndarray, numeric: str = "interval", rng: np.random.Generator | None = None
+    ) -> pd.DataFrame:
         codes = np.asarray(codes)
         if codes.ndim != 2 or codes.shape[1] != len(self):
             raise DomainError(f"Expected codes with {len(self)} columns, got shape {codes.shape}.")
@@ -368,8 +377,9 @@ class Domain:
             return cls(tuple(Attribute.from_dict(a) for a in attrs))
         if isinstance(d, dict) and d and all(isinstance(v, int) and not isinstance(v, bool) for v in d.values()):
             # The benchmark literature's format: {"age": 85, ...} = integer codes 0..size-1.
-            return cls(tuple(Attribute(name, "categorical", tuple(str(i) for i in range(size)))
-                             for name, size in d.items()))
+            return cls(
+                tuple(Attribute(name, "categorical", tuple(str(i) for i in range(size))) for name, size in d.items())
+            )
         raise DomainError(
             "Unrecognised schema JSON: expected {'attributes': [...]} (saved by dpcore) "
             "or {'column': size, ...} (integer-coded data)."
@@ -384,8 +394,9 @@ class Domain:
         return cls.from_dict(d)
 
 
-def infer_attribute(column: pd.Series, name: str, *, max_categories: int = MAX_INFERRED_CATEGORIES,
-                    numeric_bins: int = 10) -> Attribute:
+def infer_attribute(
+    column: pd.Series, name: str, *, max_categories: int = MAX_INFERRED_CATEGORIES, numeric_bins: int = 10
+) -> Attribute:
     """Infer one attribute from the private column (marked ``source='data'``)."""
     present = column.dropna()
     has_missing = bool(column.isna().any())
@@ -396,8 +407,15 @@ def infer_attribute(column: pd.Series, name: str, *, max_categories: int = MAX_I
         vals = present.to_numpy(dtype=float)
         finite = vals[np.isfinite(vals)]
         if nunique > NUMERIC_AS_CATEGORICAL and finite.size and finite.max() > finite.min():
-            return Attribute(name, "numeric", lower=float(finite.min()), upper=float(finite.max()),
-                             bins=numeric_bins, missing=has_missing, source="data")
+            return Attribute(
+                name,
+                "numeric",
+                lower=float(finite.min()),
+                upper=float(finite.max()),
+                bins=numeric_bins,
+                missing=has_missing,
+                source="data",
+            )
     if nunique > max_categories:
         raise DomainError(
             f"Column {name!r} has {nunique:,} distinct values: too many to treat as categories "
@@ -415,16 +433,22 @@ def _natural_key(s: str):
         return (1, 0.0, s)
 
 
-def infer_domain(df: pd.DataFrame, columns: Iterable[str] | None = None, *,
-                 max_categories: int = MAX_INFERRED_CATEGORIES, numeric_bins: int = 10) -> Domain:
+def infer_domain(
+    df: pd.DataFrame,
+    columns: Iterable[str] | None = None,
+    *,
+    max_categories: int = MAX_INFERRED_CATEGORIES,
+    numeric_bins: int = 10,
+) -> Domain:
     """A schema read off the private table: convenient, *not private*.
 
     Every attribute is marked ``source="data"``.  Raises :class:`DomainError` for a
     column that cannot sensibly be categorical (too many distinct values).
     """
     cols = list(df.columns) if columns is None else list(columns)
-    return Domain(tuple(infer_attribute(df[c], str(c), max_categories=max_categories, numeric_bins=numeric_bins)
-                        for c in cols))
+    return Domain(
+        tuple(infer_attribute(df[c], str(c), max_categories=max_categories, numeric_bins=numeric_bins) for c in cols)
+    )
 
 
 def merge_declared(inferred: Domain, declared: Domain) -> Domain:

@@ -71,8 +71,9 @@ class Conjunctions:
         values = np.atleast_2d(np.asarray(self.values, dtype=np.int64))
         neg = np.asarray(self.negated, dtype=bool).reshape(-1)
         if attrs.shape != values.shape or attrs.shape[0] != neg.shape[0]:
-            raise WorkloadError(f"Conjunctions need matching shapes: attrs {attrs.shape}, values {values.shape}, "
-                                f"negated {neg.shape}.")
+            raise WorkloadError(
+                f"Conjunctions need matching shapes: attrs {attrs.shape}, values {values.shape}, negated {neg.shape}."
+            )
         object.__setattr__(self, "attrs", attrs)
         object.__setattr__(self, "values", values)
         object.__setattr__(self, "negated", neg)
@@ -103,8 +104,9 @@ class Conjunctions:
         return np.concatenate([self.attrs, self.values, self.negated[:, None].astype(np.int64)], axis=1)
 
     @classmethod
-    def from_literals(cls, items: Sequence[Sequence[tuple[int, int]]], negated: Sequence[bool] | None = None
-                      ) -> "Conjunctions":
+    def from_literals(
+        cls, items: Sequence[Sequence[tuple[int, int]]], negated: Sequence[bool] | None = None
+    ) -> "Conjunctions":
         """Build from lists of (attribute, value) pairs, in any order (sorted here)."""
         items = [sorted((int(a), int(v)) for a, v in lits) for lits in items]
         width = max((len(l) for l in items), default=1) or 1
@@ -126,8 +128,8 @@ class Conjunctions:
             lo, hi = workload.offsets[j], workload.offsets[j + 1]
             cells = np.stack(np.unravel_index(np.arange(hi - lo), workload.marginal_shape(j)), axis=1)
             order = np.argsort(m)
-            attrs[lo:hi, :len(m)] = np.asarray(m)[order]
-            values[lo:hi, :len(m)] = cells[:, order]
+            attrs[lo:hi, : len(m)] = np.asarray(m)[order]
+            values[lo:hi, : len(m)] = cells[:, order]
         return cls(attrs, values, np.zeros(workload.n_queries, bool))
 
 
@@ -153,8 +155,10 @@ class ConjunctionClass:
         if isinstance(k, bool) or not isinstance(k, (int, np.integer)) or k < 1:
             raise WorkloadError(f"The conjunction width k must be a whole number ≥ 1 (got {k!r}).")
         if k > p:
-            raise WorkloadError(f"k = {k} exceeds the number of attributes ({p}): a conjunction has at most one "
-                                f"literal per attribute. Choose k ≤ {p}.")
+            raise WorkloadError(
+                f"k = {k} exceeds the number of attributes ({p}): a conjunction has at most one "
+                f"literal per attribute. Choose k ≤ {p}."
+            )
         self.domain = domain
         self.k = int(k)
         self.negations = bool(negations)
@@ -189,9 +193,14 @@ class ConjunctionClass:
         return np.concatenate([[0], np.cumsum(self.sizes)])[:-1].astype(np.int64)
 
     def describe(self) -> dict:
-        return {"kind": "conjunctions", "max_width": self.k, "negations": self.negations,
-                "size": self.size, "size_log10": round(math.log10(self.size), 2),
-                "count_by_width": {w: self.count_by_width[w] for w in range(1, self.k + 1)}}
+        return {
+            "kind": "conjunctions",
+            "max_width": self.k,
+            "negations": self.negations,
+            "size": self.size,
+            "size_log10": round(math.log10(self.size), 2),
+            "count_by_width": {w: self.count_by_width[w] for w in range(1, self.k + 1)},
+        }
 
     def to_dict(self) -> dict:
         return {"kind": "conjunctions", "max_width": self.k, "negations": self.negations, "size": str(self.size)}
@@ -231,7 +240,8 @@ class ConjunctionClass:
                 f"with at most one literal per attribute{'' if self.negations else ' (no negations)'}; "
                 f"the first is query {i} with literals {lits}{' (negated)' if q.negated[i] else ''}. "
                 f"Ask only for such conjunctions (valid attribute indices 0..{len(self.sizes) - 1} and values "
-                f"within each attribute's range), or use a class with a larger k.")
+                f"within each attribute's range), or use a class with a larger k."
+            )
 
     # ------------------------------------------------------------ sampling
     def sample(self, n: int, rng: np.random.Generator, negations: bool | None = None) -> Conjunctions:
@@ -263,8 +273,9 @@ class ConjunctionClass:
         return Conjunctions(attrs, values, negated)
 
     # ------------------------------------------------------------ evaluation
-    def answers(self, codes: np.ndarray, q: Conjunctions, weights: np.ndarray | None = None,
-                check: bool = True) -> np.ndarray:
+    def answers(
+        self, codes: np.ndarray, q: Conjunctions, weights: np.ndarray | None = None, check: bool = True
+    ) -> np.ndarray:
         """Normalised answers ``q(D)`` of every conjunction on rows ``codes`` (optionally weighted)."""
         if check:
             self.check(q)
@@ -285,8 +296,9 @@ class ConjunctionClass:
     def enumerate(self, limit: int = 200_000) -> Conjunctions:
         """Every member, for tiny domains (tests and cross-checks only)."""
         if self.size > limit:
-            raise WorkloadError(f"The class has {self.size:,} members; enumeration is only for tiny classes "
-                                f"(≤ {limit:,}).")
+            raise WorkloadError(
+                f"The class has {self.size:,} members; enumeration is only for tiny classes (≤ {limit:,})."
+            )
         items = []
         for w in range(1, self.k + 1):
             for S in itertools.combinations(range(len(self.sizes)), w):
@@ -296,8 +308,11 @@ class ConjunctionClass:
         pos = Conjunctions(_pad(pos.attrs, self.k), _pad(pos.values, self.k), pos.negated)
         if not self.negations:
             return pos
-        return Conjunctions(np.concatenate([pos.attrs, pos.attrs]), np.concatenate([pos.values, pos.values]),
-                            np.concatenate([np.zeros(len(pos), bool), np.ones(len(pos), bool)]))
+        return Conjunctions(
+            np.concatenate([pos.attrs, pos.attrs]),
+            np.concatenate([pos.values, pos.values]),
+            np.concatenate([np.zeros(len(pos), bool), np.ones(len(pos), bool)]),
+        )
 
     # ------------------------------------------------------------ one-hot view
     def literal_indices(self, q: Conjunctions) -> np.ndarray:
@@ -312,8 +327,9 @@ def _pad(a: np.ndarray, width: int) -> np.ndarray:
     return np.concatenate([a, np.full((a.shape[0], width - a.shape[1]), -1, dtype=a.dtype)], axis=1)
 
 
-def conjunction_answers(codes: np.ndarray, sizes: Sequence[int], q: Conjunctions,
-                        weights: np.ndarray | None = None) -> np.ndarray:
+def conjunction_answers(
+    codes: np.ndarray, sizes: Sequence[int], q: Conjunctions, weights: np.ndarray | None = None
+) -> np.ndarray:
     """Answers of conjunctions grouped by attribute set: one bincount per distinct set."""
     codes, weights, total = weighted_rows(codes, weights)
     out = np.empty(len(q), dtype=np.float64)
@@ -324,7 +340,7 @@ def conjunction_answers(codes: np.ndarray, sizes: Sequence[int], q: Conjunctions
     order = np.argsort(inverse, kind="stable")
     bounds = np.searchsorted(inverse[order], np.arange(len(sets) + 1))
     for g, S in enumerate(sets):
-        members = order[bounds[g]:bounds[g + 1]]
+        members = order[bounds[g] : bounds[g + 1]]
         attrs = [int(a) for a in S if a >= 0]
         radix = [int(sizes[a]) for a in attrs]
         cells = math.prod(radix)
@@ -361,8 +377,9 @@ class RowsAnswerer:
         return conjunction_answers(self.rows, self.sizes, as_conjunctions(queries), self.weights)
 
 
-def sampled_class_error(dataset, synopsis, k: int, n_samples: int, rng: np.random.Generator,
-                        negations: bool = False) -> dict:
+def sampled_class_error(
+    dataset, synopsis, k: int, n_samples: int, rng: np.random.Generator, negations: bool = False
+) -> dict:
     """Error of a synopsis (anything with ``answer(conjunctions)``) on ``n_samples`` uniform members.
 
     INTERNAL: computed on the private data, not differentially private.  Negations
@@ -375,7 +392,12 @@ def sampled_class_error(dataset, synopsis, k: int, n_samples: int, rng: np.rando
     true = cls.answers(dataset.codes, q, check=False)
     est = np.asarray(synopsis.answer(q), dtype=float)
     err = np.abs(true - est)
-    return {"class": f"all conjunctions of width ≤ {k}", "class_size": str(cls.size), "n_samples": int(n_samples),
-            "max_error": float(err.max()), "mean_error": float(err.mean()),
-            "p95_error": float(np.quantile(err, 0.95)),
-            "note": "estimated on uniformly sampled class members; computed on the private data (not private)"}
+    return {
+        "class": f"all conjunctions of width ≤ {k}",
+        "class_size": str(cls.size),
+        "n_samples": int(n_samples),
+        "max_error": float(err.max()),
+        "mean_error": float(err.mean()),
+        "p95_error": float(np.quantile(err, 0.95)),
+        "note": "estimated on uniformly sampled class members; computed on the private data (not private)",
+    }

@@ -78,10 +78,15 @@ def answers_table(workload: Workload, answers: np.ndarray) -> pd.DataFrame:
         labels = [workload.domain[a].labels() for a in m]
         table = workload.marginal_table(answers, j)
         for cell in np.ndindex(table.shape):
-            recs.append({"marginal": workload.marginal_name(j),
-                         "cell": " ∧ ".join(f"{workload.domain.names[a]}={labels[i][c]}"
-                                             for i, (a, c) in enumerate(zip(m, cell))),
-                         "answer": float(table[cell])})
+            recs.append(
+                {
+                    "marginal": workload.marginal_name(j),
+                    "cell": " ∧ ".join(
+                        f"{workload.domain.names[a]}={labels[i][c]}" for i, (a, c) in enumerate(zip(m, cell))
+                    ),
+                    "answer": float(table[cell]),
+                }
+            )
     return pd.DataFrame(recs)
 
 
@@ -114,19 +119,32 @@ def resolve_budget(epsilon: float, delta: float | None, n: int) -> tuple[Budget,
     return Budget(float(epsilon), float(delta)), defaulted, warnings
 
 
-def plan_release(dataset_n: int, workload: Workload, mechanism: str, epsilon: float, delta: float | None,
-                 params: dict | None = None) -> dict:
+def plan_release(
+    dataset_n: int, workload: Workload, mechanism: str, epsilon: float, delta: float | None, params: dict | None = None
+) -> dict:
     """Public pre-run figures for the UI/CLI (raises if the budget cannot work)."""
     mech_cls = registry.get(mechanism)
     budget, _, _ = resolve_budget(epsilon, delta, dataset_n)
     return mech_cls().plan(dataset_n, workload, budget, mech_cls.validate_params(params))
 
 
-def run_release(dataset, workload: Workload, mechanism: str, epsilon: float, delta: float | None = None,
-                params: dict | None = None, *, seed: int | None = None, progress=None,
-                cancel: threading.Event | None = None, oracle_options: dict | None = None, executor=None,
-                ledger: PrivacyLedger | None = None, n_rows: int | None = None,
-                class_width: int | None = None) -> Release:
+def run_release(
+    dataset,
+    workload: Workload,
+    mechanism: str,
+    epsilon: float,
+    delta: float | None = None,
+    params: dict | None = None,
+    *,
+    seed: int | None = None,
+    progress=None,
+    cancel: threading.Event | None = None,
+    oracle_options: dict | None = None,
+    executor=None,
+    ledger: PrivacyLedger | None = None,
+    n_rows: int | None = None,
+    class_width: int | None = None,
+) -> Release:
     """Run ``mechanism`` and build the release.  ``seed=None`` draws from OS entropy.
 
     ``class_width`` = k also evaluates the release on the implicit class of all
@@ -148,8 +166,9 @@ def run_release(dataset, workload: Workload, mechanism: str, epsilon: float, del
     mech = mech_cls()
     mech.plan(dataset.n, workload, budget, vparams)  # fail fast on impossible budgets
     rng = np.random.default_rng(seed)  # None -> OS entropy
-    ctx = RunContext(rng=rng, progress=progress, cancel=cancel, oracle_options=dict(oracle_options or {}),
-                     executor=executor)
+    ctx = RunContext(
+        rng=rng, progress=progress, cancel=cancel, oracle_options=dict(oracle_options or {}), executor=executor
+    )
     t0 = time.perf_counter()
     result = mech.run(dataset, workload, budget, vparams, ctx)
     seconds = time.perf_counter() - t0
@@ -162,22 +181,51 @@ def run_release(dataset, workload: Workload, mechanism: str, epsilon: float, del
         released = np.asarray(result.answers, dtype=float)
     else:
         released = None
-    card = release_card(mech_cls, vparams, budget, defaulted, result, dataset, workload, n_rows_released=(
-        None if result.rows is None else int(result.rows.shape[0])))
-    evaluation = evaluation_report(mech_cls, workload, true, released, result, seconds,
-                                   baselines={"zeros": np.zeros_like(true), "uniform": uniform_baseline(workload)})
+    card = release_card(
+        mech_cls,
+        vparams,
+        budget,
+        defaulted,
+        result,
+        dataset,
+        workload,
+        n_rows_released=(None if result.rows is None else int(result.rows.shape[0])),
+    )
+    evaluation = evaluation_report(
+        mech_cls,
+        workload,
+        true,
+        released,
+        result,
+        seconds,
+        baselines={"zeros": np.zeros_like(true), "uniform": uniform_baseline(workload)},
+    )
     # A mechanism with its own class (parameter k) is measured on that class; others on the one asked.
     class_width = vparams.get("k", class_width)
     if class_width is not None and mech_cls.output in ("synopsis", "rows"):
         evaluation["class_error"] = class_error(dataset, result, int(class_width))
-    rel = Release(mechanism=mech_cls.name, params=vparams, budget=budget, delta_defaulted=defaulted, result=result,
-                  dataset_name=dataset.name, dataset_id=dataset.fingerprint, n=dataset.n, workload=workload,
-                  true_answers=true, released_answers=released, seconds=seconds, card=card, evaluation=evaluation,
-                  warnings=warnings)
+    rel = Release(
+        mechanism=mech_cls.name,
+        params=vparams,
+        budget=budget,
+        delta_defaulted=defaulted,
+        result=result,
+        dataset_name=dataset.name,
+        dataset_id=dataset.fingerprint,
+        n=dataset.n,
+        workload=workload,
+        true_answers=true,
+        released_answers=released,
+        seconds=seconds,
+        card=card,
+        evaluation=evaluation,
+        warnings=warnings,
+    )
     if ledger is not None:
         for s in result.spends:
-            rel.ledger_entries.append(ledger.record(Spend(rel.dataset_id, mech_cls.name, s.epsilon, s.delta, s.rho,
-                                                          s.note)))
+            rel.ledger_entries.append(
+                ledger.record(Spend(rel.dataset_id, mech_cls.name, s.epsilon, s.delta, s.rho, s.note))
+            )
     return rel
 
 
@@ -185,5 +233,7 @@ def _check_spent(result: MechanismResult, budget: Budget) -> None:
     """A mechanism may never report spending more than it was given."""
     tol = 1e-9 * max(1.0, budget.epsilon)
     if result.epsilon_spent > budget.epsilon + tol or result.delta_spent > budget.delta + 1e-15:
-        raise BudgetError(f"Internal accounting error: spent (ε={result.epsilon_spent}, δ={result.delta_spent}) "
-                          f"exceeds the budget (ε={budget.epsilon}, δ={budget.delta}); nothing was released.")
+        raise BudgetError(
+            f"Internal accounting error: spent (ε={result.epsilon_spent}, δ={result.delta_spent}) "
+            f"exceeds the budget (ε={budget.epsilon}, δ={budget.delta}); nothing was released."
+        )

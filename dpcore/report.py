@@ -23,8 +23,7 @@ from . import __version__
 from .privacy import NEIGHBOURS
 from .workload import marginal_max, marginal_tv, max_error, mean_error
 
-INTERNAL_LABEL = ("INTERNAL EVALUATION — computed on the private data; NOT differentially private — "
-                  "do not publish.")
+INTERNAL_LABEL = "INTERNAL EVALUATION — computed on the private data; NOT differentially private — do not publish."
 
 #: Parameters that are never public (a seed makes the noise reproducible).
 _PRIVATE_PARAMS = {"seed", "random_state"}
@@ -45,22 +44,32 @@ def domain_for_card(domain) -> list[dict]:
         if a.source == "declared":
             d = a.to_dict()
         else:
-            d = {"name": a.name, "kind": a.kind, "source": "data",
-                 "warning": "value set / bounds inferred from the private data (not differentially private); "
-                            "not listed here"}
+            d = {
+                "name": a.name,
+                "kind": a.kind,
+                "source": "data",
+                "warning": "value set / bounds inferred from the private data (not differentially private); "
+                "not listed here",
+            }
         out.append(d)
     return out
 
 
-def release_card(mech_cls, params: dict, budget, delta_defaulted: bool, result, dataset, workload,
-                 n_rows_released: int | None) -> dict:
+def release_card(
+    mech_cls, params: dict, budget, delta_defaulted: bool, result, dataset, workload, n_rows_released: int | None
+) -> dict:
     inferred = dataset.domain.inferred
     card = {
         "format": "dpcore-release-card/1",
         "dpcore_version": __version__,
         "created": _dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
-        "mechanism": {"name": mech_cls.name, "title": mech_cls.title, "source": mech_cls.seed,
-                      "privacy_depends_on_solver": mech_cls.privacy != "robust", "output": mech_cls.output},
+        "mechanism": {
+            "name": mech_cls.name,
+            "title": mech_cls.title,
+            "source": mech_cls.seed,
+            "privacy_depends_on_solver": mech_cls.privacy != "robust",
+            "output": mech_cls.output,
+        },
         "parameters": {k: v for k, v in params.items() if k not in _PRIVATE_PARAMS},
         "derived_public_parameters": {k: _jsonable(v) for k, v in result.public.items()},
         "privacy": {
@@ -68,43 +77,65 @@ def release_card(mech_cls, params: dict, budget, delta_defaulted: bool, result, 
             "delta": budget.delta,
             "delta_choice": "default 1/n²" if delta_defaulted else "chosen by the user",
             # Rounded up to 4 digits, but never shown above a budget the run stayed within.
-            "epsilon_spent": (min(_round4(result.epsilon_spent), budget.epsilon)
-                              if result.epsilon_spent <= budget.epsilon else _round4(result.epsilon_spent)),
+            "epsilon_spent": (
+                min(_round4(result.epsilon_spent), budget.epsilon)
+                if result.epsilon_spent <= budget.epsilon
+                else _round4(result.epsilon_spent)
+            ),
             "delta_spent": result.delta_spent,
             "accountant": result.accountant,
             "accounting": mech_cls.accounting,
             "neighbouring_relation": NEIGHBOURS,
             "robust_to_solver_failure": mech_cls.privacy == "robust",
         },
-        "data": {"n": dataset.n, "schema": domain_for_card(dataset.domain),
-                 "schema_provenance": ("all attributes declared (public)" if not inferred else
-                                       f"inferred from the private data (NOT private): {', '.join(inferred)}")},
+        "data": {
+            "n": dataset.n,
+            "schema": domain_for_card(dataset.domain),
+            "schema_provenance": (
+                "all attributes declared (public)"
+                if not inferred
+                else f"inferred from the private data (NOT private): {', '.join(inferred)}"
+            ),
+        },
         "workload": {"marginals": workload.to_dict()["marginals"], "n_queries": workload.n_queries},
         "output": {"kind": mech_cls.output, "rows": n_rows_released},
-        "notes": ["The random seed is never part of a release card.",
-                  "Error figures are computed on the private data and are deliberately not on this card."],
+        "notes": [
+            "The random seed is never part of a release card.",
+            "Error figures are computed on the private data and are deliberately not on this card.",
+        ],
     }
     if inferred:
-        card["notes"].append("Some value sets were read off the private data: the release is not differentially "
-                             "private with respect to those value sets.")
+        card["notes"].append(
+            "Some value sets were read off the private data: the release is not differentially "
+            "private with respect to those value sets."
+        )
     return card
 
 
-def evaluation_report(mech_cls, workload, true: np.ndarray, released: np.ndarray | None, result, seconds: float,
-                      baselines: dict[str, np.ndarray]) -> dict:
-    ev = {"label": INTERNAL_LABEL, "mechanism": mech_cls.name, "seconds": seconds,
-          "n_queries": workload.n_queries}
+def evaluation_report(
+    mech_cls,
+    workload,
+    true: np.ndarray,
+    released: np.ndarray | None,
+    result,
+    seconds: float,
+    baselines: dict[str, np.ndarray],
+) -> dict:
+    ev = {"label": INTERNAL_LABEL, "mechanism": mech_cls.name, "seconds": seconds, "n_queries": workload.n_queries}
     if released is not None:
         ev["max_error"] = max_error(true, released)
         ev["mean_error"] = mean_error(true, released)
         ev["per_marginal"] = [
             {"marginal": workload.marginal_name(j), "total_variation": float(tv), "max_error": float(mx)}
-            for j, (tv, mx) in enumerate(zip(marginal_tv(workload, true, released),
-                                             marginal_max(workload, true, released)))]
+            for j, (tv, mx) in enumerate(
+                zip(marginal_tv(workload, true, released), marginal_max(workload, true, released))
+            )
+        ]
     else:
         ev["max_error"] = ev["mean_error"] = None
-    ev["baselines"] = {name: {"max_error": max_error(true, b), "mean_error": mean_error(true, b)}
-                       for name, b in baselines.items()}
+    ev["baselines"] = {
+        name: {"max_error": max_error(true, b), "mean_error": mean_error(true, b)} for name, b in baselines.items()
+    }
     ev["oracle"] = result.oracle_stats
     ev["trace"] = result.trace
     ev["notes"] = result.notes
@@ -119,15 +150,20 @@ def card_summary(card: dict) -> str:
         f"Privacy: (ε = {p['epsilon_spent']:g}, δ = {p['delta_spent']:.3g})-differential privacy "
         f"[{p['accountant']}]; δ {p['delta_choice']}.",
         f"Neighbouring tables: {p['neighbouring_relation']}.",
-        ("Privacy holds even if the solver fails." if p["robust_to_solver_failure"]
-         else "Privacy depends on the solver finding exact optima."),
+        (
+            "Privacy holds even if the solver fails."
+            if p["robust_to_solver_failure"]
+            else "Privacy depends on the solver finding exact optima."
+        ),
         f"Data: n = {card['data']['n']:,}; schema: {card['data']['schema_provenance']}.",
         f"Workload: {len(card['workload']['marginals'])} marginals, {card['workload']['n_queries']:,} queries.",
-        f"Output: {card['output']['kind']}" + (f", {card['output']['rows']:,} rows" if card['output']['rows'] else ""),
+        f"Output: {card['output']['kind']}" + (f", {card['output']['rows']:,} rows" if card["output"]["rows"] else ""),
     ]
     if card["derived_public_parameters"]:
-        lines.append("Derived parameters: " + ", ".join(f"{k} = {_short(v)}"
-                                                       for k, v in card["derived_public_parameters"].items()))
+        lines.append(
+            "Derived parameters: "
+            + ", ".join(f"{k} = {_short(v)}" for k, v in card["derived_public_parameters"].items())
+        )
     return "\n".join(lines)
 
 

@@ -63,8 +63,11 @@ class Workload:
     @classmethod
     def all_kway(cls, domain: Domain, k: int, max_cells: int | None = None) -> "Workload":
         _check_k(domain, k)
-        margs = [m for m in itertools.combinations(range(len(domain)), k)
-                 if max_cells is None or _cells(domain, m) <= max_cells]
+        margs = [
+            m
+            for m in itertools.combinations(range(len(domain)), k)
+            if max_cells is None or _cells(domain, m) <= max_cells
+        ]
         if not margs:
             raise WorkloadError(f"No {k}-way marginal has at most {max_cells:,} cells; raise the cap or lower k.")
         return cls(domain, tuple(margs))
@@ -78,8 +81,11 @@ class Workload:
         n_all = math.comb(len(domain), k)
         if n_all > 5_000_000:
             raise WorkloadError(f"There are {n_all:,} {k}-way marginals; choose a smaller k or fewer attributes.")
-        candidates = [c for c in itertools.combinations(range(len(domain)), k)
-                      if max_cells is None or _cells(domain, c) <= max_cells]
+        candidates = [
+            c
+            for c in itertools.combinations(range(len(domain)), k)
+            if max_cells is None or _cells(domain, c) <= max_cells
+        ]
         if m > len(candidates):
             cap = f" with at most {max_cells:,} cells" if max_cells is not None else ""
             raise WorkloadError(f"Only {len(candidates):,} {k}-way marginals{cap} exist; ask for at most that many.")
@@ -187,10 +193,10 @@ class Workload:
 
     def marginal_table(self, answers: np.ndarray, j: int) -> np.ndarray:
         """The answers of marginal j reshaped to its cell shape."""
-        return answers[self._offsets[j]:self._offsets[j + 1]].reshape(self.marginal_shape(j))
+        return answers[self._offsets[j] : self._offsets[j + 1]].reshape(self.marginal_shape(j))
 
     def split(self, answers: np.ndarray) -> list[np.ndarray]:
-        return [answers[self._offsets[j]:self._offsets[j + 1]] for j in range(self.n_marginals)]
+        return [answers[self._offsets[j] : self._offsets[j + 1]] for j in range(self.n_marginals)]
 
     # ------------------------------------------------------------- estimates
     def memory_bytes(self) -> int:
@@ -217,7 +223,9 @@ def _check_k(domain: Domain, k: int) -> None:
     if not isinstance(k, (int, np.integer)) or k < 1:
         raise WorkloadError("k (the marginal width) must be a whole number ≥ 1.")
     if k > len(domain):
-        raise WorkloadError(f"k = {k} is larger than the number of attributes ({len(domain)}); choose k ≤ {len(domain)}.")
+        raise WorkloadError(
+            f"k = {k} is larger than the number of attributes ({len(domain)}); choose k ≤ {len(domain)}."
+        )
 
 
 def weighted_rows(codes: np.ndarray, weights: np.ndarray | None) -> tuple[np.ndarray, np.ndarray | None, float]:
@@ -292,5 +300,8 @@ def uniform_baseline(workload: Workload) -> np.ndarray:
 
 
 def error_summary(workload: Workload, true: np.ndarray, est: np.ndarray) -> dict:
-    return {"max_error": max_error(true, est), "mean_error": mean_error(true, est),
-            "max_marginal_tv": float(marginal_tv(workload, true, est).max())}
+    return {
+        "max_error": max_error(true, est),
+        "mean_error": mean_error(true, est),
+        "max_marginal_tv": float(marginal_tv(workload, true, est).max()),
+    }

@@ -13,13 +13,18 @@ if not records:
 
 st.caption("Errors are measured on the private data: " + INTERNAL_LABEL)
 table = results.compare_table(records)
-st.dataframe(table, hide_index=True, column_config={
-    "max_error": st.column_config.NumberColumn("max error", format="%.4f",
-                                               help="Largest absolute error over the run's queries."),
-    "mean_error": st.column_config.NumberColumn("mean error", format="%.5f"),
-    "seconds": st.column_config.NumberColumn(format="%.1f"),
-    "delta": st.column_config.NumberColumn(format="%.2e"),
-})
+st.dataframe(
+    table,
+    hide_index=True,
+    column_config={
+        "max_error": st.column_config.NumberColumn(
+            "max error", format="%.4f", help="Largest absolute error over the run's queries."
+        ),
+        "mean_error": st.column_config.NumberColumn("mean error", format="%.5f"),
+        "seconds": st.column_config.NumberColumn(format="%.1f"),
+        "delta": st.column_config.NumberColumn(format="%.2e"),
+    },
+)
 if table["queries"].nunique() > 1:
     st.caption("Runs used different workloads: compare errors only between runs on the same workload.")
 
@@ -39,8 +44,11 @@ if not current:
 st.session_state[state.COMPARE_RUNS] = current
 titles = {r.id: r.title for r in records}
 chosen = st.multiselect("Runs", ids, key=state.COMPARE_RUNS, format_func=titles.get)
-errs = {runner.find_run(i).title: runner.find_run(i).release.errors() for i in chosen
-        if runner.find_run(i).release.released_answers is not None}
+errs = {
+    runner.find_run(i).title: runner.find_run(i).release.errors()
+    for i in chosen
+    if runner.find_run(i).release.released_answers is not None
+}
 if errs:
     st.altair_chart(charts.histogram_overlay(errs), width="stretch")
     st.caption("Each run's bars are shares of its own queries, so runs with different workloads stay comparable.")

@@ -7,10 +7,12 @@ from ui.mechanisms import loadable
 from ui.text import fmt_eps
 
 st.title("How it works")
-st.caption("Oracle-efficient mechanisms play a game between a *data player* (who proposes records, using the SCIP "
-           "optimisation oracle) and a *query player* (who keeps weights on the queries the data answers worst, "
-           "and is the only one who touches the private data, through noisy choices). Each round costs a little "
-           "privacy; the accountant adds it up.")
+st.caption(
+    "Oracle-efficient mechanisms play a game between a *data player* (who proposes records, using the SCIP "
+    "optimisation oracle) and a *query player* (who keeps weights on the queries the data answers worst, "
+    "and is the only one who touches the private data, through noisy choices). Each round costs a little "
+    "privacy; the accountant adds it up."
+)
 
 presets = teaching.preset_mechanisms()
 st.subheader("Live demo")
@@ -21,21 +23,38 @@ else:
     if state.get(state.TEACH_MECH) not in by_name:
         st.session_state[state.TEACH_MECH] = presets[0].name
     busy = runner.running(state.TEACH_JOB) is not None
-    st.radio("Mechanism", list(by_name), key=state.TEACH_MECH, horizontal=True, disabled=busy,
-             format_func=lambda n: by_name[n].title)
+    st.radio(
+        "Mechanism",
+        list(by_name),
+        key=state.TEACH_MECH,
+        horizontal=True,
+        disabled=busy,
+        format_func=lambda n: by_name[n].title,
+    )
     mech = by_name[state.get(state.TEACH_MECH)]
-    st.caption(f"Setting: the bundled Adult sample, {teaching.N_MARGINALS} random {teaching.K}-way marginals "
-               f"(selection seed {teaching.WORKLOAD_SEED}), ε = 1, δ = 1/n², random seed fixed at "
-               f"{teaching.DEMO_SEED} so the demo is reproducible (never do that for a real release). "
-               "Preset parameters: " + ", ".join(f"{k} = {v}" for k, v in mech.teaching_preset.items()) + ". "
-               "The demo is a real run on the bundled sample, so its ε is charged to this session's ledger.")
+    st.caption(
+        f"Setting: the bundled Adult sample, {teaching.N_MARGINALS} random {teaching.K}-way marginals "
+        f"(selection seed {teaching.WORKLOAD_SEED}), ε = 1, δ = 1/n², random seed fixed at "
+        f"{teaching.DEMO_SEED} so the demo is reproducible (never do that for a real release). "
+        "Preset parameters: " + ", ".join(f"{k} = {v}" for k, v in mech.teaching_preset.items()) + ". "
+        "The demo is a real run on the bundled sample, so its ε is charged to this session's ledger."
+    )
     if st.button("Run the demo", type="primary", icon=":material/play_arrow:", disabled=busy):
         ds = teaching.teaching_dataset()
         st.session_state[state.TEACH_JOB] = runner.start_release_job(
-            label=f"{mech.name} (teaching preset)", kind="teaching", dataset=ds,
-            workload=teaching.teaching_workload(), mechanism=mech.name, epsilon=1.0, delta=None,
-            params=teaching.preset_params(mech), seed=teaching.DEMO_SEED, time_limit=teaching.TIME_LIMIT,
-            executor_spec="serial", ledger=state.ledger())
+            label=f"{mech.name} (teaching preset)",
+            kind="teaching",
+            dataset=ds,
+            workload=teaching.teaching_workload(),
+            mechanism=mech.name,
+            epsilon=1.0,
+            delta=None,
+            params=teaching.preset_params(mech),
+            seed=teaching.DEMO_SEED,
+            time_limit=teaching.TIME_LIMIT,
+            executor_spec="serial",
+            ledger=state.ledger(),
+        )
         st.rerun()
     runner.progress_panel(state.TEACH_JOB, poll_seconds=0.3)
     runner.outcome(state.TEACH_JOB)
@@ -43,11 +62,15 @@ else:
     record = teaching.latest_teaching_run(mech.name)
     if record is not None:
         rel = record.release
-        st.markdown(f"**Demo run {record.id}: {rel.seconds:.1f} s, ε spent "
-                    f"{fmt_eps(rel.card['privacy']['epsilon_spent'])} of 1**")
+        st.markdown(
+            f"**Demo run {record.id}: {rel.seconds:.1f} s, ε spent "
+            f"{fmt_eps(rel.card['privacy']['epsilon_spent'])} of 1**"
+        )
         trace = results.trace_frame(rel)
-        st.markdown("*The game, round by round* — each row is one round: the query the query player picked and "
-                    "how far the synthetic data still is from the real data.")
+        st.markdown(
+            "*The game, round by round* — each row is one round: the query the query player picked and "
+            "how far the synthetic data still is from the real data."
+        )
         if trace.empty:
             st.caption("This mechanism has no rounds.")
         else:
@@ -65,9 +88,14 @@ else:
         st.caption(f"Accountant: {rel.card['privacy']['accountant']}. {mech.accounting}")
         ev = rel.evaluation
         if ev.get("max_error") is not None:
-            st.metric("Max error at the end", f"{ev['max_error']:.4f}",
-                      f"uniform baseline {ev['baselines']['uniform']['max_error']:.4f}", delta_color="off",
-                      delta_arrow="off", help="Internal evaluation on the (public) bundled sample.")
+            st.metric(
+                "Max error at the end",
+                f"{ev['max_error']:.4f}",
+                f"uniform baseline {ev['baselines']['uniform']['max_error']:.4f}",
+                delta_color="off",
+                delta_arrow="off",
+                help="Internal evaluation on the (public) bundled sample.",
+            )
 
 st.subheader("The mechanisms")
 for m in loadable()[0]:

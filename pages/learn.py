@@ -23,10 +23,23 @@ from ui.text import md_escape, show_error, show_warning
 
 K = "learn:"  # this page's session keys
 JOB = K + "job"
-DEFAULTS = {K + "methods": ["opdisc", "rspm", "dplr"], K + "epsilons": "0.5, 1, 2, 4", K + "runs": 3,
-            K + "bound": 2, K + "D": 4.0, K + "tau": 1.0, K + "time_limit": 60.0, K + "lam": 1e-3,
-            K + "balance": True, K + "test_fraction": 0.3, K + "max_rows": 0, K + "fix_seed": True,
-            K + "seed": 0, K + "delta_custom": False, K + "delta": 1e-8}
+DEFAULTS = {
+    K + "methods": ["opdisc", "rspm", "dplr"],
+    K + "epsilons": "0.5, 1, 2, 4",
+    K + "runs": 3,
+    K + "bound": 2,
+    K + "D": 4.0,
+    K + "tau": 1.0,
+    K + "time_limit": 60.0,
+    K + "lam": 1e-3,
+    K + "balance": True,
+    K + "test_fraction": 0.3,
+    K + "max_rows": 0,
+    K + "fix_seed": True,
+    K + "seed": 0,
+    K + "delta_custom": False,
+    K + "delta": 1e-8,
+}
 
 
 class LearnJob:
@@ -54,8 +67,9 @@ def _start(data, methods, epsilons, runs, settings, seed, spec) -> LearnJob:
     def target():
         try:
             rng = np.random.default_rng(seed)
-            job.result = evaluate(data, methods, epsilons, runs, settings, rng, progress=job.progress,
-                                  cancel=job.cancel_event)
+            job.result = evaluate(
+                data, methods, epsilons, runs, settings, rng, progress=job.progress, cancel=job.cancel_event
+            )
         except Cancelled:
             job.cancelled = True
         except DPCoreError as exc:
@@ -75,14 +89,18 @@ for key, value in DEFAULTS.items():
     state.default(key, value)
 
 st.title("Learn a private classifier")
-st.caption("Train classifiers with differential privacy by solving the 0/1-loss problem exactly with SCIP "
-           "(OPDisc, RSPM, PRSMA) or the logistic surrogate (DP logistic regression), and compare their test "
-           "accuracy over ε.  Seeds 000 §III and 003 §3–5.")
+st.caption(
+    "Train classifiers with differential privacy by solving the 0/1-loss problem exactly with SCIP "
+    "(OPDisc, RSPM, PRSMA) or the logistic surrogate (DP logistic regression), and compare their test "
+    "accuracy over ε.  Seeds 000 §III and 003 §3–5."
+)
 
 ds = datasource.current_dataset()
 if ds is None:
-    st.info("No table is ready: load one (and fix its schema) on the Data page.  The bundled Adult sample "
-            "is used until then.")
+    st.info(
+        "No table is ready: load one (and fix its schema) on the Data page.  The bundled Adult sample "
+        "is used until then."
+    )
     ds = datasource.bundled_dataset()
 is_adult = ds.name == datasource.BUNDLED_NAME and ADULT_LABEL in ds.domain.names
 st.markdown(f"Table in use: **{md_escape(ds.name)}** — {ds.n:,} rows, {len(ds.domain)} attributes.")
@@ -94,39 +112,67 @@ state.default(K + "label", label_default)
 if st.session_state[K + "label"] not in names:
     st.session_state[K + "label"] = label_default
 c1, c2 = st.columns(2)
-label = c1.selectbox("Label column", names, key=K + "label",
-                     help="The column to predict. A classifier needs two classes: with more values, say which "
-                          "count as positive.")
+label = c1.selectbox(
+    "Label column",
+    names,
+    key=K + "label",
+    help="The column to predict. A classifier needs two classes: with more values, say which count as positive.",
+)
 label_values = ds.domain[label].labels()
 pos_key = K + "positive:" + label
-state.default(pos_key, list(ADULT_POSITIVE) if label == ADULT_LABEL else ([label_values[1]] if len(label_values) == 2
-                                                                         else []))
-positive = c2.multiselect("Positive value(s)", label_values, key=pos_key,
-                          help="Records whose label is one of these are class 1; the rest are class 0.")
+state.default(
+    pos_key, list(ADULT_POSITIVE) if label == ADULT_LABEL else ([label_values[1]] if len(label_values) == 2 else [])
+)
+positive = c2.multiselect(
+    "Positive value(s)",
+    label_values,
+    key=pos_key,
+    help="Records whose label is one of these are class 1; the rest are class 0.",
+)
 feat_key = K + "features:" + label
-state.default(feat_key, "\n".join(ADULT_SEVEN) if (is_adult and label == ADULT_LABEL)
-              else "\n".join(n for n in names if n != label)[:2000])
+state.default(
+    feat_key,
+    "\n".join(ADULT_SEVEN) if (is_adult and label == ADULT_LABEL) else "\n".join(n for n in names if n != label)[:2000],
+)
 feature_text = st.text_area(
-    "Features, one per line", key=feat_key, height=180,
+    "Features, one per line",
+    key=feat_key,
+    height=180,
     help="'name' = one-hot (one column per value but the first); 'name=V1|V2' = 1 if the value is listed; "
-         "'name>=X' = 1 if the value (numeric bin's lower edge) is at least X. Binary features keep the MIP small.")
+    "'name>=X' = 1 if the value (numeric bin's lower edge) is at least X. Binary features keep the MIP small.",
+)
 with st.expander("Attributes and their values"):
-    st.dataframe(pd.DataFrame({"attribute": names, "kind": [a.kind for a in ds.domain.attributes],
-                               "values": [", ".join(a.labels()[:12]) + (" …" if a.size > 12 else "")
-                                          for a in ds.domain.attributes]}), hide_index=True)
+    st.dataframe(
+        pd.DataFrame(
+            {
+                "attribute": names,
+                "kind": [a.kind for a in ds.domain.attributes],
+                "values": [", ".join(a.labels()[:12]) + (" …" if a.size > 12 else "") for a in ds.domain.attributes],
+            }
+        ),
+        hide_index=True,
+    )
 
 # ------------------------------------------------------------------ methods and privacy
 c1, c2, c3 = st.columns([3, 2, 1])
 methods = c1.multiselect("Methods", list(METHODS), key=K + "methods", format_func=lambda m: METHODS[m].title)
 eps_text = c2.text_input("ε values (comma-separated)", key=K + "epsilons")
-runs = c3.number_input("Runs each", min_value=1, max_value=30, step=1, key=K + "runs",
-                       help="Repeated runs give the error bars.")
+runs = c3.number_input(
+    "Runs each", min_value=1, max_value=30, step=1, key=K + "runs", help="Repeated runs give the error bars."
+)
 with st.expander("Advanced: grid, δ, solver, split"):
     a1, a2, a3, a4 = st.columns(4)
-    a1.number_input("Weight bound B", min_value=1, max_value=10, step=1, key=K + "bound",
-                    help="Integer weights in {-B..B} (in units of τ).")
-    a2.number_input("Norm bound D", min_value=0.5, max_value=100.0, key=K + "D",
-                    help="||w|| ≤ D. OPDisc's noise grows like D².")
+    a1.number_input(
+        "Weight bound B",
+        min_value=1,
+        max_value=10,
+        step=1,
+        key=K + "bound",
+        help="Integer weights in {-B..B} (in units of τ).",
+    )
+    a2.number_input(
+        "Norm bound D", min_value=0.5, max_value=100.0, key=K + "D", help="||w|| ≤ D. OPDisc's noise grows like D²."
+    )
     a3.number_input("Grid step τ", min_value=0.05, max_value=10.0, key=K + "tau")
     a4.number_input("SCIP time limit per call (s)", min_value=0.01, max_value=3600.0, key=K + "time_limit")
     b1, b2, b3, b4 = st.columns(4)
@@ -136,32 +182,49 @@ with st.expander("Advanced: grid, δ, solver, split"):
     b4.number_input("DP-LR regulariser Λ", min_value=1e-6, max_value=10.0, format="%.6f", key=K + "lam")
     d1, d2, d3 = st.columns(3)
     d1.checkbox("Custom δ (default 1/n² of the training rows)", key=K + "delta_custom")
-    d2.number_input("δ", min_value=1e-15, max_value=0.99, format="%.2e", key=K + "delta",
-                    disabled=not st.session_state[K + "delta_custom"])
+    d2.number_input(
+        "δ",
+        min_value=1e-15,
+        max_value=0.99,
+        format="%.2e",
+        key=K + "delta",
+        disabled=not st.session_state[K + "delta_custom"],
+    )
     d3.checkbox("Fixed seed (demo, reproducible)", key=K + "fix_seed")
     st.number_input("Seed", min_value=0, step=1, key=K + "seed", disabled=not st.session_state[K + "fix_seed"])
 
-st.caption(f"Neighbours: {NEIGHBOURS}. Oracle-dependent methods (OPDisc, RSPM) are private only if SCIP "
-           "certifies every solution optimal; PRSMA is private whatever the solver does.")
+st.caption(
+    f"Neighbours: {NEIGHBOURS}. Oracle-dependent methods (OPDisc, RSPM) are private only if SCIP "
+    "certifies every solution optimal; PRSMA is private whatever the solver does."
+)
 
 
 def _inputs():
-    enc = FeatureEncoding.build(ds.domain, label, [ln for ln in feature_text.splitlines() if ln.strip()],
-                                positive or None)
+    enc = FeatureEncoding.build(
+        ds.domain, label, [ln for ln in feature_text.splitlines() if ln.strip()], positive or None
+    )
     epsilons = parse_epsilons(eps_text)
     if not methods:
         raise DPCoreError("Choose at least one method.")
-    settings = LearnSettings(bound=int(st.session_state[K + "bound"]), tau=float(st.session_state[K + "tau"]),
-                             D=float(st.session_state[K + "D"]),
-                             delta=float(st.session_state[K + "delta"]) if st.session_state[K + "delta_custom"]
-                             else None,
-                             time_limit=float(st.session_state[K + "time_limit"]),
-                             lam=float(st.session_state[K + "lam"]))
+    settings = LearnSettings(
+        bound=int(st.session_state[K + "bound"]),
+        tau=float(st.session_state[K + "tau"]),
+        D=float(st.session_state[K + "D"]),
+        delta=float(st.session_state[K + "delta"]) if st.session_state[K + "delta_custom"] else None,
+        time_limit=float(st.session_state[K + "time_limit"]),
+        lam=float(st.session_state[K + "lam"]),
+    )
     seed = int(st.session_state[K + "seed"]) if st.session_state[K + "fix_seed"] else None
     rng = np.random.default_rng(seed)
     max_rows = int(st.session_state[K + "max_rows"]) or None
-    data = prepare(ds, enc, rng, balance=bool(st.session_state[K + "balance"]),
-                   test_fraction=float(st.session_state[K + "test_fraction"]), max_rows=max_rows)
+    data = prepare(
+        ds,
+        enc,
+        rng,
+        balance=bool(st.session_state[K + "balance"]),
+        test_fraction=float(st.session_state[K + "test_fraction"]),
+        max_rows=max_rows,
+    )
     figures = plan(data, list(methods), epsilons, settings, ds.domain)
     return enc, epsilons, settings, rng, data, figures
 
@@ -175,19 +238,28 @@ except DPCoreError as exc:
     enc = None
 if enc is not None:
     total_calls = sum(f["oracle_calls"] for f in figures) * int(runs)
-    st.markdown(f"**Before running:** {data.n_train:,} training rows (private input), {len(data.y_test):,} test rows "
-                f"(evaluation only), {enc.d} binary features including the bias; about **{total_calls:,} oracle "
-                "calls** in total.")
+    st.markdown(
+        f"**Before running:** {data.n_train:,} training rows (private input), {len(data.y_test):,} test rows "
+        f"(evaluation only), {enc.d} binary features including the bias; about **{total_calls:,} oracle "
+        "calls** in total."
+    )
     with st.expander("Public pre-run figures per method and ε"):
         st.dataframe(pd.DataFrame(figures), hide_index=True)
     if st.button("Run", type="primary", disabled=running, icon=":material/play_arrow:"):
         seed = int(rng.integers(0, 2**63 - 1))
-        st.session_state[JOB] = _start(data, list(methods), epsilons, int(runs), settings, seed,
-                                       {"encoding": enc, "methods": list(methods), "epsilons": epsilons,
-                                        "data": data})
+        st.session_state[JOB] = _start(
+            data,
+            list(methods),
+            epsilons,
+            int(runs),
+            settings,
+            seed,
+            {"encoding": enc, "methods": list(methods), "epsilons": epsilons, "data": data},
+        )
         job, running = st.session_state[JOB], True
 
 if running:
+
     @st.fragment(run_every=0.5)
     def live():
         j = st.session_state.get(JOB)
@@ -215,58 +287,105 @@ if job is not None and job.done:
 
             for r in ev.records:
                 if r.get("epsilon_spent"):
-                    state.ledger().record(Spend(ds.fingerprint, f"learn:{r['method']}", r["epsilon_spent"],
-                                                r["delta_spent"], note=f"private learning, run {r['run'] + 1}"))
+                    state.ledger().record(
+                        Spend(
+                            ds.fingerprint,
+                            f"learn:{r['method']}",
+                            r["epsilon_spent"],
+                            r["delta_spent"],
+                            note=f"private learning, run {r['run'] + 1}",
+                        )
+                    )
             st.session_state.setdefault(state.DATASET_NAMES, {}).setdefault(ds.fingerprint, ds.name)
             job.charged = True
         summary = pd.DataFrame(ev.summary())
         st.subheader("Test accuracy over ε")
-        st.caption("Internal evaluation on held-out rows of your table: not differentially private, not for "
-                   "publication. Every run touched the training rows: the whole comparison costs the sum of all "
-                   "runs' ε (basic composition), and each run is charged to the session's privacy ledger in the "
-                   "sidebar; a single model trained once has the ε it states.")
+        st.caption(
+            "Internal evaluation on held-out rows of your table: not differentially private, not for "
+            "publication. Every run touched the training rows: the whole comparison costs the sum of all "
+            "runs' ε (basic composition), and each run is charged to the session's privacy ledger in the "
+            "sidebar; a single model trained once has the ε it states."
+        )
         fig = go.Figure()
         for m in summary["method"].unique():
             s = summary[summary["method"] == m]
             if m == "nonprivate":
-                fig.add_hline(y=float(s["accuracy_mean"].iloc[0]), line_dash="dot",
-                              annotation_text="non-private optimum (reference)")
+                fig.add_hline(
+                    y=float(s["accuracy_mean"].iloc[0]),
+                    line_dash="dot",
+                    annotation_text="non-private optimum (reference)",
+                )
                 continue
             s = s.dropna(subset=["accuracy_mean"])
-            fig.add_trace(go.Scatter(x=s["epsilon"], y=s["accuracy_mean"], mode="lines+markers",
-                                     name=METHODS[m].title,
-                                     error_y=dict(type="data", array=s["accuracy_std"].fillna(0.0))))
+            fig.add_trace(
+                go.Scatter(
+                    x=s["epsilon"],
+                    y=s["accuracy_mean"],
+                    mode="lines+markers",
+                    name=METHODS[m].title,
+                    error_y=dict(type="data", array=s["accuracy_std"].fillna(0.0)),
+                )
+            )
         eps_ticks = sorted(e for e in summary["epsilon"].dropna().unique())
-        fig.update_layout(xaxis_title="ε (log scale)", yaxis_title="test accuracy", xaxis_type="log", height=420,
-                          xaxis=dict(tickvals=eps_ticks, ticktext=[f"{e:g}" for e in eps_ticks]),
-                          legend=dict(orientation="h", yanchor="top", y=-0.2), margin=dict(t=20))
+        fig.update_layout(
+            xaxis_title="ε (log scale)",
+            yaxis_title="test accuracy",
+            xaxis_type="log",
+            height=420,
+            xaxis=dict(tickvals=eps_ticks, ticktext=[f"{e:g}" for e in eps_ticks]),
+            legend=dict(orientation="h", yanchor="top", y=-0.2),
+            margin=dict(t=20),
+        )
         st.plotly_chart(fig, use_container_width=True)
         st.dataframe(summary, hide_index=True)
-        recs = pd.DataFrame([{k: r.get(k) for k in ("method", "epsilon", "run", "seconds", "status", "certified",
-                                                    "solve_seconds")} for r in ev.records])
+        recs = pd.DataFrame(
+            [
+                {k: r.get(k) for k in ("method", "epsilon", "run", "seconds", "status", "certified", "solve_seconds")}
+                for r in ev.records
+            ]
+        )
         st.subheader("Run time and solver statistics")
         times = go.Figure()
         for m in recs["method"].unique():
             times.add_trace(go.Box(y=recs[recs["method"] == m]["seconds"], name=METHODS[m].title))
         times.update_layout(yaxis_title="seconds per run", height=320)
         st.plotly_chart(times, use_container_width=True)
-        st.dataframe(recs.groupby(["method", "status"], dropna=False).agg(
-            runs=("run", "count"), median_solve_seconds=("solve_seconds", "median"),
-            max_solve_seconds=("solve_seconds", "max")).reset_index(), hide_index=True)
+        st.dataframe(
+            recs.groupby(["method", "status"], dropna=False)
+            .agg(
+                runs=("run", "count"),
+                median_solve_seconds=("solve_seconds", "median"),
+                max_solve_seconds=("solve_seconds", "max"),
+            )
+            .reset_index(),
+            hide_index=True,
+        )
         fails = ev.failures()
         if fails:
-            show_warning(f"{len(fails)} run(s) ended without SCIP certifying optimality "
-                         f"({', '.join(sorted({str(f['status']) for f in fails}))}). For these runs of OPDisc/RSPM "
-                         "the privacy guarantee does NOT hold; their models are marked so in the download.")
+            show_warning(
+                f"{len(fails)} run(s) ended without SCIP certifying optimality "
+                f"({', '.join(sorted({str(f['status']) for f in fails}))}). For these runs of OPDisc/RSPM "
+                "the privacy guarantee does NOT hold; their models are marked so in the download."
+            )
         bottoms = int(summary["bottom_outputs"].sum())
         if bottoms:
             st.info(f"PRSMA returned ⊥ (no output) in {bottoms} run(s): its private failure test did not pass.")
         st.subheader("Download a model")
         options = [(r["method"], r["epsilon"], r["run"]) for r in ev.records if r.get("model") is not None]
         if options:
-            pick = st.selectbox("Model", options, format_func=lambda o: f"{METHODS[o[0]].title}, ε = "
-                                f"{'—' if o[1] is None else f'{o[1]:g}'}, run {o[2] + 1}", key=K + "pick")
+            pick = st.selectbox(
+                "Model",
+                options,
+                format_func=lambda o: (
+                    f"{METHODS[o[0]].title}, ε = {'—' if o[1] is None else f'{o[1]:g}'}, run {o[2] + 1}"
+                ),
+                key=K + "pick",
+            )
             rec = next(r for r in ev.records if (r["method"], r["epsilon"], r["run"]) == tuple(pick))
-            st.download_button("Download model JSON", rec["model"].to_json(job.spec["encoding"]),
-                               file_name=f"{pick[0]}_model.json", mime="application/json",
-                               icon=":material/download:")
+            st.download_button(
+                "Download model JSON",
+                rec["model"].to_json(job.spec["encoding"]),
+                file_name=f"{pick[0]}_model.json",
+                mime="application/json",
+                icon=":material/download:",
+            )

@@ -24,38 +24,70 @@ rel = record.release
 ev = rel.evaluation
 card = rel.card
 
-st.caption(f"{card['mechanism']['title']} · ε spent {fmt_eps(card['privacy']['epsilon_spent'])} · "
-           f"δ {fmt_delta(card['privacy']['delta_spent'])} · {rel.workload.n_marginals} marginals, "
-           f"{rel.workload.n_queries:,} queries · {rel.seconds:.1f} s")
+st.caption(
+    f"{card['mechanism']['title']} · ε spent {fmt_eps(card['privacy']['epsilon_spent'])} · "
+    f"δ {fmt_delta(card['privacy']['delta_spent'])} · {rel.workload.n_marginals} marginals, "
+    f"{rel.workload.n_queries:,} queries · {rel.seconds:.1f} s"
+)
 
 # ---------------------------------------------------------------- downloads (public first)
 files = results.downloads(record)
 st.subheader("Downloads")
 dl1, dl2, dl3, dl4 = st.columns(4)
 with dl1:
-    st.download_button("Synthetic data (CSV)" if rel.rows is not None else "Released answers (CSV)",
-                       files["synthetic"], file_name=f"synthetic_run{record.id}.csv", mime="text/csv",
-                       on_click="ignore", icon=":material/download:", type="primary",
-                       help="Rows decoded to the original labels (numeric attributes as their bins)."
-                       if rel.rows is not None else "This mechanism releases noisy answers, not rows.")
+    st.download_button(
+        "Synthetic data (CSV)" if rel.rows is not None else "Released answers (CSV)",
+        files["synthetic"],
+        file_name=f"synthetic_run{record.id}.csv",
+        mime="text/csv",
+        on_click="ignore",
+        icon=":material/download:",
+        type="primary",
+        help="Rows decoded to the original labels (numeric attributes as their bins)."
+        if rel.rows is not None
+        else "This mechanism releases noisy answers, not rows.",
+    )
 with dl2:
-    st.download_button("Release card (JSON)", files["card_json"], file_name=f"release_card_run{record.id}.json",
-                       mime="application/json", on_click="ignore", icon=":material/verified:",
-                       help="Public: mechanism, parameters, ε, δ, neighbour relation, schema and its provenance. "
-                            "No seed, no error figure, no timing.")
+    st.download_button(
+        "Release card (JSON)",
+        files["card_json"],
+        file_name=f"release_card_run{record.id}.json",
+        mime="application/json",
+        on_click="ignore",
+        icon=":material/verified:",
+        help="Public: mechanism, parameters, ε, δ, neighbour relation, schema and its provenance. "
+        "No seed, no error figure, no timing.",
+    )
 with dl3:
-    st.download_button("Release card (text)", files["card_txt"], file_name=f"release_card_run{record.id}.txt",
-                       mime="text/plain", on_click="ignore", icon=":material/description:")
+    st.download_button(
+        "Release card (text)",
+        files["card_txt"],
+        file_name=f"release_card_run{record.id}.txt",
+        mime="text/plain",
+        on_click="ignore",
+        icon=":material/description:",
+    )
 with dl4:
-    st.download_button("Internal evaluation (NOT for publication)", files["evaluation"],
-                       file_name=f"INTERNAL_evaluation_run{record.id}_not_for_publication.json",
-                       mime="application/json", on_click="ignore", icon=":material/lock:",
-                       help=INTERNAL_LABEL)
+    st.download_button(
+        "Internal evaluation (NOT for publication)",
+        files["evaluation"],
+        file_name=f"INTERNAL_evaluation_run{record.id}_not_for_publication.json",
+        mime="application/json",
+        on_click="ignore",
+        icon=":material/lock:",
+        help=INTERNAL_LABEL,
+    )
 if "synopsis" in files:
-    st.download_button("Synopsis model (JSON)", files["synopsis"], file_name=f"synopsis_run{record.id}.json",
-                       mime="application/json", on_click="ignore", icon=":material/function:",
-                       help="Public: the released function that answers every query of its class "
-                            "(the CSV above holds its answers for your workload).")
+    st.download_button(
+        "Synopsis model (JSON)",
+        files["synopsis"],
+        file_name=f"synopsis_run{record.id}.json",
+        mime="application/json",
+        on_click="ignore",
+        icon=":material/function:",
+        help="Public: the released function that answers every query of its class "
+        "(the CSV above holds its answers for your workload).",
+    )
 with st.expander("Release card summary (public)"):
     st.text(files["card_txt"].decode())
 
@@ -69,44 +101,71 @@ if rel.released_answers is None:
 if ev.get("class_error"):
     ce = ev["class_error"]
     c1, c2 = st.columns(2)
-    c1.metric("Max error on sampled class queries", f"{ce['max_error']:.4f}",
-              help=f"Estimated on {ce['n_samples']:,} uniformly sampled members of {ce['class']} "
-                   f"({int(ce['class_size']):,} queries, never listed). Internal: computed on the private data.")
-    c2.metric("Mean error on sampled class queries", f"{ce['mean_error']:.5f}",
-              help="Average absolute error over the same sampled queries.")
+    c1.metric(
+        "Max error on sampled class queries",
+        f"{ce['max_error']:.4f}",
+        help=f"Estimated on {ce['n_samples']:,} uniformly sampled members of {ce['class']} "
+        f"({int(ce['class_size']):,} queries, never listed). Internal: computed on the private data.",
+    )
+    c2.metric(
+        "Mean error on sampled class queries",
+        f"{ce['mean_error']:.5f}",
+        help="Average absolute error over the same sampled queries.",
+    )
 
 with st.spinner("Computing the direct-Gaussian yardstick (internal what-if)…"):
     ys = results.yardstick(record)
 h1, h2, h3, h4 = st.columns(4)
 base = ev["baselines"]
-h1.metric("Max error", f"{ev['max_error']:.4f}",
-          help="The largest |q(D) − q(D̂)| over all queries (the papers' headline metric); answers are shares of "
-               "rows, so 0.01 = one percentage point.")
+h1.metric(
+    "Max error",
+    f"{ev['max_error']:.4f}",
+    help="The largest |q(D) − q(D̂)| over all queries (the papers' headline metric); answers are shares of "
+    "rows, so 0.01 = one percentage point.",
+)
 h2.metric("Mean error", f"{ev['mean_error']:.5f}", help="Average absolute error over all queries.")
-h3.metric("Uniform baseline (max)", f"{base['uniform']['max_error']:.4f}",
-          help="Max error of answering every query as if the data were uniform over the domain: a release should "
-               "beat this. (Answering all zeros gives " f"{base['zeros']['max_error']:.4f}.)")
+h3.metric(
+    "Uniform baseline (max)",
+    f"{base['uniform']['max_error']:.4f}",
+    help="Max error of answering every query as if the data were uniform over the domain: a release should "
+    "beat this. (Answering all zeros gives "
+    f"{base['zeros']['max_error']:.4f}.)",
+)
 if "max_error" in ys:
-    h4.metric("Direct Gaussian (max)", f"{ys['max_error']:.4f}",
-              help="Internal what-if computed on the private data, for comparison only: the Gaussian mechanism at "
-                   "the same ε, δ on the same workload (noisy answers, no rows). Not a release, not charged.")
+    h4.metric(
+        "Direct Gaussian (max)",
+        f"{ys['max_error']:.4f}",
+        help="Internal what-if computed on the private data, for comparison only: the Gaussian mechanism at "
+        "the same ε, δ on the same workload (noisy answers, no rows). Not a release, not charged.",
+    )
 else:
     h4.metric("Direct Gaussian (max)", "—", help=ys.get("note", ""))
-st.dataframe(results.headline(record), hide_index=True,
-             column_config={"max error": st.column_config.NumberColumn(format="%.5f"),
-                            "mean error": st.column_config.NumberColumn(format="%.6f")})
-st.caption("The direct-Gaussian row is an internal what-if computed on the private data for comparison only: it is "
-           "not a release and is not charged to the ledger.")
+st.dataframe(
+    results.headline(record),
+    hide_index=True,
+    column_config={
+        "max error": st.column_config.NumberColumn(format="%.5f"),
+        "mean error": st.column_config.NumberColumn(format="%.6f"),
+    },
+)
+st.caption(
+    "The direct-Gaussian row is an internal what-if computed on the private data for comparison only: it is "
+    "not a release and is not charged to the ledger."
+)
 
 st.markdown("**Error of every query**")
 st.altair_chart(charts.error_histogram(rel.errors()), width="stretch")
 st.caption("Answers are shares of rows, so an error of 0.01 means one percentage point.")
 
 st.markdown("**Error per marginal**")
-metric = st.radio("Measure", ["total_variation", "max_error"], horizontal=True, key="keep:pm_metric",
-                  format_func={"total_variation": "total variation", "max_error": "max query error"}.get,
-                  help="Total variation = half the L1 distance between the real and released tables "
-                       "(0 = identical, 1 = disjoint).")
+metric = st.radio(
+    "Measure",
+    ["total_variation", "max_error"],
+    horizontal=True,
+    key="keep:pm_metric",
+    format_func={"total_variation": "total variation", "max_error": "max query error"}.get,
+    help="Total variation = half the L1 distance between the real and released tables (0 = identical, 1 = disjoint).",
+)
 st.altair_chart(charts.per_marginal_bars(ev["per_marginal"], metric), width="stretch")
 
 st.markdown("**Real vs released, one marginal**")

@@ -16,8 +16,9 @@ SHARED_DATA = ROOT.parent / "shared" / "data"
 
 
 def tiny_domain(shape=(3, 2, 4, 3)) -> Domain:
-    return Domain(tuple(Attribute(f"a{i}", "categorical", tuple(f"v{v}" for v in range(s)))
-                        for i, s in enumerate(shape)))
+    return Domain(
+        tuple(Attribute(f"a{i}", "categorical", tuple(f"v{v}" for v in range(s))) for i, s in enumerate(shape))
+    )
 
 
 def planted_dataset(n: int = 400, shape=(3, 2, 4, 3), seed: int = 0, concentration: float = 0.8) -> Dataset:
@@ -70,6 +71,10 @@ def adult_small(adult) -> Dataset:
 @pytest.fixture
 def random_table() -> pd.DataFrame:
     rng = np.random.default_rng(1)
-    return pd.DataFrame({"color": rng.choice(["red", "green", "blue"], 200),
-                         "size": rng.integers(0, 100, 200),
-                         "flag": rng.choice(["y", "n"], 200)})
+    return pd.DataFrame(
+        {
+            "color": rng.choice(["red", "green", "blue"], 200),
+            "size": rng.integers(0, 100, 200),
+            "flag": rng.choice(["y", "n"], 200),
+        }
+    )

@@ -78,8 +78,9 @@ def test_upload_over_the_size_limit_is_refused(at, monkeypatch):
 
 def test_uploaded_table_with_hostile_column_name_and_identifier(at):
     rng = np.random.default_rng(0)
-    df = pd.DataFrame({XSS: rng.choice(["a", "b"], 300), "user_id": [f"id{i}" for i in range(300)],
-                       "score": rng.integers(0, 50, 300)})
+    df = pd.DataFrame(
+        {XSS: rng.choice(["a", "b"], 300), "user_id": [f"id{i}" for i in range(300)], "score": rng.integers(0, 50, 300)}
+    )
     upload(at, "hostile.csv", df.to_csv(index=False).encode())
     assert errors(at) == []
     assert metric(at, "Rows (n)") == "300"
@@ -129,8 +130,7 @@ def test_impossible_workloads_are_refused_with_the_number(at):
     at.radio(key=state.WL_MODE).set_value("all").run()
     errs = errors(at)
     assert len(errs) == 1 and "queries and needs about" in errs[0] and "GB" in errs[0], errs
-    queries = sum(math.prod(ds.domain.shape[a] for a in c)
-                  for c in itertools.combinations(range(14), 5))
+    queries = sum(math.prod(ds.domain.shape[a] for a in c) for c in itertools.combinations(range(14), 5))
     assert f"{queries:,} queries" in errs[0]
 
 

@@ -66,7 +66,8 @@ def test_learn_page_refuses_a_too_large_mip_with_its_size():
     at = AppTest.from_file(PAGE, default_timeout=60)
     at.run()
     at.session_state["learn:features:income-per-year"] = "\n".join(
-        ["age", "education", "occupation", "native-country", "marital-status", "workclass"])
+        ["age", "education", "occupation", "native-country", "marital-status", "workclass"]
+    )
     at.session_state["learn:balance"] = False
     at.run()
     assert not at.exception

@@ -142,8 +142,7 @@ def test_failed_runs_show_an_error_and_keep_earlier_results(at, monkeypatch):
     assert len(at.session_state[state.RUNS]) == 1
 
     def solver_fails(*args, **kwargs):
-        raise OracleError("SCIP could not solve the best-response problem (status 'infeasible'); "
-                          "raise the time limit.")
+        raise OracleError("SCIP could not solve the best-response problem (status 'infeasible'); raise the time limit.")
 
     monkeypatch.setattr(runner, "run_release", solver_fails)
     start_and_wait(at)

@@ -30,8 +30,14 @@ def test_bundled_schema_is_declared_and_matches_the_codebook(adult_table):
 
 def test_identifier_column_is_flagged_and_excluded():
     rng = np.random.default_rng(0)
-    df = pd.DataFrame({"id": [f"u{i:05d}" for i in range(500)], "colour": rng.choice(["r", "g"], 500),
-                       "serial": np.arange(500), "age": rng.integers(18, 90, 500)})
+    df = pd.DataFrame(
+        {
+            "id": [f"u{i:05d}" for i in range(500)],
+            "colour": rng.choice(["r", "g"], 500),
+            "serial": np.arange(500),
+            "age": rng.integers(18, 90, 500),
+        }
+    )
     table = dsrc.schema_table_for(df, None).set_index("column")
     for col in ("id", "serial"):
         assert not table.at[col, "include"]

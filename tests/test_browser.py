@@ -25,14 +25,20 @@ pytestmark = pytest.mark.browser
 ROOT = Path(__file__).resolve().parent.parent
 ARTIFACTS = ROOT / "test-artifacts"
 CHROMIUM = "/usr/bin/chromium"
-CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
-                 "--no-first-run"]
+CHROMIUM_ARGS = [
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--no-first-run",
+]
 XSS = "<img src=x onerror=alert(1)>"
 TIMINGS: dict[str, float] = {}
 
 if not Path(CHROMIUM).exists():
-    pytest.skip("Debian chromium is not installed (test.sh installs it: apt-get install chromium)",
-                allow_module_level=True)
+    pytest.skip(
+        "Debian chromium is not installed (test.sh installs it: apt-get install chromium)", allow_module_level=True
+    )
 sync_api = pytest.importorskip("playwright.sync_api")
 
 
@@ -50,9 +56,26 @@ class Server:
         ARTIFACTS.mkdir(exist_ok=True)
         self.log = open(ARTIFACTS / log_name, "w")
         self.proc = subprocess.Popen(
-            [sys.executable, "-m", "streamlit", "run", "app.py", "--server.headless", "true", "--server.port",
-             str(port), "--server.address", "127.0.0.1", "--browser.gatherUsageStats", "false"],
-            cwd=cwd, stdout=self.log, stderr=subprocess.STDOUT, env=dict(os.environ, PYTHONUNBUFFERED="1"))
+            [
+                sys.executable,
+                "-m",
+                "streamlit",
+                "run",
+                "app.py",
+                "--server.headless",
+                "true",
+                "--server.port",
+                str(port),
+                "--server.address",
+                "127.0.0.1",
+                "--browser.gatherUsageStats",
+                "false",
+            ],
+            cwd=cwd,
+            stdout=self.log,
+            stderr=subprocess.STDOUT,
+            env=dict(os.environ, PYTHONUNBUFFERED="1"),
+        )
         self.url = f"http://127.0.0.1:{port}"
         deadline = time.monotonic() + 60
         while True:
@@ -259,8 +282,10 @@ def test_teaching_presets_in_a_real_browser(server, page):
     go(page, "How it works")
     page.get_by_role("button", name="Run the demo").wait_for()
     wait_idle(page)
-    titles = {"dualquery": "DualQuery (multiplicative weights over queries + SCIP best response)",
-              "fem": "FEM (Follow-the-perturbed-leader + Exponential Mechanism)"}
+    titles = {
+        "dualquery": "DualQuery (multiplicative weights over queries + SCIP best response)",
+        "fem": "FEM (Follow-the-perturbed-leader + Exponential Mechanism)",
+    }
     ran = 0
     for name, title in titles.items():
         choice = page.get_by_text(title, exact=True)

@@ -23,16 +23,33 @@ def test_info_on_inferred_table_marks_provenance(tmp_path, capsys):
 
 
 def test_workload_counts(capsys):
-    assert main(["workload", "--data", str(SHARED_DATA / "adult_pgm.csv"), "--k", "3", "--marginals", "64",
-                 "--workload-seed", "0"]) == 0
+    assert (
+        main(
+            [
+                "workload",
+                "--data",
+                str(SHARED_DATA / "adult_pgm.csv"),
+                "--k",
+                "3",
+                "--marginals",
+                "64",
+                "--workload-seed",
+                "0",
+            ]
+        )
+        == 0
+    )
     assert "458,996 queries" in capsys.readouterr().out
 
 
-@pytest.mark.parametrize("argv, match", [
-    (["workload", "adult", "--k", "20"], "larger than the number of attributes"),
-    (["workload", "adult", "--marginals", "lots"], "--marginals"),
-    (["info", "/nonexistent.csv"], "not found"),
-])
+@pytest.mark.parametrize(
+    "argv, match",
+    [
+        (["workload", "adult", "--k", "20"], "larger than the number of attributes"),
+        (["workload", "adult", "--marginals", "lots"], "--marginals"),
+        (["info", "/nonexistent.csv"], "not found"),
+    ],
+)
 def test_cli_errors_are_one_line_messages(argv, match, capsys):
     assert main(argv) == 2
     err = capsys.readouterr().err
@@ -40,8 +57,13 @@ def test_cli_errors_are_one_line_messages(argv, match, capsys):
 
 
 def test_bench_eval_json_last_line():
-    proc = subprocess.run([sys.executable, "-m", "dpcore", "bench", "eval", "--repeats", "1", "--json"],
-                          cwd=ROOT, capture_output=True, text=True, timeout=120)
+    proc = subprocess.run(
+        [sys.executable, "-m", "dpcore", "bench", "eval", "--repeats", "1", "--json"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert proc.returncode == 0, proc.stderr
     result = json.loads(proc.stdout.strip().splitlines()[-1])
     assert result["n_queries"] == 458_996

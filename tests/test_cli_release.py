@@ -26,15 +26,44 @@ def sample(tmp_path_factory):
 
 
 def run_cli(*args, cwd):
-    return subprocess.run([sys.executable, "-m", "dpcore", "release", *args], cwd=cwd, capture_output=True,
-                          text=True, timeout=300, env={"PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin"})
+    return subprocess.run(
+        [sys.executable, "-m", "dpcore", "release", *args],
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env={"PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin"},
+    )
 
 
 def test_release_dualquery_end_to_end(sample):
-    out = run_cli("--data", "small.csv", "--domain", "small-domain.json", "--k", "3", "--marginals", "4",
-                  "--workload-seed", "0", "--mechanism", "dualquery", "--epsilon", "1", "--param", "samples=100",
-                  "--seed", "5", "--out", "synth.csv", "--report", "report.json", "--card", "card.json",
-                  cwd=sample)
+    out = run_cli(
+        "--data",
+        "small.csv",
+        "--domain",
+        "small-domain.json",
+        "--k",
+        "3",
+        "--marginals",
+        "4",
+        "--workload-seed",
+        "0",
+        "--mechanism",
+        "dualquery",
+        "--epsilon",
+        "1",
+        "--param",
+        "samples=100",
+        "--seed",
+        "5",
+        "--out",
+        "synth.csv",
+        "--report",
+        "report.json",
+        "--card",
+        "card.json",
+        cwd=sample,
+    )
     assert out.returncode == 0, out.stderr
     assert "6/6" in out.stderr  # the progress bar (tqdm) reached the last round
     assert "(default 1/n²)" in out.stdout
@@ -58,9 +87,31 @@ def test_release_dualquery_end_to_end(sample):
 
 def test_release_gaussian_answers_table(sample, monkeypatch):
     monkeypatch.chdir(sample)
-    assert main(["release", "--data", "small.csv", "--domain", "small-domain.json", "--marginals", "3",
-                 "--mechanism", "gaussian", "--epsilon", "0.5", "--delta", "1e-7", "--out", "answers.csv",
-                 "--report", "r.json", "--quiet"]) == 0
+    assert (
+        main(
+            [
+                "release",
+                "--data",
+                "small.csv",
+                "--domain",
+                "small-domain.json",
+                "--marginals",
+                "3",
+                "--mechanism",
+                "gaussian",
+                "--epsilon",
+                "0.5",
+                "--delta",
+                "1e-7",
+                "--out",
+                "answers.csv",
+                "--report",
+                "r.json",
+                "--quiet",
+            ]
+        )
+        == 0
+    )
     rep = json.loads((sample / "r.json").read_text())
     assert rep["delta"] == 1e-7 and rep["delta_note"] == "given by the user"
     assert rep["oracle"] == {"calls": 0, "median_solve_seconds": None, "statuses": {}}
@@ -68,16 +119,31 @@ def test_release_gaussian_answers_table(sample, monkeypatch):
     assert list(table.columns) == ["marginal", "cell", "answer"] and len(table) == rep["n_queries"]
 
 
-@pytest.mark.parametrize("args, match", [
-    (["--mechanism", "dualquery", "--epsilon", "0.00001"], "smallest ε that works"),
-    (["--mechanism", "dqrs", "--epsilon", "0.00001"], "smallest ε that works"),
-    (["--mechanism", "dualquery", "--param", "eta=50"], "eta = '50' is outside the allowed range"),
-    (["--mechanism", "nosuch"], "Unknown mechanism"),
-])
+@pytest.mark.parametrize(
+    "args, match",
+    [
+        (["--mechanism", "dualquery", "--epsilon", "0.00001"], "smallest ε that works"),
+        (["--mechanism", "dqrs", "--epsilon", "0.00001"], "smallest ε that works"),
+        (["--mechanism", "dualquery", "--param", "eta=50"], "eta = '50' is outside the allowed range"),
+        (["--mechanism", "nosuch"], "Unknown mechanism"),
+    ],
+)
 def test_bad_input_is_one_line_and_nothing_written(sample, args, match, monkeypatch, capsys):
     monkeypatch.chdir(sample)
-    code = main(["release", "--data", "small.csv", "--domain", "small-domain.json", "--marginals", "2",
-                 "--out", "bad.csv", *args])
+    code = main(
+        [
+            "release",
+            "--data",
+            "small.csv",
+            "--domain",
+            "small-domain.json",
+            "--marginals",
+            "2",
+            "--out",
+            "bad.csv",
+            *args,
+        ]
+    )
     err = capsys.readouterr().err
     assert code == 2 and match in err and "Traceback" not in err
     assert not (sample / "bad.csv").exists()
@@ -85,7 +151,18 @@ def test_bad_input_is_one_line_and_nothing_written(sample, args, match, monkeypa
 
 def test_mwem_refuses_a_large_domain_via_cli(sample, monkeypatch, capsys):
     monkeypatch.chdir(sample)
-    code = main(["release", "--data", str(SHARED_DATA / "adult_pgm.csv"), "--marginals", "2", "--mechanism", "mwem",
-                 "--out", "m.csv"])
+    code = main(
+        [
+            "release",
+            "--data",
+            str(SHARED_DATA / "adult_pgm.csv"),
+            "--marginals",
+            "2",
+            "--mechanism",
+            "mwem",
+            "--out",
+            "m.csv",
+        ]
+    )
     size = math.prod(json.loads((SHARED_DATA / "adult_pgm-domain.json").read_text()).values())
     assert code == 2 and f"{size:,} possible records" in capsys.readouterr().err

@@ -34,16 +34,19 @@ def test_parquet(tmp_path):
         read_table(b"PAR1garbage", filename="t.parquet")
 
 
-@pytest.mark.parametrize("raw, match", [
-    (b"", "empty"),
-    (b"   \n  \n", "empty"),
-    (b"a,b,c\n", "no data rows"),
-    (b"onlyone\n1\n2\n", "only one column"),
-    (b"a,b\n1,2,3,4\n", "more fields than the header"),
-    (b"a,b\n1,2\n3,4,5\n", "could not parse|same number of fields|more fields"),
-    (b"\x00\x01\x02binary", "binary"),
-    (b"a,a\n1,2\n", "repeated column|no name"),
-])
+@pytest.mark.parametrize(
+    "raw, match",
+    [
+        (b"", "empty"),
+        (b"   \n  \n", "empty"),
+        (b"a,b,c\n", "no data rows"),
+        (b"onlyone\n1\n2\n", "only one column"),
+        (b"a,b\n1,2,3,4\n", "more fields than the header"),
+        (b"a,b\n1,2\n3,4,5\n", "could not parse|same number of fields|more fields"),
+        (b"\x00\x01\x02binary", "binary"),
+        (b"a,a\n1,2\n", "repeated column|no name"),
+    ],
+)
 def test_bad_files_give_actionable_messages(raw, match):
     with pytest.raises(DataError, match=match):
         read_table(raw)

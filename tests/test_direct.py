@@ -42,8 +42,11 @@ def test_gaussian_noise_has_the_planned_std():
     stat = np.sum((noise - noise.mean()) ** 2) / sigma**2
     lo, hi = stats.chi2.ppf([0.0005, 0.9995], k - 1)
     assert lo < stat < hi
-    assert res.epsilon_spent == 1.0 and res.delta_spent == 1e-6 and res.spends[0].rho == pytest.approx(
-        mech.plan(ds.n, wl, budget, {})["rho"])
+    assert (
+        res.epsilon_spent == 1.0
+        and res.delta_spent == 1e-6
+        and res.spends[0].rho == pytest.approx(mech.plan(ds.n, wl, budget, {})["rho"])
+    )
 
 
 def test_gaussian_needs_delta():

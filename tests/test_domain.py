@@ -77,15 +77,18 @@ def test_non_numeric_values_in_numeric_column():
         a.encode(pd.Series(["1", "abc"]))
 
 
-@pytest.mark.parametrize("kwargs, match", [
-    (dict(kind="numeric", lower=5, upper=5, bins=2), "lower < upper"),
-    (dict(kind="numeric", lower=0, upper=1, bins=0), "bin count"),
-    (dict(kind="numeric", edges=(0, 2, 1)), "strictly increasing"),
-    (dict(kind="numeric"), "bounds"),
-    (dict(kind="categorical", values=("a", "a")), "repeated"),
-    (dict(kind="categorical", values=()), "at least one value"),
-    (dict(kind="weird"), "kind"),
-])
+@pytest.mark.parametrize(
+    "kwargs, match",
+    [
+        (dict(kind="numeric", lower=5, upper=5, bins=2), "lower < upper"),
+        (dict(kind="numeric", lower=0, upper=1, bins=0), "bin count"),
+        (dict(kind="numeric", edges=(0, 2, 1)), "strictly increasing"),
+        (dict(kind="numeric"), "bounds"),
+        (dict(kind="categorical", values=("a", "a")), "repeated"),
+        (dict(kind="categorical", values=()), "at least one value"),
+        (dict(kind="weird"), "kind"),
+    ],
+)
 def test_invalid_attribute_definitions(kwargs, match):
     with pytest.raises(DomainError, match=match):
         Attribute("x", **kwargs)
@@ -105,9 +108,13 @@ def test_pgm_domain_format_is_read_as_integer_codes():
 
 
 def test_bad_schema_json_is_a_domain_error():
-    for text in ["{not json", "[1, 2]", json.dumps({"attributes": [{"kind": "categorical"}]}),
-                 json.dumps({"attributes": [{"name": "a", "values": "abc"}]}),
-                 json.dumps({"attributes": [{"name": "a", "values": ["x"], "colour": 1}]})]:
+    for text in [
+        "{not json",
+        "[1, 2]",
+        json.dumps({"attributes": [{"kind": "categorical"}]}),
+        json.dumps({"attributes": [{"name": "a", "values": "abc"}]}),
+        json.dumps({"attributes": [{"name": "a", "values": ["x"], "colour": 1}]}),
+    ]:
         with pytest.raises(DomainError):
             Domain.from_json(text)
 

@@ -8,8 +8,16 @@ from scipy import stats
 
 from dpcore.errors import BudgetError
 from dpcore.mechanisms.base import Budget
-from dpcore.mechanisms.dqrs import (DQRS, acceptance_probability, dqrs_epsilon, dqrs_rho, fresh_draws, gamma,
-                                    lemma9_epsilon, rejection_test_epsilon)
+from dpcore.mechanisms.dqrs import (
+    DQRS,
+    acceptance_probability,
+    dqrs_epsilon,
+    dqrs_rho,
+    fresh_draws,
+    gamma,
+    lemma9_epsilon,
+    rejection_test_epsilon,
+)
 from dpcore.mechanisms.dualquery import QueryWeights
 from dpcore.privacy import zcdp_to_eps_cks
 from dpcore.release import run_release
@@ -111,8 +119,9 @@ def test_rejection_sampling_yields_the_next_distribution():
     counts = np.bincount(kept, minlength=len(p_next))
     assert stats.chisquare(counts, len(kept) * p_next).pvalue > 1e-3
     # and it differs from Q^t, so the test has power
-    lw_old = w.log_weights() - 0.8 * np.concatenate([true - np.isin(np.arange(4), cells),
-                                                     -(true - np.isin(np.arange(4), cells))])
+    lw_old = w.log_weights() - 0.8 * np.concatenate(
+        [true - np.isin(np.arange(4), cells), -(true - np.isin(np.arange(4), cells))]
+    )
     p_old = np.exp(lw_old - lw_old.max())
     p_old /= p_old.sum()
     assert stats.chisquare(counts, len(kept) * p_old).pvalue < 1e-6

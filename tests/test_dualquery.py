@@ -27,8 +27,9 @@ def params(**kw):
     return DualQuery.validate_params(kw)
 
 
-@pytest.mark.parametrize("eps, eta, s, n", [(1.0, 0.4, 1000, 48842), (0.1, 2.0, 1000, 48842),
-                                            (0.5, 1.2, 1750, 30162), (3.0, 0.4, 35, 30162)])
+@pytest.mark.parametrize(
+    "eps, eta, s, n", [(1.0, 0.4, 1000, 48842), (0.1, 2.0, 1000, 48842), (0.5, 1.2, 1750, 30162), (3.0, 0.4, 35, 30162)]
+)
 def test_rounds_are_the_largest_meeting_thm_4_3(eps, eta, s, n):
     delta = 1.0 / n**2
     plan = DualQuery().plan(n, None, Budget(eps, delta), params(eta=eta, samples=s))
@@ -50,8 +51,11 @@ def test_zcdp_accounting_sums_the_draws():
     delta = 1 / n**2
     plan = DualQuery().plan(n, None, Budget(1.0, delta), params(accountant="zcdp", eta=eta))
     Tz = plan["rounds"]
-    assert zcdp_to_eps_cks(dualquery_rho(Tz, eta, s, n), delta) <= 1.0 < zcdp_to_eps_cks(
-        dualquery_rho(Tz + 1, eta, s, n), delta)
+    assert (
+        zcdp_to_eps_cks(dualquery_rho(Tz, eta, s, n), delta)
+        <= 1.0
+        < zcdp_to_eps_cks(dualquery_rho(Tz + 1, eta, s, n), delta)
+    )
     # tighter than Thm 4.3 at the same (ε, δ, η, s)
     assert Tz > DualQuery().plan(n, None, Budget(1.0, delta), params(eta=eta))["rounds"]
 
@@ -145,8 +149,9 @@ def test_free_attributes_are_uniform():
 def test_time_out_uses_incumbent_and_records_it():
     ds = planted_dataset(n=2000)
     wl = Workload.all_kway(ds.domain, 2)
-    rel = run_release(ds, wl, "dualquery", 1.0, None, {"samples": 100, "max_rounds": 4}, seed=0,
-                      oracle_options={"time_limit": 0.0})
+    rel = run_release(
+        ds, wl, "dualquery", 1.0, None, {"samples": 100, "max_rounds": 4}, seed=0, oracle_options={"time_limit": 0.0}
+    )
     st = rel.evaluation["oracle"]["statuses"]
     assert rel.rows.shape[0] == 4 and sum(st.values()) == 4
     assert set(st) <= {"timelimit", "optimal"} and st.get("timelimit", 0) >= 1
@@ -166,8 +171,9 @@ def test_cancel_mid_run_releases_nothing():
 
     ledger = PrivacyLedger()
     with pytest.raises(Cancelled):
-        run_release(ds, wl, "dualquery", 1.0, None, {"samples": 30}, seed=0, progress=progress, cancel=cancel,
-                    ledger=ledger)
+        run_release(
+            ds, wl, "dualquery", 1.0, None, {"samples": 30}, seed=0, progress=progress, cancel=cancel, ledger=ledger
+        )
     assert seen == [1, 2] and ledger.entries() == []
 
 
@@ -179,7 +185,12 @@ def test_run_reports_progress_every_round_and_public_params_only_public():
     p = params(samples=20, max_rounds=6, eta=0.4)
     res = DualQuery().run(ds, wl, Budget(2.0, 1e-6), p, ctx)
     assert calls == [(t, 6) for t in range(1, 7)]
-    assert set(res.public) == {"rounds", "rounds_budget_allows", "samples_per_round", "eta",
-                               "epsilon_per_draw_last_round"}
+    assert set(res.public) == {
+        "rounds",
+        "rounds_budget_allows",
+        "samples_per_round",
+        "eta",
+        "epsilon_per_draw_last_round",
+    }
     assert res.epsilon_spent == pytest.approx(thm43(6, 0.4, 20, 1000, 1e-6))
     assert {"round", "heaviest_query", "max_error", "oracle_status"} <= set(res.trace[0])

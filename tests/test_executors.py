@@ -61,14 +61,40 @@ def test_task_errors_keep_their_type_and_message(pool):
 def test_worker_death_during_fem_writes_nothing(tmp_path, monkeypatch, capsys):
     """CLI release with a worker dying mid-run: exit code 2, the reason, no output files."""
     ds = planted_dataset(n=300)
-    np.savetxt(tmp_path / "planted.csv", ds.codes, fmt="%d", delimiter=",",
-               header=",".join(ds.domain.names), comments="")
+    np.savetxt(
+        tmp_path / "planted.csv", ds.codes, fmt="%d", delimiter=",", header=",".join(ds.domain.names), comments=""
+    )
     (tmp_path / "planted-domain.json").write_text(json.dumps(dict(zip(ds.domain.names, ds.domain.shape))))
     monkeypatch.setattr(fem, "solve_batch", _die_in_worker)
     out, card = tmp_path / "synthetic.csv", tmp_path / "card.json"
-    code = cli.main(["release", "--data", str(tmp_path / "planted.csv"), "--k", "2", "--marginals", "all",
-                     "--mechanism", "fem", "--epsilon", "1", "--seed", "0", "--executor", "local", "--quiet",
-                     "--param", "rounds=3", "--param", "samples=4", "--out", str(out), "--card", str(card)])
+    code = cli.main(
+        [
+            "release",
+            "--data",
+            str(tmp_path / "planted.csv"),
+            "--k",
+            "2",
+            "--marginals",
+            "all",
+            "--mechanism",
+            "fem",
+            "--epsilon",
+            "1",
+            "--seed",
+            "0",
+            "--executor",
+            "local",
+            "--quiet",
+            "--param",
+            "rounds=3",
+            "--param",
+            "samples=4",
+            "--out",
+            str(out),
+            "--card",
+            str(card),
+        ]
+    )
     assert code == 2
     assert "worker process died" in capsys.readouterr().err
     assert not out.exists() and not card.exists()

@@ -106,9 +106,17 @@ def test_run_spends_what_the_rounds_cost(planted_wl):
     assert res.epsilon_spent <= 1.0
     assert res.rows.shape == (6 * 4, len(ds.domain))
     # Nothing derived from the private data on the card.
-    assert set(rel.card["derived_public_parameters"]) <= {"rounds", "epsilon0", "rounds_rule", "samples",
-                                                         "noise_scale", "perturbation", "burn_in_rounds",
-                                                         "accountant", "rho"}
+    assert set(rel.card["derived_public_parameters"]) <= {
+        "rounds",
+        "epsilon0",
+        "rounds_rule",
+        "samples",
+        "noise_scale",
+        "perturbation",
+        "burn_in_rounds",
+        "accountant",
+        "rho",
+    }
 
 
 # ------------------------------------------------------------------ bad input
@@ -124,9 +132,16 @@ def test_epsilon_too_small_for_one_round(planted_wl):
         FEM().plan(400, wl, Budget(1.0, 0.0), fem_params())
 
 
-@pytest.mark.parametrize("name,value,allowed", [("samples", 0, "[1, 1000]"), ("samples", 5000, "[1, 1000]"),
-                                                ("noise", 0, "[0.01, 100]"), ("noise", 1e6, "[0.01, 100]"),
-                                                ("burn_in", 0.95, "[0, 0.9]")])
+@pytest.mark.parametrize(
+    "name,value,allowed",
+    [
+        ("samples", 0, "[1, 1000]"),
+        ("samples", 5000, "[1, 1000]"),
+        ("noise", 0, "[0.01, 100]"),
+        ("noise", 1e6, "[0.01, 100]"),
+        ("burn_in", 0.95, "[0, 0.9]"),
+    ],
+)
 def test_parameters_outside_sane_bounds(name, value, allowed):
     with pytest.raises(ParameterError) as e:
         SepFEM.validate_params({name: value})
@@ -153,8 +168,7 @@ def test_progress_each_round_and_cancel_between_rounds(planted_wl):
             cancel.set()
 
     with pytest.raises(Cancelled):
-        run_release(ds, wl, "fem", 1.0, None, {"rounds": 10, "samples": 3}, seed=0, progress=progress,
-                    cancel=cancel)
+        run_release(ds, wl, "fem", 1.0, None, {"rounds": 10, "samples": 3}, seed=0, progress=progress, cancel=cancel)
     assert seen == [(0, 10), (1, 10), (2, 10)]
 
 
@@ -188,8 +202,9 @@ def test_beats_uniform_baseline_on_planted_data(mech, planted_wl):
     true = wl.answers(ds.codes)
     uniform = max_error(true, uniform_baseline(wl))
     assert uniform > 0.25
-    errors = [run_release(ds, wl, mech, 1.0, None, {"samples": 20}, seed=seed).evaluation["max_error"]
-              for seed in range(3)]
+    errors = [
+        run_release(ds, wl, mech, 1.0, None, {"samples": 20}, seed=seed).evaluation["max_error"] for seed in range(3)
+    ]
     # Measured when written: fem 0.14-0.19, sepfem 0.13-0.17 against 0.394 for uniform.
     assert max(errors) < 0.65 * uniform, (errors, uniform)
     assert np.mean(errors) < 0.55 * uniform, (errors, uniform)

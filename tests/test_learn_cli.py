@@ -25,8 +25,28 @@ def _parse(argv):
 
 def test_learn_cli_main_path_writes_results_and_models(tmp_path, capsys):
     out, models = tmp_path / "res.json", tmp_path / "models"
-    rc = run_learn(_parse(["--methods", "rspm,dplr,opdisc", "--epsilons", "1,4", "--runs", "2", "--seed", "3",
-                           "--max-rows", "1200", "--out", str(out), "--models", str(models), "--json", "--quiet"]))
+    rc = run_learn(
+        _parse(
+            [
+                "--methods",
+                "rspm,dplr,opdisc",
+                "--epsilons",
+                "1,4",
+                "--runs",
+                "2",
+                "--seed",
+                "3",
+                "--max-rows",
+                "1200",
+                "--out",
+                str(out),
+                "--models",
+                str(models),
+                "--json",
+                "--quiet",
+            ]
+        )
+    )
     assert rc == 0
     last = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
     rows = {(r["method"], r["epsilon"]): r for r in last["summary"]}
@@ -68,8 +88,7 @@ def test_evaluation_does_not_depend_on_the_executor(adult):
     enc = FeatureEncoding.build(adult.domain, ADULT_LABEL, ADULT_SEVEN, ADULT_POSITIVE)
     data = prepare(adult, enc, np.random.default_rng(0), max_rows=1000)
     a = evaluate(data, ["dplr", "rspm"], [1.0], 2, LearnSettings(), np.random.default_rng(7))
-    b = evaluate(data, ["dplr", "rspm"], [1.0], 2, LearnSettings(), np.random.default_rng(7),
-                 executor=SerialExecutor())
+    b = evaluate(data, ["dplr", "rspm"], [1.0], 2, LearnSettings(), np.random.default_rng(7), executor=SerialExecutor())
     assert [r["accuracy"] for r in a.records] == [r["accuracy"] for r in b.records]
     assert [list(r["model"].params) for r in a.records] == [list(r["model"].params) for r in b.records]
 
@@ -83,16 +102,35 @@ def test_learn_is_wired_into_the_dpcore_cli(capsys):
 
     assert main(["learn", "--label", "race", "--features", "sex"]) == 2
     assert "positive" in capsys.readouterr().err
-    assert main(["learn", "--methods", "dplr", "--epsilons", "2", "--runs", "1", "--max-rows", "800", "--seed", "1",
-                 "--quiet", "--json"]) == 0
+    assert (
+        main(
+            [
+                "learn",
+                "--methods",
+                "dplr",
+                "--epsilons",
+                "2",
+                "--runs",
+                "1",
+                "--max-rows",
+                "800",
+                "--seed",
+                "1",
+                "--quiet",
+                "--json",
+            ]
+        )
+        == 0
+    )
     assert json.loads(capsys.readouterr().out.strip().splitlines()[-1])["summary"][0]["method"] == "dplr"
 
 
 def test_every_method_runs_through_the_evaluation(adult):
     enc = FeatureEncoding.build(adult.domain, ADULT_LABEL, ADULT_SEVEN[:4], ADULT_POSITIVE)
     data = prepare(adult, enc, np.random.default_rng(2), max_rows=600)
-    ev = evaluate(data, ["rspm-gauss", "rspm-conj", "nonprivate"], [8.0], 1, LearnSettings(delta=1e-6),
-                  np.random.default_rng(3))  # PRSMA end to end with SCIP: tests/test_learn_private.py
+    ev = evaluate(
+        data, ["rspm-gauss", "rspm-conj", "nonprivate"], [8.0], 1, LearnSettings(delta=1e-6), np.random.default_rng(3)
+    )  # PRSMA end to end with SCIP: tests/test_learn_private.py
     rows = {r["method"]: r for r in ev.summary()}
     assert set(rows) == {"rspm-gauss", "rspm-conj", "nonprivate"}
     conj = next(r for r in ev.records if r["method"] == "rspm-conj")["model"]

@@ -7,8 +7,16 @@ import pytest
 
 from dpcore.data import Dataset
 from dpcore.errors import DataError, ParameterError
-from dpcore.learning.features import (ADULT_LABEL, ADULT_POSITIVE, ADULT_SEVEN, FeatureEncoding, FeatureSpec,
-                                      balanced_subset, prepare, train_test_split)
+from dpcore.learning.features import (
+    ADULT_LABEL,
+    ADULT_POSITIVE,
+    ADULT_SEVEN,
+    FeatureEncoding,
+    FeatureSpec,
+    balanced_subset,
+    prepare,
+    train_test_split,
+)
 
 
 def test_adult_seven_encoding_is_binary_with_bias(adult):
@@ -39,14 +47,17 @@ def test_multivalued_label_needs_a_positive_class(adult):
     assert 0 < y.mean() < 1
 
 
-@pytest.mark.parametrize("label,features,positive,match", [
-    ("nope", ["sex"], None, "No column named 'nope'"),
-    (ADULT_LABEL, ["sex=Alien"], None, "not values of 'sex'"),
-    (ADULT_LABEL, [ADULT_LABEL], None, "cannot also be a feature"),
-    (ADULT_LABEL, [], None, "at least one feature"),
-    (ADULT_LABEL, ["sex"], ("<=50K", ">50K"), "Every value"),
-    (ADULT_LABEL, ["age>=old"], None, "must be a number"),
-])
+@pytest.mark.parametrize(
+    "label,features,positive,match",
+    [
+        ("nope", ["sex"], None, "No column named 'nope'"),
+        (ADULT_LABEL, ["sex=Alien"], None, "not values of 'sex'"),
+        (ADULT_LABEL, [ADULT_LABEL], None, "cannot also be a feature"),
+        (ADULT_LABEL, [], None, "at least one feature"),
+        (ADULT_LABEL, ["sex"], ("<=50K", ">50K"), "Every value"),
+        (ADULT_LABEL, ["age>=old"], None, "must be a number"),
+    ],
+)
 def test_bad_encodings_are_refused_with_a_message(adult, label, features, positive, match):
     with pytest.raises(ParameterError, match=match):
         FeatureEncoding.build(adult.domain, label, features, positive)

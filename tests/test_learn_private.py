@@ -46,8 +46,11 @@ def test_separator_terms_equal_weighted_loss_on_separator_points(kind):
     eta = rng.laplace(0, 3.0, size=m)
     pts = rspm_mod.separator_points(kind, d, bound)
     terms = rspm_mod.separator_terms(kind, eta, d, bound)
-    params = (itertools.product(range(-bound, bound + 1), repeat=d) if kind == "halfspace"
-              else itertools.product((0, 1), repeat=d))
+    params = (
+        itertools.product(range(-bound, bound + 1), repeat=d)
+        if kind == "halfspace"
+        else itertools.product((0, 1), repeat=d)
+    )
     for p in params:
         p = np.array(p)
         if kind == "halfspace":
@@ -204,8 +207,9 @@ class _Fail:
 
 def test_prsma_with_an_always_failing_oracle_outputs_bottom():
     X, y = _tiny(2, n=400)
-    model, info = prsma_mod.prsma(X, y, 31.0, 0.5, np.random.default_rng(0), bound=1,
-                                  solve_fn=_Fail(lambda X: True), max_calls=10**6)
+    model, info = prsma_mod.prsma(
+        X, y, 31.0, 0.5, np.random.default_rng(0), bound=1, solve_fn=_Fail(lambda X: True), max_calls=10**6
+    )
     assert model is None and info["parts_passed"] == 0 and not info["passed_test"]
 
 
@@ -218,9 +222,16 @@ def test_prsma_never_outputs_a_failed_run():
     Xm = np.column_stack([X, np.arange(len(X))])  # an id column lets the fake oracle see which rows it got
     outputs = []
     for seed in range(8):
-        model, info = prsma_mod.prsma(Xm, y, 31.0, 0.5, np.random.default_rng(seed), bound=1,
-                                      solve_fn=_Fail(lambda Xp: bool(np.isin(Xp[:, -1], np.arange(7)).any())),
-                                      max_calls=10**6)
+        model, info = prsma_mod.prsma(
+            Xm,
+            y,
+            31.0,
+            0.5,
+            np.random.default_rng(seed),
+            bound=1,
+            solve_fn=_Fail(lambda Xp: bool(np.isin(Xp[:, -1], np.arange(7)).any())),
+            max_calls=10**6,
+        )
         assert info["failed_parts"] >= 1
         if model is not None:
             outputs.append(model.params)

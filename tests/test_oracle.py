@@ -4,8 +4,15 @@ import numpy as np
 import pytest
 
 from dpcore.errors import OracleError
-from dpcore.oracles.best_response import (ClauseSet, OracleStats, best_response, brute_force,
-                                          clauses_from_queries, local_search_record, objective_value)
+from dpcore.oracles.best_response import (
+    ClauseSet,
+    OracleStats,
+    best_response,
+    brute_force,
+    clauses_from_queries,
+    local_search_record,
+    objective_value,
+)
 from dpcore.workload import Workload
 
 from .conftest import tiny_domain

@@ -11,9 +11,17 @@ import pytest
 from dpcore.errors import BudgetError, OracleError, ParameterError
 from dpcore.learning.rspm import gaussian_sigma
 from dpcore.mechanisms.base import Budget, RunContext
-from dpcore.mechanisms.oraclequery import (OracleQuery, OracleQueryPRSMA, conjunction_from_literals, objective,
-                                           per_round_budget, total_privacy, worst_conjunction_brute_force,
-                                           worst_conjunction_exhaustive, worst_conjunction_ip)
+from dpcore.mechanisms.oraclequery import (
+    OracleQuery,
+    OracleQueryPRSMA,
+    conjunction_from_literals,
+    objective,
+    per_round_budget,
+    total_privacy,
+    worst_conjunction_brute_force,
+    worst_conjunction_exhaustive,
+    worst_conjunction_ip,
+)
 from dpcore.privacy import eps_to_zcdp, zcdp_to_eps_cks
 from dpcore.query_classes import ConjunctionClass
 from dpcore.workload import Workload
@@ -119,7 +127,7 @@ def test_run_at_huge_epsilon_plays_the_worst_query_each_round(planted):
     cls = ConjunctionClass(planted.domain, 2)
     members = cls.enumerate()
     for t, row in enumerate(res.trace):
-        synth = res.rows[t * s:(t + 1) * s]
+        synth = res.rows[t * s : (t + 1) * s]
         worst = (cls.answers(planted.codes, members) - cls.answers(synth, members)).max()
         assert row["query_error_on_round"] == pytest.approx(worst, abs=1e-12)
     assert res.oracle_stats["not_optimal"] == 0
@@ -130,8 +138,13 @@ def test_uncertified_oracle_stops_the_oracle_dependent_variant(planted):
     m = OracleQuery()
     params = m.validate_params({"k": 3, "rounds": 1, "samples": 1, "oracle": "scip"})
     with pytest.raises(OracleError, match="nothing was released"):
-        m.run(planted, wl, Budget(1.0, 0.0), params,
-              RunContext(rng=np.random.default_rng(0), oracle_options={"time_limit": 0.001}))
+        m.run(
+            planted,
+            wl,
+            Budget(1.0, 0.0),
+            params,
+            RunContext(rng=np.random.default_rng(0), oracle_options={"time_limit": 0.001}),
+        )
 
 
 def test_prsma_plan_refuses_with_the_number_of_calls(adult):
@@ -149,8 +162,13 @@ def test_prsma_variant_runs_robustly_on_a_tiny_instance(planted):
     assert res.epsilon_spent <= 90.0 and res.delta_spent == pytest.approx(0.9)
     assert res.rows.shape == (2, 4) and len(res.trace) == 1
     # a solver that always fails gives ⊥ (no query), never an exception or an unaccounted release
-    res = m.run(planted, wl, Budget(90.0, 0.9), {**params, "oracle": "scip"},
-                RunContext(rng=np.random.default_rng(0), oracle_options={"time_limit": 0.0}))
+    res = m.run(
+        planted,
+        wl,
+        Budget(90.0, 0.9),
+        {**params, "oracle": "scip"},
+        RunContext(rng=np.random.default_rng(0), oracle_options={"time_limit": 0.0}),
+    )
     assert res.trace[0]["query"].startswith("⊥")
 
 
@@ -170,6 +188,7 @@ def test_executor_gives_the_same_release(planted):
     m = OracleQuery()
     params = m.validate_params({"k": 2, "rounds": 2, "samples": 3})
     a = m.run(planted, wl, Budget(5.0, 0.0), params, RunContext(rng=np.random.default_rng(3)))
-    b = m.run(planted, wl, Budget(5.0, 0.0), params, RunContext(rng=np.random.default_rng(3),
-                                                                executor=SerialExecutor()))
+    b = m.run(
+        planted, wl, Budget(5.0, 0.0), params, RunContext(rng=np.random.default_rng(3), executor=SerialExecutor())
+    )
     np.testing.assert_array_equal(a.rows, b.rows)

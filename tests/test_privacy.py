@@ -5,9 +5,21 @@ import pytest
 from scipy import stats
 
 from dpcore.errors import BudgetError
-from dpcore.privacy import (PrivacyLedger, Spend, advanced_composition, advanced_composition_fem, check_budget,
-                            em_probabilities, eps_to_zcdp, exponential_mechanism, gaussian_rho,
-                            gaussian_sigma_for_rho, sample_log_weights, zcdp_to_eps, zcdp_to_eps_cks)
+from dpcore.privacy import (
+    PrivacyLedger,
+    Spend,
+    advanced_composition,
+    advanced_composition_fem,
+    check_budget,
+    em_probabilities,
+    eps_to_zcdp,
+    exponential_mechanism,
+    gaussian_rho,
+    gaussian_sigma_for_rho,
+    sample_log_weights,
+    zcdp_to_eps,
+    zcdp_to_eps_cks,
+)
 
 
 def test_advanced_composition_matches_seed004_lemma_2_4():
@@ -81,8 +93,9 @@ def test_log_weight_sampler_is_stable_and_unbiased():
     assert pval > 0.001
 
 
-@pytest.mark.parametrize("eps, delta", [(0, 1e-9), (-1, 1e-9), (float("nan"), 0), (float("inf"), 0),
-                                        (1, 1.0), (1, -0.1), ("abc", 0)])
+@pytest.mark.parametrize(
+    "eps, delta", [(0, 1e-9), (-1, 1e-9), (float("nan"), 0), (float("inf"), 0), (1, 1.0), (1, -0.1), ("abc", 0)]
+)
 def test_bad_budgets_are_refused(eps, delta):
     with pytest.raises(BudgetError):
         check_budget(eps, delta)

@@ -13,7 +13,7 @@ from scipy import stats
 from dpcore.data import Dataset
 from dpcore.errors import BudgetError, ParameterError, WorkloadError
 from dpcore.mechanisms.base import Budget, RunContext
-from dpcore.mechanisms.privlearn import (BOTTOM, PrivLearn, ThresholdOracle, fit_ptf, monomial_keys)
+from dpcore.mechanisms.privlearn import BOTTOM, PrivLearn, ThresholdOracle, fit_ptf, monomial_keys
 from dpcore.query_classes import ConjunctionClass, Conjunctions
 from dpcore.workload import Workload
 
@@ -50,8 +50,9 @@ def test_one_draw_per_query_reused_across_thresholds():
     q = cls.sample(50, np.random.default_rng(1))
     oracle = _oracle(ds, 1.0, 0.05, 1000)
     a1 = oracle._values(q)
-    twice = Conjunctions(np.concatenate([q.attrs, q.attrs]), np.concatenate([q.values, q.values]),
-                         np.concatenate([q.negated, q.negated]))
+    twice = Conjunctions(
+        np.concatenate([q.attrs, q.attrs]), np.concatenate([q.values, q.values]), np.concatenate([q.negated, q.negated])
+    )
     np.testing.assert_array_equal(oracle._values(twice), np.concatenate([a1, a1]))
     assert oracle.distinct_queries == len(np.unique(q.keys(), axis=0))
     # labels at many thresholds are all explained by the single stored value A_q

@@ -12,8 +12,13 @@ from dpcore.errors import BudgetError, ParameterError, WorkloadError
 from dpcore.mechanisms import projection as proj
 from dpcore.mechanisms.base import Budget, RunContext
 from dpcore.mechanisms.direct import DirectGaussian
-from dpcore.mechanisms.projection import (Projection, ProjectionSettings, RecordProjector, largest_remainder_rows,
-                                          rounding_bound)
+from dpcore.mechanisms.projection import (
+    Projection,
+    ProjectionSettings,
+    RecordProjector,
+    largest_remainder_rows,
+    rounding_bound,
+)
 from dpcore.privacy import eps_to_zcdp, gaussian_rho, zcdp_to_eps_cks
 from dpcore.release import run_release
 from dpcore.workload import Workload
@@ -31,8 +36,9 @@ def _setup(n=400, k=2):
 def test_projecting_exact_answers_reproduces_the_marginals():
     ds, wl = _setup()
     true = wl.answers(ds.codes)
-    settings = ProjectionSettings(max_iterations=400, stopping="none", scip="off", starts=32,
-                                  corrective_every=5, gap_tolerance=1e-14)
+    settings = ProjectionSettings(
+        max_iterations=400, stopping="none", scip="off", starts=32, corrective_every=5, gap_tolerance=1e-14
+    )
     out = RecordProjector(wl, true, 1e-3, settings).run(np.random.default_rng(0))
     # Before rounding: the weighted records answer every query as the data does.
     assert np.max(np.abs(out.fitted - true)) <= 1e-6
@@ -138,8 +144,9 @@ def test_stopping_rule_reads_no_private_quantity():
 @pytest.mark.parametrize("rule", ["discrepancy", "risk"])
 def test_each_public_rule_fires_and_is_reported(rule):
     ds, wl = _setup(n=2000)
-    rel = run_release(ds, wl, "projection", 2.0, 1e-6, {"stopping": rule, "scip": "off", "max_iterations": 3000},
-                      seed=3)
+    rel = run_release(
+        ds, wl, "projection", 2.0, 1e-6, {"stopping": rule, "scip": "off", "max_iterations": 3000}, seed=3
+    )
     fired = rel.card["derived_public_parameters"]["stopping_rule_fired"]
     assert fired == {"risk": "risk minimum", "discrepancy": "discrepancy"}[rule]
     assert rel.result.oracle_stats["converged"] is True
@@ -156,8 +163,17 @@ def test_end_to_end_release_beats_the_uniform_baseline_and_keeps_errors_off_the_
     assert rel.result.oracle_stats["certified_gap"] is not None
     assert rel.result.oracle_stats["certified_gap"] >= -1e-9
     keys = set(all_keys(rel.card))
-    for private in ("true_max_error", "max_error", "mean_error", "seconds", "certified_gap", "fw_gap",
-                    "residual_norm", "trace", "seed"):
+    for private in (
+        "true_max_error",
+        "max_error",
+        "mean_error",
+        "seconds",
+        "certified_gap",
+        "fw_gap",
+        "residual_norm",
+        "trace",
+        "seed",
+    ):
         assert private not in keys
     assert "true_max_error" not in json.dumps(rel.card, default=float)
     # The trace is numeric, for the Results page's convergence chart.
@@ -166,11 +182,11 @@ def test_end_to_end_release_beats_the_uniform_baseline_and_keeps_errors_off_the_
             assert isinstance(row[k], (int, float))
 
 
-
 def test_a_projection_stopped_at_its_limit_returns_the_best_found_and_says_so():
     ds, wl = _setup(n=1000, k=3)
-    rel = run_release(ds, wl, "projection", 1.0, 1e-6, {"max_iterations": 2, "stopping": "none", "scip": "certify"},
-                      seed=2)
+    rel = run_release(
+        ds, wl, "projection", 1.0, 1e-6, {"max_iterations": 2, "stopping": "none", "scip": "certify"}, seed=2
+    )
     st = rel.result.oracle_stats
     assert st["stop_rule"] == "iteration limit" and st["converged"] is False
     assert rel.rows.shape[0] == ds.n
@@ -207,8 +223,9 @@ from dpcore.mechanisms.projection_adaptive import AdaptiveProjection  # noqa: E4
 def test_adaptive_accounting_adds_selections_and_measurements_to_the_budget(one_way):
     ds, wl = _setup(n=800, k=2)
     eps, delta = 0.8, 1e-6
-    params = AdaptiveProjection.validate_params({"rounds": 4, "one_way": one_way, "scip": "off",
-                                                 "max_iterations": 40, "round_iterations": 5})
+    params = AdaptiveProjection.validate_params(
+        {"rounds": 4, "one_way": one_way, "scip": "off", "max_iterations": 40, "round_iterations": 5}
+    )
     plan = AdaptiveProjection().plan(ds.n, wl, Budget(eps, delta), params)
     rho = eps_to_zcdp(eps, delta)
     p = len(SHAPE)
@@ -227,9 +244,16 @@ def test_adaptive_accounting_adds_selections_and_measurements_to_the_budget(one_
 def test_adaptive_measures_each_marginal_once_while_unmeasured_ones_remain():
     ds, wl = _setup(n=800, k=2)
     T = wl.n_marginals
-    rel = run_release(ds, wl, "projection_adaptive", 1.0, 1e-6,
-                      {"rounds": T, "scip": "off", "max_iterations": 30, "round_iterations": 3}, seed=1)
-    chosen = [r["selected_marginal"] for r in rel.result.trace if r["round"] >= 1][:T - 1]
+    rel = run_release(
+        ds,
+        wl,
+        "projection_adaptive",
+        1.0,
+        1e-6,
+        {"rounds": T, "scip": "off", "max_iterations": 30, "round_iterations": 3},
+        seed=1,
+    )
+    chosen = [r["selected_marginal"] for r in rel.result.trace if r["round"] >= 1][: T - 1]
     assert len(set(chosen)) == len(chosen) == T - 1
     assert rel.rows.shape[0] == ds.n
     assert rel.evaluation["max_error"] < rel.evaluation["baselines"]["uniform"]["max_error"]
@@ -241,8 +265,15 @@ def test_adaptive_variant_runs_where_measuring_everything_is_refused(monkeypatch
     monkeypatch.setattr(proj, "PROJECTION_MEMORY_LIMIT", 1000)
     with pytest.raises(WorkloadError):
         run_release(ds, wl, "projection", 1.0, 1e-6, {"scip": "off"}, seed=0)
-    rel = run_release(ds, wl, "projection_adaptive", 1.0, 1e-6,
-                      {"rounds": 2, "scip": "off", "max_iterations": 20, "round_iterations": 3}, seed=0)
+    rel = run_release(
+        ds,
+        wl,
+        "projection_adaptive",
+        1.0,
+        1e-6,
+        {"rounds": 2, "scip": "off", "max_iterations": 20, "round_iterations": 3},
+        seed=0,
+    )
     assert rel.rows.shape[0] == ds.n
 
 

@@ -89,12 +89,15 @@ def test_workload_cells_are_members_with_the_same_answers(planted):
         ConjunctionClass(planted.domain, 2).check(q)
 
 
-@pytest.mark.parametrize("literals,why", [
-    ([(0, 1), (0, 2)], "two literals of one attribute"),
-    ([(0, 3)], "value out of range"),
-    ([(7, 0)], "attribute out of range"),
-    ([(0, 0), (1, 0), (2, 0)], "too wide"),
-])
+@pytest.mark.parametrize(
+    "literals,why",
+    [
+        ([(0, 1), (0, 2)], "two literals of one attribute"),
+        ([(0, 3)], "value out of range"),
+        ([(7, 0)], "attribute out of range"),
+        ([(0, 0), (1, 0), (2, 0)], "too wide"),
+    ],
+)
 def test_outside_the_class_is_refused(literals, why):
     cls = ConjunctionClass(tiny_domain(), 2)
     q = Conjunctions.from_literals([literals])

@@ -22,21 +22,33 @@ from .conftest import all_keys, planted_dataset
 SEED = 918_273_645
 
 
-
 @pytest.fixture(scope="module")
 def release():
     ds = planted_dataset(n=1500)
     wl = Workload.all_kway(ds.domain, 2)
-    return run_release(ds, wl, "dualquery", 1.0, None, {"samples": 40, "max_rounds": 8, "eta": 0.4}, seed=SEED,
-                       ledger=PrivacyLedger())
+    return run_release(
+        ds, wl, "dualquery", 1.0, None, {"samples": 40, "max_rounds": 8, "eta": 0.4}, seed=SEED, ledger=PrivacyLedger()
+    )
 
 
 def test_card_has_no_seed_no_errors_no_timings(release):
     text = json.dumps(release.card, default=float)
     assert str(SEED) not in text
     keys = set(all_keys(release.card))
-    forbidden = {"seed", "random_state", "max_error", "mean_error", "seconds", "oracle", "trace", "per_marginal",
-                 "baselines", "total_variation", "statuses", "median_solve_seconds"}
+    forbidden = {
+        "seed",
+        "random_state",
+        "max_error",
+        "mean_error",
+        "seconds",
+        "oracle",
+        "trace",
+        "per_marginal",
+        "baselines",
+        "total_variation",
+        "statuses",
+        "median_solve_seconds",
+    }
     assert not keys & forbidden
     # and none of the error figures appears as a value either
     for v in (release.evaluation["max_error"], release.evaluation["mean_error"]):
@@ -77,8 +89,17 @@ def test_ledger_gets_the_spend(release):
 
 def test_cli_report_fields_and_delta_note(release):
     rep = cli_report(release)
-    for key in ("mechanism", "epsilon", "delta", "epsilon_spent", "n_queries", "max_error", "mean_error", "seconds",
-                "oracle"):
+    for key in (
+        "mechanism",
+        "epsilon",
+        "delta",
+        "epsilon_spent",
+        "n_queries",
+        "max_error",
+        "mean_error",
+        "seconds",
+        "oracle",
+    ):
         assert key in rep
     assert {"calls", "median_solve_seconds", "statuses"} <= set(rep["oracle"])
     assert "default 1/n²" in rep["delta_note"] and "1,500" in rep["delta_note"]

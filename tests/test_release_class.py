@@ -34,8 +34,7 @@ def test_rows_mechanism_with_a_class_width_is_measured_on_the_class():
 def test_class_width_evaluates_any_rows_release_and_sets_k_only_where_it_exists():
     ds = planted_dataset(n=400, shape=(3, 2, 3))
     wl = Workload.all_kway(ds.domain, 2)
-    rel = run_release(ds, wl, "fem", 5.0, params={"rounds": 3, "samples": 3}, seed=0, class_width=3,
-                      executor=None)
+    rel = run_release(ds, wl, "fem", 5.0, params={"rounds": 3, "samples": 3}, seed=0, class_width=3, executor=None)
     assert rel.evaluation["class_error"]["class"] == "all conjunctions of width ≤ 3"
     own = run_release(ds, wl, "privlearn", 50.0, params={"alpha": 0.2}, seed=0, class_width=2)
     assert own.params["k"] == 2 and own.evaluation["class_error"]["class"].endswith("≤ 2")
@@ -47,9 +46,32 @@ def test_cli_release_of_a_synopsis_over_the_implicit_class(tmp_path):
     from dpcore.cli import main
 
     out, rep, syn = tmp_path / "answers.csv", tmp_path / "report.json", tmp_path / "synopsis.json"
-    code = main(["release", "--data", "adult", "--k", "2", "--marginals", "3", "--mechanism", "privlearn",
-                 "--epsilon", "2", "--class-width", "2", "--seed", "0", "--quiet",
-                 "--out", str(out), "--report", str(rep), "--synopsis", str(syn)])
+    code = main(
+        [
+            "release",
+            "--data",
+            "adult",
+            "--k",
+            "2",
+            "--marginals",
+            "3",
+            "--mechanism",
+            "privlearn",
+            "--epsilon",
+            "2",
+            "--class-width",
+            "2",
+            "--seed",
+            "0",
+            "--quiet",
+            "--out",
+            str(out),
+            "--report",
+            str(rep),
+            "--synopsis",
+            str(syn),
+        ]
+    )
     assert code == 0
     report = json.loads(rep.read_text())
     assert report["internal_evaluation"]["class_error"]["class"] == "all conjunctions of width ≤ 2"

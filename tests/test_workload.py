@@ -6,8 +6,16 @@ import pytest
 
 from dpcore.domain import Attribute, Domain
 from dpcore.errors import WorkloadError
-from dpcore.workload import (Workload, check_memory, marginal_max, marginal_tv, max_error, mean_error,
-                             uniform_baseline, zeros_baseline)
+from dpcore.workload import (
+    Workload,
+    check_memory,
+    marginal_max,
+    marginal_tv,
+    max_error,
+    mean_error,
+    uniform_baseline,
+    zeros_baseline,
+)
 
 from .conftest import tiny_domain
 

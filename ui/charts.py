@@ -26,71 +26,111 @@ def binned_errors(errors: dict[str, np.ndarray], density: bool = True) -> pd.Dat
     for name, err in errors.items():
         counts, _ = np.histogram(err, bins=edges)
         share = counts / max(1, err.size) if density else counts
-        frames.append(pd.DataFrame({"run": name, "from": edges[:-1], "to": edges[1:], "share": share,
-                                    "queries": counts}))
+        frames.append(
+            pd.DataFrame({"run": name, "from": edges[:-1], "to": edges[1:], "share": share, "queries": counts})
+        )
     return pd.concat(frames, ignore_index=True)
 
 
 def error_histogram(errors: np.ndarray) -> alt.Chart:
     df = binned_errors({"this run": errors})
-    return alt.Chart(df).mark_bar().encode(
-        x=alt.X("from:Q", bin="binned", title="absolute error |q(D) − q(D̂)| of a query"),
-        x2="to:Q",
-        y=alt.Y("queries:Q", title="number of queries"),
-        tooltip=[alt.Tooltip("from:Q", format=".4f"), alt.Tooltip("to:Q", format=".4f"), "queries:Q"],
-    ).properties(height=260)
+    return (
+        alt.Chart(df)
+        .mark_bar()
+        .encode(
+            x=alt.X("from:Q", bin="binned", title="absolute error |q(D) − q(D̂)| of a query"),
+            x2="to:Q",
+            y=alt.Y("queries:Q", title="number of queries"),
+            tooltip=[alt.Tooltip("from:Q", format=".4f"), alt.Tooltip("to:Q", format=".4f"), "queries:Q"],
+        )
+        .properties(height=260)
+    )
 
 
 def histogram_overlay(errors: dict[str, np.ndarray]) -> alt.Chart:
     df = binned_errors(errors)
-    return alt.Chart(df).mark_bar(opacity=0.45, binSpacing=0).encode(
-        x=alt.X("from:Q", bin="binned", title="absolute error of a query"),
-        x2="to:Q",
-        y=alt.Y("share:Q", stack=None, title="share of the run's queries", axis=alt.Axis(format="%")),
-        color=alt.Color("run:N", title="run"),
-        tooltip=["run:N", alt.Tooltip("from:Q", format=".4f"), alt.Tooltip("share:Q", format=".2%")],
-    ).properties(height=300)
+    return (
+        alt.Chart(df)
+        .mark_bar(opacity=0.45, binSpacing=0)
+        .encode(
+            x=alt.X("from:Q", bin="binned", title="absolute error of a query"),
+            x2="to:Q",
+            y=alt.Y("share:Q", stack=None, title="share of the run's queries", axis=alt.Axis(format="%")),
+            color=alt.Color("run:N", title="run"),
+            tooltip=["run:N", alt.Tooltip("from:Q", format=".4f"), alt.Tooltip("share:Q", format=".2%")],
+        )
+        .properties(height=300)
+    )
 
 
 def per_marginal_bars(per_marginal: list[dict], metric: str = "total_variation") -> alt.Chart:
     df = pd.DataFrame(per_marginal)
     title = {"total_variation": "total variation distance", "max_error": "max query error"}[metric]
-    return alt.Chart(df).mark_bar().encode(
-        x=alt.X(f"{metric}:Q", title=title),
-        y=alt.Y("marginal:N", sort="-x", title=None, axis=alt.Axis(labelLimit=260, labelOverlap=False)),
-        tooltip=["marginal:N", alt.Tooltip("total_variation:Q", format=".4f"),
-                 alt.Tooltip("max_error:Q", format=".4f")],
-    ).properties(height=max(120, 24 * len(df)))
+    return (
+        alt.Chart(df)
+        .mark_bar()
+        .encode(
+            x=alt.X(f"{metric}:Q", title=title),
+            y=alt.Y("marginal:N", sort="-x", title=None, axis=alt.Axis(labelLimit=260, labelOverlap=False)),
+            tooltip=[
+                "marginal:N",
+                alt.Tooltip("total_variation:Q", format=".4f"),
+                alt.Tooltip("max_error:Q", format=".4f"),
+            ],
+        )
+        .properties(height=max(120, 24 * len(df)))
+    )
 
 
 def real_vs_synthetic(cells: pd.DataFrame) -> alt.Chart:
     """``cells`` has columns cell, real, released (one marginal's cells)."""
     long = cells.melt(id_vars="cell", value_vars=["real", "released"], var_name="table", value_name="share")
-    return alt.Chart(long).mark_bar().encode(
-        x=alt.X("share:Q", title="share of rows in the cell", axis=alt.Axis(format="%")),
-        y=alt.Y("cell:N", sort=list(cells["cell"]), title=None, axis=alt.Axis(labelLimit=320, labelOverlap=False)),
-        yOffset="table:N",
-        color=alt.Color("table:N", scale=alt.Scale(domain=["real", "released"], range=["#7f7f7f", "#1f5f99"]),
-                        title=None),
-        tooltip=["cell:N", "table:N", alt.Tooltip("share:Q", format=".4f")],
-    ).properties(height=max(160, 26 * len(cells)))
+    return (
+        alt.Chart(long)
+        .mark_bar()
+        .encode(
+            x=alt.X("share:Q", title="share of rows in the cell", axis=alt.Axis(format="%")),
+            y=alt.Y("cell:N", sort=list(cells["cell"]), title=None, axis=alt.Axis(labelLimit=320, labelOverlap=False)),
+            yOffset="table:N",
+            color=alt.Color(
+                "table:N", scale=alt.Scale(domain=["real", "released"], range=["#7f7f7f", "#1f5f99"]), title=None
+            ),
+            tooltip=["cell:N", "table:N", alt.Tooltip("share:Q", format=".4f")],
+        )
+        .properties(height=max(160, 26 * len(cells)))
+    )
 
 
 def trace_lines(trace: pd.DataFrame, x: str, ys: list[str]) -> alt.Chart:
     long = trace.melt(id_vars=x, value_vars=ys, var_name="quantity", value_name="value")
-    return alt.Chart(long).mark_line(point=len(trace) <= 60).encode(
-        x=alt.X(f"{x}:Q", title=x),
-        y=alt.Y("value:Q", title=None),
-        color=alt.Color("quantity:N", title=None),
-        tooltip=[f"{x}:Q", "quantity:N", alt.Tooltip("value:Q", format=".4g")],
-    ).properties(height=260)
+    return (
+        alt.Chart(long)
+        .mark_line(point=len(trace) <= 60)
+        .encode(
+            x=alt.X(f"{x}:Q", title=x),
+            y=alt.Y("value:Q", title=None),
+            color=alt.Color("quantity:N", title=None),
+            tooltip=[f"{x}:Q", "quantity:N", alt.Tooltip("value:Q", format=".4g")],
+        )
+        .properties(height=260)
+    )
 
 
 def scatter(df: pd.DataFrame, x: str, y: str, x_title: str, y_title: str, log_x: bool = False) -> alt.Chart:
-    return alt.Chart(df).mark_point(filled=True, size=80).encode(
-        x=alt.X(f"{x}:Q", title=x_title, scale=alt.Scale(type="log") if log_x else alt.Undefined),
-        y=alt.Y(f"{y}:Q", title=y_title),
-        color=alt.Color("mechanism:N"),
-        tooltip=["run:N", "mechanism:N", alt.Tooltip("epsilon:Q", format=".4g"),
-                 alt.Tooltip("max_error:Q", format=".4f"), alt.Tooltip("seconds:Q", format=".2f")],
-    ).properties(height=280)
+    return (
+        alt.Chart(df)
+        .mark_point(filled=True, size=80)
+        .encode(
+            x=alt.X(f"{x}:Q", title=x_title, scale=alt.Scale(type="log") if log_x else alt.Undefined),
+            y=alt.Y(f"{y}:Q", title=y_title),
+            color=alt.Color("mechanism:N"),
+            tooltip=[
+                "run:N",
+                "mechanism:N",
+                alt.Tooltip("epsilon:Q", format=".4g"),
+                alt.Tooltip("max_error:Q", format=".4f"),
+                alt.Tooltip("seconds:Q", format=".2f"),
+            ],
+        )
+        .properties(height=280)
+    )

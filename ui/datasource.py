@@ -33,8 +33,22 @@ DECLARED = "declared"
 INFERRED = "inferred from data (not private)"
 #: A column whose share of distinct values reaches this looks like an identifier.
 IDENTIFIER_SHARE = 0.95
-SCHEMA_COLUMNS = ["include", "column", "kind", "values", "lower", "upper", "bins", "edges", "missing",
-                  "out_of_bounds", "size", "source", "distinct", "note"]
+SCHEMA_COLUMNS = [
+    "include",
+    "column",
+    "kind",
+    "values",
+    "lower",
+    "upper",
+    "bins",
+    "edges",
+    "missing",
+    "out_of_bounds",
+    "size",
+    "source",
+    "distinct",
+    "note",
+]
 #: Columns of the schema table the user cannot edit.
 READ_ONLY = ("column", "size", "source", "distinct", "note")
 #: Editing any of these makes the attribute "declared" (the user stated it).
@@ -79,7 +93,8 @@ def accept_upload(uploaded) -> None:
     if uploaded.size > limit * 1024 * 1024:
         st.session_state[state.UPLOAD_ERROR] = (
             f"The file is {uploaded.size / 1e6:.1f} MB; the limit is {limit} MB. "
-            "Upload a sample of the table or a Parquet file (smaller than CSV).")
+            "Upload a sample of the table or a Parquet file (smaller than CSV)."
+        )
         return
     try:
         with st.spinner("Reading the uploaded file…"):
@@ -87,8 +102,12 @@ def accept_upload(uploaded) -> None:
     except DataError as exc:
         st.session_state[state.UPLOAD_ERROR] = str(exc)
         return
-    st.session_state[state.UPLOAD] = {"name": uploaded.name, "file_id": file_id, "df": df,
-                                      "digest": hashlib.sha256(uploaded.getvalue()).hexdigest()[:16]}
+    st.session_state[state.UPLOAD] = {
+        "name": uploaded.name,
+        "file_id": file_id,
+        "df": df,
+        "digest": hashlib.sha256(uploaded.getvalue()).hexdigest()[:16],
+    }
 
 
 UPLOADER_KEY = "uploader"
@@ -120,23 +139,39 @@ def current_source() -> tuple[str, str, pd.DataFrame, Domain | None] | None:
 def _row_for(attr: Attribute | None, column: pd.Series, name: str, source: str, n: int) -> dict:
     present = column.dropna()
     distinct = int(present.nunique())
-    row = {"include": True, "column": name, "kind": "categorical", "values": "", "lower": None, "upper": None,
-           "bins": None, "edges": "", "missing": bool(column.isna().any()), "out_of_bounds": "clip", "size": 0,
-           "source": source, "distinct": distinct, "note": ""}
+    row = {
+        "include": True,
+        "column": name,
+        "kind": "categorical",
+        "values": "",
+        "lower": None,
+        "upper": None,
+        "bins": None,
+        "edges": "",
+        "missing": bool(column.isna().any()),
+        "out_of_bounds": "clip",
+        "size": 0,
+        "source": source,
+        "distinct": distinct,
+        "note": "",
+    }
     if attr is not None:
         row["kind"] = attr.kind
         row["missing"] = attr.missing
         if attr.kind == "categorical":
             row["values"] = VALUE_SEP.join(attr.values)
         else:
-            row.update(lower=float(attr.lower), upper=float(attr.upper), bins=int(attr.bins),
-                       out_of_bounds=attr.out_of_bounds)
+            row.update(
+                lower=float(attr.lower), upper=float(attr.upper), bins=int(attr.bins), out_of_bounds=attr.out_of_bounds
+            )
             equal_width = np.allclose(attr.edges, np.linspace(attr.lower, attr.upper, attr.bins + 1))
             row["edges"] = "" if equal_width else format_edges(attr.edges)
     if len(present) >= 20 and distinct >= IDENTIFIER_SHARE * len(present):
         row["include"] = False
-        row["note"] = (f"looks like an identifier: {distinct:,} distinct values in {len(present):,} rows; "
-                       "excluded (an identifier carries no statistics worth releasing)")
+        row["note"] = (
+            f"looks like an identifier: {distinct:,} distinct values in {len(present):,} rows; "
+            "excluded (an identifier carries no statistics worth releasing)"
+        )
     return row
 
 
@@ -157,9 +192,11 @@ def schema_table_for(df: pd.DataFrame, declared: Domain | None) -> pd.DataFrame:
             except DomainError:
                 row = _row_for(None, col, name, INFERRED, n)
                 row["include"] = False
-                row["note"] = (f"looks like an identifier or free text: {row['distinct']:,} distinct values "
-                               f"(limit {MAX_INFERRED_CATEGORIES:,}); excluded — declare it numeric with bounds "
-                               "to use it")
+                row["note"] = (
+                    f"looks like an identifier or free text: {row['distinct']:,} distinct values "
+                    f"(limit {MAX_INFERRED_CATEGORIES:,}); excluded — declare it numeric with bounds "
+                    "to use it"
+                )
             if declared is not None and row["include"]:
                 row["include"] = False
                 row["note"] = "not in the declared schema; include it to use a schema inferred from the data"
@@ -189,8 +226,9 @@ def parse_edges(text, name: str = "") -> tuple[float, ...]:
     try:
         return tuple(float(p) for p in parts)
     except ValueError:
-        raise DomainError(f"Attribute {name!r}: bin edges must be numbers separated by ' | ' "
-                          f"(got {str(text)[:60]!r}).") from None
+        raise DomainError(
+            f"Attribute {name!r}: bin edges must be numbers separated by ' | ' (got {str(text)[:60]!r})."
+        ) from None
 
 
 def _num(x):
@@ -220,14 +258,27 @@ def attribute_from_row(row: dict) -> Attribute:
         oob = row.get("out_of_bounds") or "clip"
         edges = parse_edges(row.get("edges"), name)
         if edges:
-            return Attribute(name, "numeric", edges=edges, missing=bool(row.get("missing")), source=source,
-                             out_of_bounds=oob)
+            return Attribute(
+                name, "numeric", edges=edges, missing=bool(row.get("missing")), source=source, out_of_bounds=oob
+            )
         bins = _num(row.get("bins"))
-        return Attribute(name, "numeric", lower=_num(row.get("lower")), upper=_num(row.get("upper")),
-                         bins=int(bins) if bins is not None else 10, missing=bool(row.get("missing")), source=source,
-                         out_of_bounds=oob)
-    return Attribute(str(row["column"]), "categorical", parse_values(row.get("values")),
-                     missing=bool(row.get("missing")), source=source)
+        return Attribute(
+            name,
+            "numeric",
+            lower=_num(row.get("lower")),
+            upper=_num(row.get("upper")),
+            bins=int(bins) if bins is not None else 10,
+            missing=bool(row.get("missing")),
+            source=source,
+            out_of_bounds=oob,
+        )
+    return Attribute(
+        str(row["column"]),
+        "categorical",
+        parse_values(row.get("values")),
+        missing=bool(row.get("missing")),
+        source=source,
+    )
 
 
 def domain_from_table(table: pd.DataFrame) -> tuple[Domain | None, list[str]]:
@@ -326,8 +377,10 @@ def load_schema_json(raw: bytes, source_key: str, df: pd.DataFrame) -> str | Non
         return str(exc)
     known = [n for n in dom.names if n in df.columns]
     if not known:
-        return (f"None of the schema's {len(dom)} attributes matches a column of the table; check that the "
-                "schema belongs to this file.")
+        return (
+            f"None of the schema's {len(dom)} attributes matches a column of the table; check that the "
+            "schema belongs to this file."
+        )
     _replace_schema_table(schema_table_for(df, dom.project(known)), source_key)
     return None
 
@@ -388,15 +441,25 @@ def _dataset_name(filename: str) -> str:
 
 
 def domain_sizes(domain: Domain) -> pd.DataFrame:
-    return pd.DataFrame({"attribute": domain.names, "kind": [a.kind for a in domain.attributes],
-                         "size": list(domain.shape),
-                         "source": [DECLARED if a.source == "declared" else INFERRED for a in domain.attributes]})
+    return pd.DataFrame(
+        {
+            "attribute": domain.names,
+            "kind": [a.kind for a in domain.attributes],
+            "size": list(domain.shape),
+            "source": [DECLARED if a.source == "declared" else INFERRED for a in domain.attributes],
+        }
+    )
 
 
 def dtype_table(df: pd.DataFrame) -> pd.DataFrame:
-    return pd.DataFrame({"column": [str(c) for c in df.columns], "type": [str(t) for t in df.dtypes],
-                         "missing": [int(v) for v in df.isna().sum().to_numpy()],
-                         "distinct": [int(v) for v in df.nunique().to_numpy()]})
+    return pd.DataFrame(
+        {
+            "column": [str(c) for c in df.columns],
+            "type": [str(t) for t in df.dtypes],
+            "missing": [int(v) for v in df.isna().sum().to_numpy()],
+            "distinct": [int(v) for v in df.nunique().to_numpy()],
+        }
+    )
 
 
 def log10_size(domain: Domain) -> float:

@@ -40,8 +40,16 @@ def yardstick(record) -> dict:
         out = {"note": "The Gaussian yardstick needs δ > 0; this run used δ = 0."}
     else:
         try:
-            what_if = run_release(record.dataset, rel.workload, "gaussian", rel.budget.epsilon, rel.budget.delta,
-                                  None, seed=None, ledger=None)
+            what_if = run_release(
+                record.dataset,
+                rel.workload,
+                "gaussian",
+                rel.budget.epsilon,
+                rel.budget.delta,
+                None,
+                seed=None,
+                ledger=None,
+            )
             out = {"max_error": what_if.evaluation["max_error"], "mean_error": what_if.evaluation["mean_error"]}
         except DPCoreError as exc:
             out = {"note": f"The yardstick could not be computed: {exc}"}
@@ -58,8 +66,13 @@ def headline(record) -> pd.DataFrame:
             rows.append({"answers from": label, "max error": b["max_error"], "mean error": b["mean_error"]})
     ys = record.yardstick or {}
     if "max_error" in ys:
-        rows.append({"answers from": "direct Gaussian at the same ε, δ (internal what-if)",
-                     "max error": ys["max_error"], "mean error": ys["mean_error"]})
+        rows.append(
+            {
+                "answers from": "direct Gaussian at the same ε, δ (internal what-if)",
+                "max error": ys["max_error"],
+                "mean error": ys["mean_error"],
+            }
+        )
     return pd.DataFrame(rows)
 
 
@@ -89,8 +102,11 @@ def trace_frame(release) -> pd.DataFrame:
 
 
 def numeric_trace_columns(trace: pd.DataFrame, x: str) -> list[str]:
-    return [c for c in trace.columns if c != x and pd.api.types.is_numeric_dtype(trace[c])
-            and not pd.api.types.is_bool_dtype(trace[c])]
+    return [
+        c
+        for c in trace.columns
+        if c != x and pd.api.types.is_numeric_dtype(trace[c]) and not pd.api.types.is_bool_dtype(trace[c])
+    ]
 
 
 def downloads(record) -> dict:
@@ -117,10 +133,21 @@ def compare_table(records) -> pd.DataFrame:
     for r in records:
         rel = r.release
         ev = rel.evaluation
-        rows.append({"run": r.title, "kind": r.kind, "mechanism": rel.mechanism, "dataset": r.dataset_name,
-                     "epsilon": rel.budget.epsilon, "delta": rel.budget.delta,
-                     "epsilon spent": rel.card["privacy"]["epsilon_spent"],
-                     "marginals": rel.workload.n_marginals, "queries": rel.workload.n_queries,
-                     "max_error": ev["max_error"], "mean_error": ev["mean_error"], "seconds": rel.seconds,
-                     "output": (f"{rel.result.rows.shape[0]:,} rows" if rel.result.rows is not None else "answers")})
+        rows.append(
+            {
+                "run": r.title,
+                "kind": r.kind,
+                "mechanism": rel.mechanism,
+                "dataset": r.dataset_name,
+                "epsilon": rel.budget.epsilon,
+                "delta": rel.budget.delta,
+                "epsilon spent": rel.card["privacy"]["epsilon_spent"],
+                "marginals": rel.workload.n_marginals,
+                "queries": rel.workload.n_queries,
+                "max_error": ev["max_error"],
+                "mean_error": ev["mean_error"],
+                "seconds": rel.seconds,
+                "output": (f"{rel.result.rows.shape[0]:,} rows" if rel.result.rows is not None else "answers"),
+            }
+        )
     return pd.DataFrame(rows)

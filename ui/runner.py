@@ -72,8 +72,14 @@ class RunJob:
 
     def snapshot(self) -> dict:
         with self._lock:
-            return {"t": self.t, "T": self.T, "message": self.message, "info": dict(self.info),
-                    "elapsed": self.elapsed, "cancelling": self.cancel_event.is_set()}
+            return {
+                "t": self.t,
+                "T": self.T,
+                "message": self.message,
+                "info": dict(self.info),
+                "elapsed": self.elapsed,
+                "cancelling": self.cancel_event.is_set(),
+            }
 
 
 @dataclass
@@ -99,14 +105,34 @@ class RunRecord:
 PLANNED_CALL_KEYS = ("oracle_calls", "oracle_calls_estimate", "oracle_calls_at_most")
 
 
-def start_release_job(*, label: str, kind: str, dataset, workload, mechanism: str, epsilon: float,
-                      delta: float | None, params: dict, seed: int | None, time_limit: float | None,
-                      executor_spec: str, ledger, plan: dict | None = None,
-                      class_width: int | None = None) -> RunJob:
+def start_release_job(
+    *,
+    label: str,
+    kind: str,
+    dataset,
+    workload,
+    mechanism: str,
+    epsilon: float,
+    delta: float | None,
+    params: dict,
+    seed: int | None,
+    time_limit: float | None,
+    executor_spec: str,
+    ledger,
+    plan: dict | None = None,
+    class_width: int | None = None,
+) -> RunJob:
     planned = next((plan[k] for k in PLANNED_CALL_KEYS if isinstance((plan or {}).get(k), (int, float))), None)
-    spec = {"mechanism": mechanism, "epsilon": epsilon, "delta": delta, "params": dict(params),
-            "seed_fixed": seed is not None, "executor": executor_spec, "time_limit": time_limit,
-            "planned_oracle_calls": planned}
+    spec = {
+        "mechanism": mechanism,
+        "epsilon": epsilon,
+        "delta": delta,
+        "params": dict(params),
+        "seed_fixed": seed is not None,
+        "executor": executor_spec,
+        "time_limit": time_limit,
+        "planned_oracle_calls": planned,
+    }
     job = RunJob(label, kind, spec, dataset)
     oracle_options = {"time_limit": float(time_limit)} if time_limit else {}
 
@@ -115,22 +141,36 @@ def start_release_job(*, label: str, kind: str, dataset, workload, mechanism: st
         try:
             if registry.get(mechanism).uses_oracle:
                 executor = executor_from_spec(executor_spec)
-            job.release = run_release(dataset, workload, mechanism, epsilon, delta, params, seed=seed,
-                                      progress=job.progress, cancel=job.cancel_event,
-                                      oracle_options=oracle_options, executor=executor, ledger=ledger,
-                                      class_width=class_width)
+            job.release = run_release(
+                dataset,
+                workload,
+                mechanism,
+                epsilon,
+                delta,
+                params,
+                seed=seed,
+                progress=job.progress,
+                cancel=job.cancel_event,
+                oracle_options=oracle_options,
+                executor=executor,
+                ledger=ledger,
+                class_width=class_width,
+            )
         except Cancelled:
             job.cancelled = True
         except DPCoreError as exc:
             job.error = str(exc)
         except MemoryError:
-            job.error = ("The run ran out of memory and stopped; nothing was released. Choose fewer marginals "
-                         "or a smaller k.")
+            job.error = (
+                "The run ran out of memory and stopped; nothing was released. Choose fewer marginals or a smaller k."
+            )
         except Exception as exc:  # never let a traceback reach the page; keep it in the server log
             log.exception("run %s failed", label)
             first = (str(exc).splitlines() or [""])[0][:200]
-            job.error = (f"The run failed unexpectedly ({type(exc).__name__}: {first}); nothing was released. "
-                         "Try other parameters; the server log has the details.")
+            job.error = (
+                f"The run failed unexpectedly ({type(exc).__name__}: {first}); nothing was released. "
+                "Try other parameters; the server log has the details."
+            )
         finally:
             if executor is not None:
                 try:
@@ -156,8 +196,15 @@ def collect_finished() -> None:
             rel = job.release
             names = st.session_state.get(state.DATASET_NAMES, {})
             # Numbered per session: a counter shared by sessions would reveal others' activity.
-            record = RunRecord(len(state.runs()) + 1, job.label, job.kind, rel,
-                               names.get(rel.dataset_id, rel.dataset_name), job.spec, job.dataset)
+            record = RunRecord(
+                len(state.runs()) + 1,
+                job.label,
+                job.kind,
+                rel,
+                names.get(rel.dataset_id, rel.dataset_name),
+                job.spec,
+                job.dataset,
+            )
             state.runs().append(record)
             job.record = record
             if job.kind == "release":
@@ -199,10 +246,15 @@ def progress_panel(key: str, poll_seconds: float = 0.5) -> None:
             shown = f"≈ {int(planned * min(snap['t'], snap['T']) / snap['T']):,}"  # the plan's calls per round × t
         else:
             shown = "—"
-        cols[1].metric("Oracle calls", shown, None if not planned else f"of {int(planned):,} planned",
-                       delta_color="off", delta_arrow="off",
-                       help="SCIP solves so far: as reported by the mechanism, or (≈) the plan's calls per round "
-                            "times the rounds done.")
+        cols[1].metric(
+            "Oracle calls",
+            shown,
+            None if not planned else f"of {int(planned):,} planned",
+            delta_color="off",
+            delta_arrow="off",
+            help="SCIP solves so far: as reported by the mechanism, or (≈) the plan's calls per round "
+            "times the rounds done.",
+        )
         cols[2].metric("Round", f"{snap['t']} / {snap['T'] or '?'}", help="Rounds done of the planned total T.")
         extra = {k: v for k, v in snap["info"].items() if k != "oracle_calls" and isinstance(v, (int, float, str))}
         if extra:
@@ -210,8 +262,13 @@ def progress_panel(key: str, poll_seconds: float = 0.5) -> None:
         if snap["cancelling"]:
             st.info("Cancelling… the run stops at its next check (between oracle calls).")
         else:
-            st.button("Cancel run", key=f"cancel:{key}", on_click=job.cancel, icon=":material/stop:",
-                      help="Stop the run; nothing is released and no privacy budget is charged.")
+            st.button(
+                "Cancel run",
+                key=f"cancel:{key}",
+                on_click=job.cancel,
+                icon=":material/stop:",
+                help="Stop the run; nothing is released and no privacy budget is charged.",
+            )
 
     live()
 

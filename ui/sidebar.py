@@ -16,10 +16,16 @@ def ledger_tables() -> list[tuple[str, int, pd.DataFrame]]:
     out = []
     for ds in led.datasets():
         tot = led.total(ds)
-        table = pd.DataFrame({"ε": [fmt_eps(tot["epsilon_basic"]), fmt_eps(tot["epsilon_zcdp"])],
-                              "δ": [fmt_delta(tot["delta_basic"]),
-                                    fmt_delta(tot["delta_basic"]) if tot["epsilon_zcdp"] is not None else "—"]},
-                             index=["basic", "zCDP"])
+        table = pd.DataFrame(
+            {
+                "ε": [fmt_eps(tot["epsilon_basic"]), fmt_eps(tot["epsilon_zcdp"])],
+                "δ": [
+                    fmt_delta(tot["delta_basic"]),
+                    fmt_delta(tot["delta_basic"]) if tot["epsilon_zcdp"] is not None else "—",
+                ],
+            },
+            index=["basic", "zCDP"],
+        )
         out.append((names.get(ds, ds), tot["runs"], table))
     return out
 
@@ -33,13 +39,17 @@ def render(summary: dict | None) -> None:
         else:
             st.text(summary["name"])
             st.caption(f"n = {summary['n']:,} rows · {summary['attributes']} attributes")
-        st.subheader("Privacy ledger", help=(
-            "Every completed release of this session, totalled per dataset. Basic composition adds the ε's and "
-            "δ's (always valid). zCDP adds the runs' ρ (pure-ε runs count ε²/2) and converts back to ε at the "
-            "summed δ with the Canonne–Kamath–Steinke bound; it is usually tighter for many Gaussian-noise runs "
-            "and looser for a few pure-ε runs, and '—' when a run was not accounted in zCDP or no δ was spent. "
-            "Both are valid bounds: the smaller one holds. Cancelled or failed runs cost nothing: they released "
-            "nothing."))
+        st.subheader(
+            "Privacy ledger",
+            help=(
+                "Every completed release of this session, totalled per dataset. Basic composition adds the ε's and "
+                "δ's (always valid). zCDP adds the runs' ρ (pure-ε runs count ε²/2) and converts back to ε at the "
+                "summed δ with the Canonne–Kamath–Steinke bound; it is usually tighter for many Gaussian-noise runs "
+                "and looser for a few pure-ε runs, and '—' when a run was not accounted in zCDP or no δ was spent. "
+                "Both are valid bounds: the smaller one holds. Cancelled or failed runs cost nothing: they released "
+                "nothing."
+            ),
+        )
         tables = ledger_tables() if state.has_spent() else []
         if not tables:
             st.caption("Nothing spent yet.")
@@ -54,7 +64,10 @@ def render(summary: dict | None) -> None:
             if job is not None:
                 snap = job.snapshot()
                 st.caption(f"Running: round {snap['t']} of {snap['T'] or '?'}, {snap['elapsed']:.0f} s")
-        if st.button("Reset session", icon=":material/restart_alt:",
-                     help="Forget the data, schema, runs and the ledger of this session (cancels a running run)."):
+        if st.button(
+            "Reset session",
+            icon=":material/restart_alt:",
+            help="Forget the data, schema, runs and the ledger of this session (cancels a running run).",
+        ):
             state.reset()
             st.rerun()

@@ -50,8 +50,16 @@ def ledger_steps(release) -> pd.DataFrame:
     rows, total = [], 0.0
     for i, s in enumerate(release.result.spends, 1):
         total += s.epsilon
-        rows.append({"step": i, "what": s.note, "ε": s.epsilon, "δ": s.delta,
-                     "ρ (zCDP)": s.rho if s.rho is not None else float("nan"), "ε so far (basic)": total})
+        rows.append(
+            {
+                "step": i,
+                "what": s.note,
+                "ε": s.epsilon,
+                "δ": s.delta,
+                "ρ (zCDP)": s.rho if s.rho is not None else float("nan"),
+                "ε so far (basic)": total,
+            }
+        )
     return pd.DataFrame(rows)
 
 

@@ -17,8 +17,12 @@ PRIVACY_BADGE = {
     "robust": ("privacy holds even if the solver fails", "green"),
     "oracle-dependent": ("privacy depends on exact solving", "orange"),
 }
-OUTPUT_TEXT = {"rows": "synthetic rows", "answers": "noisy answers (no rows)", "synopsis": "a synopsis",
-               "model": "a model"}
+OUTPUT_TEXT = {
+    "rows": "synthetic rows",
+    "answers": "noisy answers (no rows)",
+    "synopsis": "a synopsis",
+    "model": "a model",
+}
 
 
 def param_key(mechanism: str, p: Param, prefix: str = "") -> str:
@@ -34,8 +38,7 @@ def _initial(p: Param, overrides: dict | None):
     return value
 
 
-def param_widget(mechanism: str, p: Param, *, prefix: str = "", overrides: dict | None = None,
-                 disabled: bool = False):
+def param_widget(mechanism: str, p: Param, *, prefix: str = "", overrides: dict | None = None, disabled: bool = False):
     """Render one parameter's widget and return its value (None = automatic, for optional ones)."""
     key = param_key(mechanism, p, prefix)
     state.default(key, _initial(p, overrides))
@@ -44,19 +47,30 @@ def param_widget(mechanism: str, p: Param, *, prefix: str = "", overrides: dict 
     if p.kind == "bool":
         return st.checkbox(label, key=key, help=help_text, disabled=disabled)
     if p.kind == "choice":
-        return st.selectbox(label, list(p.choices), key=key, help=help_text, disabled=disabled,
-                            format_func=str)
+        return st.selectbox(label, list(p.choices), key=key, help=help_text, disabled=disabled, format_func=str)
     if p.kind == "int":
-        return st.number_input(label, key=key, help=help_text, step=1, disabled=disabled,
-                               min_value=None if p.low is None else int(p.low),
-                               max_value=None if p.high is None else int(p.high),
-                               placeholder="automatic" if p.optional else None)
+        return st.number_input(
+            label,
+            key=key,
+            help=help_text,
+            step=1,
+            disabled=disabled,
+            min_value=None if p.low is None else int(p.low),
+            max_value=None if p.high is None else int(p.high),
+            placeholder="automatic" if p.optional else None,
+        )
     # float
-    return st.number_input(label, key=key, help=help_text, disabled=disabled, format="%g",
-                           step=_float_step(p),
-                           min_value=None if p.low is None else float(p.low),
-                           max_value=None if p.high is None else float(p.high),
-                           placeholder="automatic" if p.optional else None)
+    return st.number_input(
+        label,
+        key=key,
+        help=help_text,
+        disabled=disabled,
+        format="%g",
+        step=_float_step(p),
+        min_value=None if p.low is None else float(p.low),
+        max_value=None if p.high is None else float(p.high),
+        placeholder="automatic" if p.optional else None,
+    )
 
 
 def _float_step(p: Param) -> float:
@@ -81,15 +95,15 @@ def parameter_form(mech_cls, *, prefix: str = "", overrides: dict | None = None,
     if advanced:
         with st.expander(f"Advanced parameters of {mech_cls.title}"):
             for p in advanced:
-                values[p.name] = param_widget(mech_cls.name, p, prefix=prefix, overrides=overrides,
-                                              disabled=disabled)
+                values[p.name] = param_widget(mech_cls.name, p, prefix=prefix, overrides=overrides, disabled=disabled)
     return values
 
 
 def privacy_badge(mech_cls) -> None:
     text, color = PRIVACY_BADGE.get(mech_cls.privacy, (mech_cls.privacy, "gray"))
-    st.badge(text, color=color, icon=":material/verified_user:" if mech_cls.privacy == "robust"
-             else ":material/warning:")
+    st.badge(
+        text, color=color, icon=":material/verified_user:" if mech_cls.privacy == "robust" else ":material/warning:"
+    )
 
 
 def mechanism_label(mech_cls) -> str:

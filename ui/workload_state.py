@@ -19,9 +19,14 @@ MAX_PICKABLE = 5_000
 
 
 def choice() -> dict:
-    return {"k": int(state.get(state.WL_K)), "mode": state.get(state.WL_MODE), "m": int(state.get(state.WL_M)),
-            "seed": int(state.get(state.WL_SEED)), "cap": bool(state.get(state.WL_CAP)),
-            "picked": list(state.get(state.WL_PICKED) or [])}
+    return {
+        "k": int(state.get(state.WL_K)),
+        "mode": state.get(state.WL_MODE),
+        "m": int(state.get(state.WL_M)),
+        "seed": int(state.get(state.WL_SEED)),
+        "cap": bool(state.get(state.WL_CAP)),
+        "picked": list(state.get(state.WL_PICKED) or []),
+    }
 
 
 def marginal_label(names: list[str], combo: tuple[int, ...]) -> str:
@@ -31,11 +36,14 @@ def marginal_label(names: list[str], combo: tuple[int, ...]) -> str:
 def candidates(domain, k: int, cap: int | None) -> list[tuple[int, ...]]:
     count = math.comb(len(domain), k)
     if count > MAX_CANDIDATES:
-        raise WorkloadError(f"There are {count:,} {k}-way marginals over {len(domain)} attributes, more than the "
-                            f"{MAX_CANDIDATES:,} this page enumerates; choose a smaller k or fewer attributes.")
+        raise WorkloadError(
+            f"There are {count:,} {k}-way marginals over {len(domain)} attributes, more than the "
+            f"{MAX_CANDIDATES:,} this page enumerates; choose a smaller k or fewer attributes."
+        )
     shape = domain.shape
-    return [c for c in itertools.combinations(range(len(domain)), k)
-            if cap is None or math.prod(shape[a] for a in c) <= cap]
+    return [
+        c for c in itertools.combinations(range(len(domain)), k) if cap is None or math.prod(shape[a] for a in c) <= cap
+    ]
 
 
 def estimate(domain, combos) -> dict:
@@ -43,8 +51,12 @@ def estimate(domain, combos) -> dict:
     shape = domain.shape
     cells = [math.prod(shape[a] for a in c) for c in combos]
     total = sum(cells)
-    return {"n_marginals": len(combos), "n_queries": total, "largest": max(cells, default=0),
-            "memory_bytes": total * BYTES_PER_QUERY}
+    return {
+        "n_marginals": len(combos),
+        "n_queries": total,
+        "largest": max(cells, default=0),
+        "memory_bytes": total * BYTES_PER_QUERY,
+    }
 
 
 def build(dataset, cfg: dict) -> Workload:
@@ -53,28 +65,32 @@ def build(dataset, cfg: dict) -> Workload:
     if cfg["k"] < 1 or cfg["k"] > 5:
         raise WorkloadError(f"k must be between 1 and 5 (got {cfg['k']}).")
     if cfg["k"] > len(dom):
-        raise WorkloadError(f"k = {cfg['k']} is larger than the number of attributes ({len(dom)}); "
-                            f"choose k ≤ {len(dom)}.")
+        raise WorkloadError(
+            f"k = {cfg['k']} is larger than the number of attributes ({len(dom)}); choose k ≤ {len(dom)}."
+        )
     if cfg["mode"] == "picked":
         if not cfg["picked"]:
             raise WorkloadError("No marginal picked: choose at least one from the list.")
         names = dom.names
-        by_label = {marginal_label(names, c): c for c in itertools.combinations(range(len(dom)), cfg["k"])
-                    } if math.comb(len(dom), cfg["k"]) <= MAX_CANDIDATES else {}
+        by_label = (
+            {marginal_label(names, c): c for c in itertools.combinations(range(len(dom)), cfg["k"])}
+            if math.comb(len(dom), cfg["k"]) <= MAX_CANDIDATES
+            else {}
+        )
         combos = [by_label[p] for p in cfg["picked"] if p in by_label]
         if not combos:
             raise WorkloadError("None of the picked marginals exists for this schema and k; pick again.")
         return Workload(dom, tuple(combos))
     cands = candidates(dom, cfg["k"], cap)
     if not cands:
-        raise WorkloadError(f"No {cfg['k']}-way marginal has at most n = {dataset.n:,} cells; untick the cap "
-                            "or lower k.")
+        raise WorkloadError(
+            f"No {cfg['k']}-way marginal has at most n = {dataset.n:,} cells; untick the cap or lower k."
+        )
     if cfg["mode"] == "all":
         return Workload(dom, tuple(cands))
     if cfg["m"] > len(cands):
         capped = f" with at most n = {dataset.n:,} cells" if cap else ""
-        raise WorkloadError(f"Only {len(cands):,} {cfg['k']}-way marginals{capped} exist; ask for at most that "
-                            "many.")
+        raise WorkloadError(f"Only {len(cands):,} {cfg['k']}-way marginals{capped} exist; ask for at most that many.")
     return Workload.random_kway(dom, cfg["k"], cfg["m"], seed=cfg["seed"], max_cells=cap)
 
 

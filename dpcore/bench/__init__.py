@@ -25,14 +25,14 @@ from ..errors import DataError
 BENCHES: dict[str, tuple[Callable, Callable, str]] = {}
 
 
-
-
 def default_pgm_path() -> Path:
     env = os.environ.get("DPCORE_BENCH_DATA")
     if env:
         return Path(env)
     roots = (Path(__file__).resolve().parents[2], Path.cwd())  # the repository checkout, or where you run from
-    for cand in [r.parent / "shared" / "data" / "adult_pgm.csv" for r in roots] + [r / "data" / "adult_pgm.csv" for r in roots]:
+    for cand in [r.parent / "shared" / "data" / "adult_pgm.csv" for r in roots] + [
+        r / "data" / "adult_pgm.csv" for r in roots
+    ]:
         if cand.exists():
             return cand
     raise DataError("adult_pgm.csv not found: pass --data PATH or set DPCORE_BENCH_DATA.")
@@ -89,10 +89,18 @@ def bench_eval(args) -> dict:
         idx = tuple(np.array(level) for level in zip(*s.index)) if s.index.nlevels > 1 else (s.index.to_numpy(),)
         assert np.allclose(table[idx], s.to_numpy())
     med, pmed = statistics.median(times), statistics.median(ptimes)
-    return {"bench": "eval", "n_rows": ds.n, "n_marginals": w.n_marginals, "n_queries": w.n_queries,
-            "median_seconds": round(med, 5), "pandas_groupby_median_seconds": round(pmed, 5),
-            "speedup_vs_pandas": round(pmed / med, 2), "peak_rss_mb": round(rss, 1), "repeats": args.repeats,
-            "machine": machine()}
+    return {
+        "bench": "eval",
+        "n_rows": ds.n,
+        "n_marginals": w.n_marginals,
+        "n_queries": w.n_queries,
+        "median_seconds": round(med, 5),
+        "pandas_groupby_median_seconds": round(pmed, 5),
+        "speedup_vs_pandas": round(pmed / med, 2),
+        "peak_rss_mb": round(rss, 1),
+        "repeats": args.repeats,
+        "machine": machine(),
+    }
 
 
 BENCHES["eval"] = (_add_eval, bench_eval, "time computing every answer of the 64-marginal Adult workload")
@@ -111,7 +119,13 @@ def _import_registered() -> None:
     """Modules that register further benchmarks (imported lazily: they may be heavy)."""
     import importlib
 
-    for mod in ("dpcore.bench.accuracy", "dpcore.bench.dual", "dpcore.bench.projection", "dpcore.bench.learn", "dpcore.bench.implicit"):
+    for mod in (
+        "dpcore.bench.accuracy",
+        "dpcore.bench.dual",
+        "dpcore.bench.projection",
+        "dpcore.bench.learn",
+        "dpcore.bench.implicit",
+    ):
         try:
             importlib.import_module(mod)
         except ModuleNotFoundError as exc:

@@ -26,8 +26,13 @@ def _add(b) -> None:
     b.add_argument("--marginals", type=int, default=64)
     b.add_argument("--workload-seed", type=int, default=0)
     b.add_argument("--delta", type=float, default=None, help="default 1/n²")
-    b.add_argument("--param", action="append", default=[], metavar="MECH.NAME=VALUE",
-                   help="mechanism parameter, e.g. fem.samples=50 (repeatable)")
+    b.add_argument(
+        "--param",
+        action="append",
+        default=[],
+        metavar="MECH.NAME=VALUE",
+        help="mechanism parameter, e.g. fem.samples=50 (repeatable)",
+    )
     b.add_argument("--time-limit", type=float, default=None, help="SCIP time limit per oracle call")
     b.add_argument("--executor", default=None, help="local (default), serial, ray[:ADDRESS]")
     b.add_argument("--quiet", action="store_true")
@@ -68,33 +73,67 @@ def bench_accuracy(args) -> dict:
                 for run in range(args.runs):
                     t0 = time.perf_counter()
                     progress = None if args.quiet else _progress(m, eps, run)
-                    rel = run_release(ds, wl, m, eps, args.delta, _params_for(m, args.param), seed=run,
-                                      progress=progress, oracle_options=oracle_options, executor=executor)
+                    rel = run_release(
+                        ds,
+                        wl,
+                        m,
+                        eps,
+                        args.delta,
+                        _params_for(m, args.param),
+                        seed=run,
+                        progress=progress,
+                        oracle_options=oracle_options,
+                        executor=executor,
+                    )
                     secs.append(time.perf_counter() - t0)
                     maxes.append(rel.evaluation["max_error"])
                     means.append(rel.evaluation["mean_error"])
                     spent.append(rel.card["privacy"]["epsilon_spent"])
-                    extra = {k: v for k, v in rel.card["derived_public_parameters"].items()
-                             if isinstance(v, (int, float))}
+                    extra = {
+                        k: v for k, v in rel.card["derived_public_parameters"].items() if isinstance(v, (int, float))
+                    }
                     if not args.quiet:
-                        print(f"\r{m} ε={eps:g} run {run + 1}/{args.runs}: max {maxes[-1]:.4f} "
-                              f"mean {means[-1]:.6f} {secs[-1]:.1f}s" + " " * 20, flush=True)
-                rows.append({
-                    "mechanism": m, "epsilon": eps, "runs": args.runs,
-                    "max_error": statistics.mean(maxes), "max_error_std": _std(maxes),
-                    "mean_error": statistics.mean(means), "mean_error_std": _std(means),
-                    "seconds": statistics.mean(secs), "epsilon_spent": max(spent),
-                    "output": mech_cls.output, **{f"param_{k}": v for k, v in extra.items()},
-                })
+                        print(
+                            f"\r{m} ε={eps:g} run {run + 1}/{args.runs}: max {maxes[-1]:.4f} "
+                            f"mean {means[-1]:.6f} {secs[-1]:.1f}s" + " " * 20,
+                            flush=True,
+                        )
+                rows.append(
+                    {
+                        "mechanism": m,
+                        "epsilon": eps,
+                        "runs": args.runs,
+                        "max_error": statistics.mean(maxes),
+                        "max_error_std": _std(maxes),
+                        "mean_error": statistics.mean(means),
+                        "mean_error_std": _std(means),
+                        "seconds": statistics.mean(secs),
+                        "epsilon_spent": max(spent),
+                        "output": mech_cls.output,
+                        **{f"param_{k}": v for k, v in extra.items()},
+                    }
+                )
         finally:
             if executor is not None:
                 executor.close()
-    baselines = {"zeros": {"max_error": max_error(true, zeros_baseline(wl)), "mean_error": mean_error(true, zeros_baseline(wl))},
-                 "uniform": {"max_error": max_error(true, uniform_baseline(wl)),
-                             "mean_error": mean_error(true, uniform_baseline(wl))}}
-    return {"bench": "accuracy", "n_rows": ds.n, "n_marginals": wl.n_marginals, "n_queries": wl.n_queries,
-            "delta": args.delta if args.delta is not None else 1.0 / ds.n**2, "baselines": baselines,
-            "machine": machine(), "records": rows, "rows": [_short(r) for r in rows]}
+    baselines = {
+        "zeros": {"max_error": max_error(true, zeros_baseline(wl)), "mean_error": mean_error(true, zeros_baseline(wl))},
+        "uniform": {
+            "max_error": max_error(true, uniform_baseline(wl)),
+            "mean_error": mean_error(true, uniform_baseline(wl)),
+        },
+    }
+    return {
+        "bench": "accuracy",
+        "n_rows": ds.n,
+        "n_marginals": wl.n_marginals,
+        "n_queries": wl.n_queries,
+        "delta": args.delta if args.delta is not None else 1.0 / ds.n**2,
+        "baselines": baselines,
+        "machine": machine(),
+        "records": rows,
+        "rows": [_short(r) for r in rows],
+    }
 
 
 def _short(r: dict) -> dict:
@@ -109,8 +148,11 @@ def _progress(m: str, eps: float, run: int):
     t0 = time.perf_counter()
 
     def report(t, T, message, info):
-        print(f"\r{m} ε={eps:g} run {run + 1}: round {t}/{T} {time.perf_counter() - t0:6.1f}s {message[:40]:<40}",
-              end="", flush=True)
+        print(
+            f"\r{m} ε={eps:g} run {run + 1}: round {t}/{T} {time.perf_counter() - t0:6.1f}s {message[:40]:<40}",
+            end="",
+            flush=True,
+        )
 
     return report
 

@@ -33,8 +33,11 @@ def _add(b) -> None:
     b.add_argument("--time-limit", type=float, default=60.0, help="SCIP time limit per solve, seconds")
     b.add_argument("--seed", type=int, default=0, help="seed of the sampled instances")
     b.add_argument("--no-aggregate", action="store_true", help="skip the aggregate formulation")
-    b.add_argument("--scip-default", action="store_true",
-                   help="also time the per-literal model with SCIP's default heuristics and branching")
+    b.add_argument(
+        "--scip-default",
+        action="store_true",
+        help="also time the per-literal model with SCIP's default heuristics and branching",
+    )
 
 
 def _solve(shape, clauses, time_limit, **kw) -> dict:
@@ -42,8 +45,13 @@ def _solve(shape, clauses, time_limit, **kw) -> dict:
 
     c0 = time.process_time()
     r = best_response(shape, clauses, time_limit=time_limit, **kw)
-    return {"seconds": r.seconds, "cpu_seconds": time.process_time() - c0, "status": r.status,
-            "objective": r.objective, "bound": r.bound}
+    return {
+        "seconds": r.seconds,
+        "cpu_seconds": time.process_time() - c0,
+        "status": r.status,
+        "objective": r.objective,
+        "bound": r.bound,
+    }
 
 
 def sample_instance(workload, s: int, rng: np.random.Generator) -> np.ndarray:
@@ -65,8 +73,11 @@ def bench_oracle(args) -> dict:
     if args.scip_default:
         variants["scip_default"] = {"solver_settings": "scip-default", "heuristic_start": False}
         if not args.no_aggregate:
-            variants["aggregate_scip_default"] = {"formulation": "aggregate", "solver_settings": "scip-default",
-                                                  "heuristic_start": False}
+            variants["aggregate_scip_default"] = {
+                "formulation": "aggregate",
+                "solver_settings": "scip-default",
+                "heuristic_start": False,
+            }
     rows, median_seconds, speedup, median_cpu, disagreements = [], {}, {}, {}, []
     for s in [int(x) for x in args.samples.split(",") if x.strip()]:
         per = {name: [] for name in variants}
@@ -86,19 +97,31 @@ def bench_oracle(args) -> dict:
             median_cpu[key] = round(statistics.median(r["cpu_seconds"] for r in per[name]), 3)
         for name in variants:
             if name != "default":
-                speedup[f"{name}@{s}"] = round(median_seconds[f"{name}@{s}"] / max(median_seconds[f"default@{s}"],
-                                                                                   1e-9), 2)
-    result = {"bench": "oracle", "D": ds.domain.one_hot_size, "n_marginals": wl.n_marginals,
-              "instances": args.instances, "time_limit": args.time_limit,
-              "median_seconds": {k.split("@")[1]: v for k, v in median_seconds.items() if k.startswith("default@")},
-              "median_seconds_by_model": median_seconds, "median_cpu_seconds_by_model": median_cpu,
-              "speedup_vs_aggregate": {k.split("@")[1]: v for k, v in speedup.items() if k.startswith("aggregate@")},
-              "optimum_disagreements": disagreements, "machine": machine(), "rows": rows}
+                speedup[f"{name}@{s}"] = round(
+                    median_seconds[f"{name}@{s}"] / max(median_seconds[f"default@{s}"], 1e-9), 2
+                )
+    result = {
+        "bench": "oracle",
+        "D": ds.domain.one_hot_size,
+        "n_marginals": wl.n_marginals,
+        "instances": args.instances,
+        "time_limit": args.time_limit,
+        "median_seconds": {k.split("@")[1]: v for k, v in median_seconds.items() if k.startswith("default@")},
+        "median_seconds_by_model": median_seconds,
+        "median_cpu_seconds_by_model": median_cpu,
+        "speedup_vs_aggregate": {k.split("@")[1]: v for k, v in speedup.items() if k.startswith("aggregate@")},
+        "optimum_disagreements": disagreements,
+        "machine": machine(),
+        "rows": rows,
+    }
     for name in variants:
         if name not in ("default", "aggregate"):
             result[f"speedup_vs_{name}"] = {k.split("@")[1]: v for k, v in speedup.items() if k.startswith(f"{name}@")}
-    result["cpu_speedup_by_model"] = {k: round(median_cpu[k] / max(median_cpu["default@" + k.split("@")[1]], 1e-9), 2)
-                                      for k in median_cpu if not k.startswith("default@")}
+    result["cpu_speedup_by_model"] = {
+        k: round(median_cpu[k] / max(median_cpu["default@" + k.split("@")[1]], 1e-9), 2)
+        for k in median_cpu
+        if not k.startswith("default@")
+    }
     return result
 
 

@@ -67,14 +67,33 @@ def bench_implicit(args) -> dict:
                 for run in range(args.runs):
                     t0 = time.perf_counter()
                     try:
-                        rel = run_release(ds, wl, m, eps, args.delta, params, seed=run,
-                                          oracle_options=oracle_options, executor=executor)
+                        rel = run_release(
+                            ds,
+                            wl,
+                            m,
+                            eps,
+                            args.delta,
+                            params,
+                            seed=run,
+                            oracle_options=oracle_options,
+                            executor=executor,
+                        )
                     except DPCoreError as exc:  # e.g. PRSMA's plan at δ = 1/n²: record the refusal, go on
                         print(f"{m} ε={eps:g}: refused: {exc}", flush=True)
-                        records.append({"mechanism": m, "epsilon": eps, "runs": 0, "refused": str(exc)[:300],
-                                        "class_max_error": None, "class_mean_error": None,
-                                        "workload_max_error": None, "workload_mean_error": None,
-                                        "seconds": None, "oracle_calls": None})
+                        records.append(
+                            {
+                                "mechanism": m,
+                                "epsilon": eps,
+                                "runs": 0,
+                                "refused": str(exc)[:300],
+                                "class_max_error": None,
+                                "class_mean_error": None,
+                                "workload_max_error": None,
+                                "workload_mean_error": None,
+                                "seconds": None,
+                                "oracle_calls": None,
+                            }
+                        )
                         break
                     secs = time.perf_counter() - t0
                     res = rel.result
@@ -85,13 +104,22 @@ def bench_implicit(args) -> dict:
                     else:
                         est = None
                     err = None if est is None else np.abs(true_q - est)
-                    runs.append({"class_max": None if err is None else float(err.max()),
-                                 "class_mean": None if err is None else float(err.mean()),
-                                 "wl_max": rel.evaluation["max_error"], "wl_mean": rel.evaluation["mean_error"],
-                                 "seconds": secs, "calls": int(res.oracle_stats.get("calls", 0) or 0),
-                                 "spent": rel.card["privacy"]["epsilon_spent"]})
-                    print(f"{m} ε={eps:g} run {run}: class max {runs[-1]['class_max']} mean {runs[-1]['class_mean']} "
-                          f"workload max {runs[-1]['wl_max']:.4f} {secs:.1f}s", flush=True)
+                    runs.append(
+                        {
+                            "class_max": None if err is None else float(err.max()),
+                            "class_mean": None if err is None else float(err.mean()),
+                            "wl_max": rel.evaluation["max_error"],
+                            "wl_mean": rel.evaluation["mean_error"],
+                            "seconds": secs,
+                            "calls": int(res.oracle_stats.get("calls", 0) or 0),
+                            "spent": rel.card["privacy"]["epsilon_spent"],
+                        }
+                    )
+                    print(
+                        f"{m} ε={eps:g} run {run}: class max {runs[-1]['class_max']} mean {runs[-1]['class_mean']} "
+                        f"workload max {runs[-1]['wl_max']:.4f} {secs:.1f}s",
+                        flush=True,
+                    )
 
                 if not runs:
                     continue
@@ -100,24 +128,54 @@ def bench_implicit(args) -> dict:
                     vals = [r[key] for r in runs if r[key] is not None]
                     return statistics.mean(vals) if vals else None
 
-                records.append({"mechanism": m, "epsilon": eps, "runs": args.runs,
-                                "class_max_error": avg("class_max"), "class_mean_error": avg("class_mean"),
-                                "workload_max_error": avg("wl_max"), "workload_mean_error": avg("wl_mean"),
-                                "seconds": avg("seconds"), "oracle_calls": avg("calls"),
-                                "epsilon_spent": max(r["spent"] for r in runs), "output": mech_cls.output})
+                records.append(
+                    {
+                        "mechanism": m,
+                        "epsilon": eps,
+                        "runs": args.runs,
+                        "class_max_error": avg("class_max"),
+                        "class_mean_error": avg("class_mean"),
+                        "workload_max_error": avg("wl_max"),
+                        "workload_mean_error": avg("wl_mean"),
+                        "seconds": avg("seconds"),
+                        "oracle_calls": avg("calls"),
+                        "epsilon_spent": max(r["spent"] for r in runs),
+                        "output": mech_cls.output,
+                    }
+                )
         finally:
             if executor is not None:
                 executor.close()
     if not records:
         raise DPCoreError("No mechanism ran.")
     zeros = {"class_max_error": float(true_q.max()), "class_mean_error": float(true_q.mean())}
-    return {"bench": "implicit", "n_rows": ds.n, "class": f"all conjunctions of width ≤ {args.k}",
-            "class_size_with_negations": str(cls.size), "sampled_queries": args.samples,
-            "workload_queries": wl.n_queries, "zeros_baseline": zeros, "machine": machine(),
-            "records": records,
-            "rows": [{k: r[k] for k in ("mechanism", "epsilon", "class_max_error", "class_mean_error",
-                                        "workload_max_error", "workload_mean_error", "seconds", "oracle_calls")}
-                     for r in records]}
+    return {
+        "bench": "implicit",
+        "n_rows": ds.n,
+        "class": f"all conjunctions of width ≤ {args.k}",
+        "class_size_with_negations": str(cls.size),
+        "sampled_queries": args.samples,
+        "workload_queries": wl.n_queries,
+        "zeros_baseline": zeros,
+        "machine": machine(),
+        "records": records,
+        "rows": [
+            {
+                k: r[k]
+                for k in (
+                    "mechanism",
+                    "epsilon",
+                    "class_max_error",
+                    "class_mean_error",
+                    "workload_max_error",
+                    "workload_mean_error",
+                    "seconds",
+                    "oracle_calls",
+                )
+            }
+            for r in records
+        ],
+    }
 
 
 BENCHES["implicit"] = (_add, bench_implicit, "error on all conjunctions of width ≤ k (sampled) and on the workload")

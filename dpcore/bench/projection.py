@@ -43,7 +43,7 @@ SETUP_STEPS = [
 PEERS = ("mst", "aim")
 
 # The script the peers' interpreter runs: reads a job (JSON) and writes synthetic rows as CSV.
-PEER_RUNNER = r'''
+PEER_RUNNER = r"""
 import json, sys, time, random
 import numpy as np, pandas as pd
 job = json.load(open(sys.argv[1]))
@@ -66,7 +66,7 @@ out = synth.sample(job["rows"])
 seconds = time.perf_counter() - t0
 pd.DataFrame(out, columns=df.columns).to_csv(job["out"], index=False)
 json.dump({"seconds": seconds}, open(job["out"] + ".json", "w"))
-'''
+"""
 
 
 # ------------------------------------------------------------------ workloads
@@ -116,9 +116,17 @@ def _run_ours(ds, wl, mech: str, eps: float, seed: int, params: dict) -> dict:
     rel = run_release(ds, wl, mech, eps, None, params, seed=seed)
     wall, cpu = time.perf_counter() - t0, time.process_time() - c0
     res = rel.result
-    rec = {"mechanism": mech, "epsilon": eps, "run": seed, "max_error": rel.evaluation["max_error"],
-           "mean_error": rel.evaluation["mean_error"], "seconds": round(rel.seconds, 2),
-           "wall_seconds": round(wall, 2), "cpu_seconds": round(cpu, 2), "rows": None if res.rows is None else int(res.rows.shape[0])}
+    rec = {
+        "mechanism": mech,
+        "epsilon": eps,
+        "run": seed,
+        "max_error": rel.evaluation["max_error"],
+        "mean_error": rel.evaluation["mean_error"],
+        "seconds": round(rel.seconds, 2),
+        "wall_seconds": round(wall, 2),
+        "cpu_seconds": round(cpu, 2),
+        "rows": None if res.rows is None else int(res.rows.shape[0]),
+    }
     st = res.oracle_stats or {}
     for k in ("stop_rule", "iterations", "support", "certified_gap", "fw_gap", "rounds"):
         if k in st:
@@ -164,11 +172,23 @@ def bench_projection(args) -> dict:
                 rec["vs_projected_max"] = rec["max_error"] / yard[1]["max_error"]
                 rec["vs_projected_mean"] = rec["mean_error"] / yard[1]["mean_error"]
                 records.append(rec)
-                print(f"  ε={eps:g} run {run} {mech}: max {rec['max_error']:.4f} mean {rec['mean_error']:.3g} "
-                      f"{rec['seconds']:.1f}s ({rec.get('stop_rule', '')})", file=sys.stderr)
-    result = {"bench": "projection", "workload": args.workload, "n_marginals": wl.n_marginals,
-              "n_queries": wl.n_queries, "epsilons": epsilons, "runs": args.runs, "machine": machine(),
-              "load_average": os.getloadavg()[0], "rows": records, "summary": summarise(records)}
+                print(
+                    f"  ε={eps:g} run {run} {mech}: max {rec['max_error']:.4f} mean {rec['mean_error']:.3g} "
+                    f"{rec['seconds']:.1f}s ({rec.get('stop_rule', '')})",
+                    file=sys.stderr,
+                )
+    result = {
+        "bench": "projection",
+        "workload": args.workload,
+        "n_marginals": wl.n_marginals,
+        "n_queries": wl.n_queries,
+        "epsilons": epsilons,
+        "runs": args.runs,
+        "machine": machine(),
+        "load_average": os.getloadavg()[0],
+        "rows": records,
+        "summary": summarise(records),
+    }
     result["targets"] = check_targets(records)
     if args.markdown:
         Path(args.markdown).write_text(markdown_table(result, "python -m dpcore bench projection " + _argv_tail()))
@@ -186,14 +206,23 @@ def summarise(records: list[dict]) -> list[dict]:
         if not ok:
             out.append({"mechanism": mech, "epsilon": eps, "runs": 0, "note": rs[0].get("note", "")})
             continue
-        out.append({"mechanism": mech, "epsilon": eps, "runs": len(ok),
-                    "max_error": statistics.median(r["max_error"] for r in ok),
-                    "worst_max_error": max(r["max_error"] for r in ok),
-                    "mean_error": statistics.median(r["mean_error"] for r in ok),
-                    "seconds": statistics.median(r["seconds"] for r in ok),
-                    "cpu_seconds": (statistics.median(r["cpu_seconds"] for r in ok)
-                                    if all(r.get("cpu_seconds") is not None for r in ok) else None),
-                    "rows": ok[0].get("rows")})
+        out.append(
+            {
+                "mechanism": mech,
+                "epsilon": eps,
+                "runs": len(ok),
+                "max_error": statistics.median(r["max_error"] for r in ok),
+                "worst_max_error": max(r["max_error"] for r in ok),
+                "mean_error": statistics.median(r["mean_error"] for r in ok),
+                "seconds": statistics.median(r["seconds"] for r in ok),
+                "cpu_seconds": (
+                    statistics.median(r["cpu_seconds"] for r in ok)
+                    if all(r.get("cpu_seconds") is not None for r in ok)
+                    else None
+                ),
+                "rows": ok[0].get("rows"),
+            }
+        )
     return out
 
 
@@ -206,15 +235,19 @@ def check_targets(records: list[dict]) -> dict:
         if r["mechanism"] != "projection" or (r["epsilon"], r["run"]) not in yard:
             continue
         y, yp = yard[(r["epsilon"], r["run"])], proj[(r["epsilon"], r["run"])]
-        checks.append({"epsilon": r["epsilon"], "run": r["run"],
-                       "max_le_raw_yardstick": r["max_error"] <= y["max_error"],
-                       "max_le_projected_yardstick": r["max_error"] <= yp["max_error"],
-                       "mean_le_0.2x_raw_yardstick": r["mean_error"] <= 0.2 * y["mean_error"],
-                       "mean_le_0.2x_projected_yardstick": r["mean_error"] <= 0.2 * yp["mean_error"],
-                       "within_60s": (r["seconds"] <= 60.0) if r["epsilon"] == 1.0 else None})
+        checks.append(
+            {
+                "epsilon": r["epsilon"],
+                "run": r["run"],
+                "max_le_raw_yardstick": r["max_error"] <= y["max_error"],
+                "max_le_projected_yardstick": r["max_error"] <= yp["max_error"],
+                "mean_le_0.2x_raw_yardstick": r["mean_error"] <= 0.2 * y["mean_error"],
+                "mean_le_0.2x_projected_yardstick": r["mean_error"] <= 0.2 * yp["mean_error"],
+                "within_60s": (r["seconds"] <= 60.0) if r["epsilon"] == 1.0 else None,
+            }
+        )
     keys = [k for k in (checks[0] if checks else {}) if k not in ("epsilon", "run")]
-    return {"per_run": checks,
-            "all": {k: all(c[k] for c in checks if c[k] is not None) for k in keys}}
+    return {"per_run": checks, "all": {k: all(c[k] for c in checks if c[k] is not None) for k in keys}}
 
 
 # ------------------------------------------------------------------ bench peers
@@ -253,18 +286,36 @@ def run_peer(py: Path, ds, wl, synth: str, eps: float, seed: int, timeout: float
         tmp = Path(tmp)
         cols = ds.domain.names
         pd.DataFrame(ds.codes, columns=cols).to_csv(tmp / "data.csv", index=False)
-        job = {"csv": str(tmp / "data.csv"), "columns": cols, "epsilon": eps, "delta": 1.0 / ds.n ** 2,
-               "synth": synth, "rows": ds.n, "seed": seed, "out": str(tmp / "synth.csv"),
-               "workload": [[cols[a] for a in m] for m in wl.marginals], "rounds": aim_rounds}
+        job = {
+            "csv": str(tmp / "data.csv"),
+            "columns": cols,
+            "epsilon": eps,
+            "delta": 1.0 / ds.n**2,
+            "synth": synth,
+            "rows": ds.n,
+            "seed": seed,
+            "out": str(tmp / "synth.csv"),
+            "workload": [[cols[a] for a in m] for m in wl.marginals],
+            "rounds": aim_rounds,
+        }
         (tmp / "job.json").write_text(json.dumps(job))
         (tmp / "runner.py").write_text(PEER_RUNNER)
         t0 = time.perf_counter()
         try:
-            proc = subprocess.run([str(py), str(tmp / "runner.py"), str(tmp / "job.json")], capture_output=True,
-                                  text=True, timeout=timeout)
+            proc = subprocess.run(
+                [str(py), str(tmp / "runner.py"), str(tmp / "job.json")],
+                capture_output=True,
+                text=True,
+                timeout=timeout,
+            )
         except subprocess.TimeoutExpired:
-            rec.update(max_error=None, mean_error=None, seconds=round(time.perf_counter() - t0, 1), rows=None,
-                       note=f"did not finish within {timeout:g} s")
+            rec.update(
+                max_error=None,
+                mean_error=None,
+                seconds=round(time.perf_counter() - t0, 1),
+                rows=None,
+                note=f"did not finish within {timeout:g} s",
+            )
             return rec
         if proc.returncode != 0:
             tail = (proc.stderr or "").strip().splitlines()[-1:] or ["(no message)"]
@@ -274,9 +325,13 @@ def run_peer(py: Path, ds, wl, synth: str, eps: float, seed: int, timeout: float
         seconds = json.loads((tmp / "synth.csv.json").read_text())["seconds"]
     true = wl.answers(ds.codes)
     est = wl.answers(syn)
-    rec.update(max_error=float(np.max(np.abs(true - est))), mean_error=float(np.mean(np.abs(true - est))),
-               seconds=round(seconds, 2), rows=int(syn.shape[0]),
-               note="add/remove-one neighbours (its own accounting); domain read from the data by its transformer")
+    rec.update(
+        max_error=float(np.max(np.abs(true - est))),
+        mean_error=float(np.mean(np.abs(true - est))),
+        seconds=round(seconds, 2),
+        rows=int(syn.shape[0]),
+        note="add/remove-one neighbours (its own accounting); domain read from the data by its transformer",
+    )
     return rec
 
 
@@ -295,9 +350,11 @@ def bench_peers(args) -> dict:
     py = peers_python()
     skipped = None
     if peers and py is None:
-        skipped = (f"peers skipped: no smartnoise-synth environment at {PEERS_VENV}. Create it with "
-                   f"`python -m dpcore bench peers --setup` (or: {'; '.join(s.format(python='python3', venv=PEERS_VENV) for s in SETUP_STEPS)}), "
-                   "or point DPCORE_PEERS_VENV at one.")
+        skipped = (
+            f"peers skipped: no smartnoise-synth environment at {PEERS_VENV}. Create it with "
+            f"`python -m dpcore bench peers --setup` (or: {'; '.join(s.format(python='python3', venv=PEERS_VENV) for s in SETUP_STEPS)}), "
+            "or point DPCORE_PEERS_VENV at one."
+        )
         print(skipped, file=sys.stderr)
     records = []
     for eps in epsilons:
@@ -305,17 +362,29 @@ def bench_peers(args) -> dict:
             records.extend(_yardsticks(ds, wl, eps, run))
             for mech in mechs:
                 records.append(_run_ours(ds, wl, mech, eps, run, _params_for(mech, params)))
-                print(f"  ε={eps:g} {mech}: max {records[-1]['max_error']:.4f} {records[-1]['seconds']:.1f}s",
-                      file=sys.stderr)
+                print(
+                    f"  ε={eps:g} {mech}: max {records[-1]['max_error']:.4f} {records[-1]['seconds']:.1f}s",
+                    file=sys.stderr,
+                )
             if py is not None:
                 for peer in peers:
                     records.append(run_peer(py, ds, wl, peer, eps, run, args.peer_timeout, args.aim_rounds))
                     r = records[-1]
-                    print(f"  ε={eps:g} {peer}: max {r['max_error']} {r['seconds']}s {r.get('note', '')}",
-                          file=sys.stderr)
-    result = {"bench": "peers", "workload": args.workload, "n_marginals": wl.n_marginals,
-              "n_queries": wl.n_queries, "epsilons": epsilons, "runs": args.runs, "machine": machine(),
-              "load_average": os.getloadavg()[0], "rows": records, "summary": summarise(records)}
+                    print(
+                        f"  ε={eps:g} {peer}: max {r['max_error']} {r['seconds']}s {r.get('note', '')}", file=sys.stderr
+                    )
+    result = {
+        "bench": "peers",
+        "workload": args.workload,
+        "n_marginals": wl.n_marginals,
+        "n_queries": wl.n_queries,
+        "epsilons": epsilons,
+        "runs": args.runs,
+        "machine": machine(),
+        "load_average": os.getloadavg()[0],
+        "rows": records,
+        "summary": summarise(records),
+    }
     if skipped:
         result["skipped"] = skipped
     if args.markdown:
@@ -332,27 +401,38 @@ def _argv_tail() -> str:
 
 
 def markdown_table(result: dict, command: str) -> str:
-    lines = [f"Command: `{command}`  ",
-             f"Machine: {result['machine']} (2 cores, Python 3.11); 1-minute load average at the end "
-             f"{result['load_average']:.1f} — other agents were using the CPU, so seconds are inflated.  ",
-             f"Workload: {result['workload']} ({result['n_marginals']} marginals, {result['n_queries']:,} queries), "
-             f"δ = 1/n², replace-one neighbours for dpcore's mechanisms; medians over {result['runs']} run(s).", "",
-             "| mechanism | ε | max error (median) | max error (worst) | mean error | seconds | CPU seconds | rows |",
-             "|---|---|---|---|---|---|---|---|"]
+    lines = [
+        f"Command: `{command}`  ",
+        f"Machine: {result['machine']} (2 cores, Python 3.11); 1-minute load average at the end "
+        f"{result['load_average']:.1f} — other agents were using the CPU, so seconds are inflated.  ",
+        f"Workload: {result['workload']} ({result['n_marginals']} marginals, {result['n_queries']:,} queries), "
+        f"δ = 1/n², replace-one neighbours for dpcore's mechanisms; medians over {result['runs']} run(s).",
+        "",
+        "| mechanism | ε | max error (median) | max error (worst) | mean error | seconds | CPU seconds | rows |",
+        "|---|---|---|---|---|---|---|---|",
+    ]
     for s in result["summary"]:
         if not s.get("runs"):
             lines.append(f"| {s['mechanism']} | {s['epsilon']:g} | — | — | — | — | — | {s.get('note', '')} |")
             continue
-        lines.append(f"| {s['mechanism']} | {s['epsilon']:g} | {s['max_error']:.4f} | {s['worst_max_error']:.4f} | "
-                     f"{s['mean_error']:.3g} | {s['seconds']:.1f} | "
-                     f"{'—' if s.get('cpu_seconds') is None else format(s['cpu_seconds'], '.1f')} | "
-                     f"{s['rows'] if s['rows'] else '— (answers)'} |")
+        lines.append(
+            f"| {s['mechanism']} | {s['epsilon']:g} | {s['max_error']:.4f} | {s['worst_max_error']:.4f} | "
+            f"{s['mean_error']:.3g} | {s['seconds']:.1f} | "
+            f"{'—' if s.get('cpu_seconds') is None else format(s['cpu_seconds'], '.1f')} | "
+            f"{s['rows'] if s['rows'] else '— (answers)'} |"
+        )
     if result.get("skipped"):
         lines += ["", result["skipped"]]
     return "\n".join(lines) + "\n"
 
 
-BENCHES["projection"] = (_add_projection, bench_projection,
-                         "projection vs the direct Gaussian yardstick on the Adult workload (issue 8 targets)")
-BENCHES["peers"] = (_add_peers, bench_peers,
-                    "our mechanisms vs MST/AIM (smartnoise-synth, separate venv) and the yardstick, same workload")
+BENCHES["projection"] = (
+    _add_projection,
+    bench_projection,
+    "projection vs the direct Gaussian yardstick on the Adult workload (issue 8 targets)",
+)
+BENCHES["peers"] = (
+    _add_peers,
+    bench_peers,
+    "our mechanisms vs MST/AIM (smartnoise-synth, separate venv) and the yardstick, same workload",
+)

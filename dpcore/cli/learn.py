@@ -13,24 +13,35 @@ from ..learning.features import ADULT_LABEL, ADULT_POSITIVE, ADULT_SEVEN, Featur
 
 
 def add_parser(subparsers) -> None:
-    p = subparsers.add_parser("learn", help="train private classifiers (OPDisc, RSPM, PRSMA, DP-LR) and compare "
-                                            "their test accuracy over ε")
+    p = subparsers.add_parser(
+        "learn", help="train private classifiers (OPDisc, RSPM, PRSMA, DP-LR) and compare their test accuracy over ε"
+    )
     p.add_argument("--data", default="adult", help="table, integer-coded CSV, or 'adult' (bundled, default)")
     p.add_argument("--domain", default=None, help="schema JSON (default: declared for 'adult', else inferred)")
     p.add_argument("--label", default=None, help=f"label column (default {ADULT_LABEL} for adult)")
-    p.add_argument("--positive", default=None, help="label value(s) counted positive, '|'-separated "
-                                                    "(needed when the label has more than two values)")
-    p.add_argument("--features", default=None,
-                   help="comma-separated features: 'name' (one-hot), 'name=V1|V2' (in set), 'name>=X' (threshold); "
-                        "default for adult: the seven-feature setting " + ",".join(ADULT_SEVEN))
-    p.add_argument("--methods", default="opdisc,rspm,dplr",
-                   help="comma-separated, from opdisc, rspm, rspm-gauss, rspm-conj, prsma, dplr, nonprivate")
+    p.add_argument(
+        "--positive",
+        default=None,
+        help="label value(s) counted positive, '|'-separated (needed when the label has more than two values)",
+    )
+    p.add_argument(
+        "--features",
+        default=None,
+        help="comma-separated features: 'name' (one-hot), 'name=V1|V2' (in set), 'name>=X' (threshold); "
+        "default for adult: the seven-feature setting " + ",".join(ADULT_SEVEN),
+    )
+    p.add_argument(
+        "--methods",
+        default="opdisc,rspm,dplr",
+        help="comma-separated, from opdisc, rspm, rspm-gauss, rspm-conj, prsma, dplr, nonprivate",
+    )
     p.add_argument("--epsilons", default="0.5,1,2,4")
     p.add_argument("--runs", type=int, default=5)
     p.add_argument("--delta", type=float, default=None, help="default 1/n² of the training set")
     p.add_argument("--seed", type=int, default=None, help="RNG seed for a reproducible demo (default: OS entropy)")
-    p.add_argument("--no-balance", action="store_true", help="keep the class ratio (default: balanced subset, "
-                                                             "as seed 003 §5)")
+    p.add_argument(
+        "--no-balance", action="store_true", help="keep the class ratio (default: balanced subset, as seed 003 §5)"
+    )
     p.add_argument("--test-fraction", type=float, default=0.3)
     p.add_argument("--max-rows", type=int, default=None, help="subsample to at most this many rows first")
     p.add_argument("--bound", type=int, default=2, help="integer weights in {-bound..bound} (units of τ)")
@@ -62,22 +73,32 @@ def run(args) -> int:
         from ..errors import ParameterError
 
         raise ParameterError(f"Say which column is the label with --label (columns: {ds.domain.names}).")
-    features = args.features.split(",") if args.features else (list(ADULT_SEVEN) if is_adult and label == ADULT_LABEL
-                                                                  else None)
+    features = (
+        args.features.split(",")
+        if args.features
+        else (list(ADULT_SEVEN) if is_adult and label == ADULT_LABEL else None)
+    )
     if features is None:
         from ..errors import ParameterError
 
         raise ParameterError("Choose features with --features (e.g. --features 'age>=30,sex').")
-    positive = args.positive if args.positive is not None else (ADULT_POSITIVE if is_adult and label == ADULT_LABEL
-                                                                else None)
+    positive = (
+        args.positive if args.positive is not None else (ADULT_POSITIVE if is_adult and label == ADULT_LABEL else None)
+    )
     enc = FeatureEncoding.build(ds.domain, label, features, positive)
     methods = parse_methods(args.methods)
     epsilons = parse_epsilons(args.epsilons)
     rng = np.random.default_rng(args.seed)
-    data = prepare(ds, enc, rng, balance=not args.no_balance, test_fraction=args.test_fraction,
-                   max_rows=args.max_rows)
-    settings = LearnSettings(bound=args.bound, tau=args.tau, D=args.D, delta=args.delta, time_limit=args.time_limit,
-                             lam=args.lam, prsma_max_calls=args.prsma_max_calls)
+    data = prepare(ds, enc, rng, balance=not args.no_balance, test_fraction=args.test_fraction, max_rows=args.max_rows)
+    settings = LearnSettings(
+        bound=args.bound,
+        tau=args.tau,
+        D=args.D,
+        delta=args.delta,
+        time_limit=args.time_limit,
+        lam=args.lam,
+        prsma_max_calls=args.prsma_max_calls,
+    )
     figures = plan(data, methods, epsilons, settings, ds.domain)
     say = (lambda *a: None) if args.quiet else (lambda *a: print(*a, file=sys.stderr))
     say(f"training rows {data.n_train:,}, test rows {len(data.y_test):,}, features {enc.d} ({', '.join(enc.names)})")
@@ -91,23 +112,48 @@ def run(args) -> int:
     from ..executors import executor_from_spec
 
     with executor_from_spec(args.executor) as ex:
-        ev = evaluate(data, methods, epsilons, args.runs, settings, rng,
-                      executor=None if ex.name == "serial" else ex, progress=progress)
+        ev = evaluate(
+            data,
+            methods,
+            epsilons,
+            args.runs,
+            settings,
+            rng,
+            executor=None if ex.name == "serial" else ex,
+            progress=progress,
+        )
     summary = ev.summary()
     print("method | epsilon | runs | accuracy_mean | accuracy_std | seconds | solver_failures | bottom_outputs")
     for r in summary:
-        print(" | ".join(_fmt(r[k]) for k in ("method", "epsilon", "runs", "accuracy_mean", "accuracy_std", "seconds",
-                                              "solver_failures", "bottom_outputs")))
+        print(
+            " | ".join(
+                _fmt(r[k])
+                for k in (
+                    "method",
+                    "epsilon",
+                    "runs",
+                    "accuracy_mean",
+                    "accuracy_std",
+                    "seconds",
+                    "solver_failures",
+                    "bottom_outputs",
+                )
+            )
+        )
     fails = ev.failures()
     if fails:
-        print(f"WARNING: {len(fails)} oracle call(s) did not certify optimality; for those runs of an "
-              "oracle-dependent method (OPDisc, RSPM) the privacy guarantee does NOT hold:", file=sys.stderr)
+        print(
+            f"WARNING: {len(fails)} oracle call(s) did not certify optimality; for those runs of an "
+            "oracle-dependent method (OPDisc, RSPM) the privacy guarantee does NOT hold:",
+            file=sys.stderr,
+        )
         for f in fails:
             print(f"  {f}", file=sys.stderr)
     print("Test accuracy is computed on held-out private rows: an internal evaluation, not differentially private.")
     if args.out:
-        Path(args.out).write_text(json.dumps({**ev.to_dict(), "encoding": enc.to_dict(), "plan": figures},
-                                             indent=2, default=float))
+        Path(args.out).write_text(
+            json.dumps({**ev.to_dict(), "encoding": enc.to_dict(), "plan": figures}, indent=2, default=float)
+        )
     if args.models:
         folder = Path(args.models)
         folder.mkdir(parents=True, exist_ok=True)

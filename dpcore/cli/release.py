@@ -18,20 +18,35 @@ def add_parser(sub) -> None:
     p.add_argument("--mechanism", default="dualquery", help="registry name (see `dpcore mechanisms`)")
     p.add_argument("--epsilon", type=float, required=False, default=1.0)
     p.add_argument("--delta", type=float, default=None, help="default 1/n² (the report says so)")
-    p.add_argument("--seed", type=int, default=None,
-                   help="fix the randomness: a reproducible DEMO whose card says its guarantee is none "
-                        "(default: cryptographic randomness, a real release)")
-    p.add_argument("--param", action="append", default=[], metavar="NAME=VALUE",
-                   help="mechanism parameter, repeatable (e.g. --param eta=0.4)")
+    p.add_argument(
+        "--seed",
+        type=int,
+        default=None,
+        help="fix the randomness: a reproducible DEMO whose card says its guarantee is none "
+        "(default: cryptographic randomness, a real release)",
+    )
+    p.add_argument(
+        "--param",
+        action="append",
+        default=[],
+        metavar="NAME=VALUE",
+        help="mechanism parameter, repeatable (e.g. --param eta=0.4)",
+    )
     p.add_argument("--rows", type=int, default=None, help="number of synthetic rows, where the mechanism allows")
-    p.add_argument("--class-width", type=int, default=None, metavar="K",
-                   help="also target/evaluate the class of ALL conjunctions of width ≤ K (never listed): "
-                        "privlearn/oraclequery answer it; the report adds the error on sampled members")
+    p.add_argument(
+        "--class-width",
+        type=int,
+        default=None,
+        metavar="K",
+        help="also target/evaluate the class of ALL conjunctions of width ≤ K (never listed): "
+        "privlearn/oraclequery answer it; the report adds the error on sampled members",
+    )
     p.add_argument("--time-limit", type=float, default=None, help="SCIP time limit per oracle call, seconds")
     p.add_argument("--executor", default=None, help="local (default), serial, or ray[:ADDRESS]")
     p.add_argument("--out", default=None, help="synthetic CSV (decoded labels)")
-    p.add_argument("--report", default=None,
-                   help="report JSON: public release card plus the internal evaluation (not private)")
+    p.add_argument(
+        "--report", default=None, help="report JSON: public release card plus the internal evaluation (not private)"
+    )
     p.add_argument("--card", default=None, help="public release card alone (JSON)")
     p.add_argument("--synopsis", default=None, help="the released synopsis model (JSON), for synopsis mechanisms")
     p.add_argument("--quiet", action="store_true")
@@ -62,9 +77,19 @@ def run(args) -> int:
     executor = executor_from_spec(args.executor) if mech_cls.uses_oracle else None
     try:
         with ProgressBar(args.quiet) as bar:
-            rel = run_release(ds, wl, args.mechanism, args.epsilon, args.delta, params, seed=args.seed,
-                              progress=bar, oracle_options=oracle_options, executor=executor,
-                              class_width=getattr(args, "class_width", None))
+            rel = run_release(
+                ds,
+                wl,
+                args.mechanism,
+                args.epsilon,
+                args.delta,
+                params,
+                seed=args.seed,
+                progress=bar,
+                oracle_options=oracle_options,
+                executor=executor,
+                class_width=getattr(args, "class_width", None),
+            )
     finally:
         if executor is not None:
             executor.close()
@@ -72,10 +97,12 @@ def run(args) -> int:
         print(f"warning: {w}", file=sys.stderr)
     ev = rel.evaluation
     if not args.quiet:
-        print(f"{mech_cls.title}: ε = {rel.card['privacy']['epsilon_spent']:.4g} spent of {rel.budget.epsilon:g}, "
-              f"δ = {rel.budget.delta:.3g}{' (default 1/n²)' if rel.delta_defaulted else ''}; "
-              f"{wl.n_queries:,} queries; max error {ev['max_error']:.4f}, mean error {ev['mean_error']:.5f} "
-              f"(internal, not private); {rel.seconds:.1f} s")
+        print(
+            f"{mech_cls.title}: ε = {rel.card['privacy']['epsilon_spent']:.4g} spent of {rel.budget.epsilon:g}, "
+            f"δ = {rel.budget.delta:.3g}{' (default 1/n²)' if rel.delta_defaulted else ''}; "
+            f"{wl.n_queries:,} queries; max error {ev['max_error']:.4f}, mean error {ev['mean_error']:.5f} "
+            f"(internal, not private); {rel.seconds:.1f} s"
+        )
     if getattr(args, "synopsis", None) and rel.synopsis_json() is None:
         raise DPCoreError(f"{rel.mechanism} releases no synopsis; drop --synopsis.")
     if args.out:
@@ -99,13 +126,15 @@ def cli_report(rel) -> dict:
 
     ev = rel.evaluation
     return {
-        "label": "Top-level error figures, seconds and oracle statistics are the " + INTERNAL_LABEL
-                 + " Only 'release_card' may be published.",
+        "label": "Top-level error figures, seconds and oracle statistics are the "
+        + INTERNAL_LABEL
+        + " Only 'release_card' may be published.",
         "mechanism": rel.mechanism,
         "epsilon": rel.budget.epsilon,
         "delta": rel.budget.delta,
-        "delta_note": (f"default 1/n² (n = {rel.n:,}); pass --delta to choose" if rel.delta_defaulted
-                       else "given by the user"),
+        "delta_note": (
+            f"default 1/n² (n = {rel.n:,}); pass --delta to choose" if rel.delta_defaulted else "given by the user"
+        ),
         "epsilon_spent": rel.card["privacy"]["epsilon_spent"],
         "n_queries": rel.workload.n_queries,
         "max_error": ev["max_error"],

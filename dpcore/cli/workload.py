@@ -14,7 +14,9 @@ def add_parser(sub) -> None:
 def run(args) -> int:
     ds = load(args)
     d = build_workload(args, ds).describe()
-    print(f"{d['n_marginals']} marginals of width {args.k}, {d['n_queries']:,} queries "
-          f"({d['n_queries_with_negations']:,} with negations), largest marginal {d['largest_marginal_cells']:,} "
-          f"cells, about {d['memory_mb']} MB working memory")
+    print(
+        f"{d['n_marginals']} marginals of width {args.k}, {d['n_queries']:,} queries "
+        f"({d['n_queries_with_negations']:,} with negations), largest marginal {d['largest_marginal_cells']:,} "
+        f"cells, about {d['memory_mb']} MB working memory"
+    )
     return 0

@@ -67,8 +67,10 @@ class LocalProcessExecutor(Executor):
             self._pool = None
             pool.shutdown(wait=False, cancel_futures=True)
             how = f" (exit code {', '.join(str(c) for c in codes)})" if codes else ""
-            raise ExecutorError(f"A worker process died{how}: out of memory or killed. The run stopped and nothing "
-                                "was released. Try fewer samples per round or the serial executor.") from None
+            raise ExecutorError(
+                f"A worker process died{how}: out of memory or killed. The run stopped and nothing "
+                "was released. Try fewer samples per round or the serial executor."
+            ) from None
 
     def close(self) -> None:
         if self._pool is not None:
@@ -113,7 +115,7 @@ def executor_from_spec(spec: str | None) -> Executor:
 
     With no spec, ``DPCORE_EXECUTOR`` decides, and a set ``DPCORE_RAY_ADDRESS`` selects Ray.
     """
-    spec = (spec or os.environ.get("DPCORE_EXECUTOR") or ("ray" if os.environ.get("DPCORE_RAY_ADDRESS") else "local"))
+    spec = spec or os.environ.get("DPCORE_EXECUTOR") or ("ray" if os.environ.get("DPCORE_RAY_ADDRESS") else "local")
     spec = spec.strip()
     if spec == "serial":
         return SerialExecutor()

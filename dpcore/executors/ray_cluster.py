@@ -19,8 +19,10 @@ from typing import Callable, Sequence
 
 from .base import Executor, ExecutorError
 
-_RUN_LOCALLY = "Run locally instead (--executor local, the default), or check that the cluster is up " \
-               "(`ray status` on the head node)."
+_RUN_LOCALLY = (
+    "Run locally instead (--executor local, the default), or check that the cluster is up "
+    "(`ray status` on the head node)."
+)
 
 
 def _apply(fn: Callable, task):
@@ -37,14 +39,16 @@ def _check_reachable(address: str, timeout: float = 3.0) -> None:
         return  # ray resolves it from the local node's files and fails fast itself
     host, sep, port = target.rpartition(":")
     if not sep or not port.isdigit():
-        raise ExecutorError(f"Ray address {address!r} is not HOST:PORT (e.g. 10.0.0.5:6379 or ray://10.0.0.5:10001). "
-                            + _RUN_LOCALLY)
+        raise ExecutorError(
+            f"Ray address {address!r} is not HOST:PORT (e.g. 10.0.0.5:6379 or ray://10.0.0.5:10001). " + _RUN_LOCALLY
+        )
     try:
         with socket.create_connection((host or "127.0.0.1", int(port)), timeout=timeout):
             pass
     except OSError as exc:
-        raise ExecutorError(f"The Ray cluster at {address} is unreachable ({exc.strerror or exc}). "
-                            + _RUN_LOCALLY) from None
+        raise ExecutorError(
+            f"The Ray cluster at {address} is unreachable ({exc.strerror or exc}). " + _RUN_LOCALLY
+        ) from None
 
 
 class RayExecutor(Executor):
@@ -56,8 +60,9 @@ class RayExecutor(Executor):
         try:
             import ray
         except ImportError:
-            raise ExecutorError("Ray is not installed in this environment (pip install 'ray[default]'). "
-                                + _RUN_LOCALLY) from None
+            raise ExecutorError(
+                "Ray is not installed in this environment (pip install 'ray[default]'). " + _RUN_LOCALLY
+            ) from None
         self._ray = ray
         address = (address or "").strip() or None
         self.address = None if address in (None, "local") else address
@@ -67,16 +72,16 @@ class RayExecutor(Executor):
             try:
                 if self.address is None:
                     # A private local instance; small object store: tasks are small.
-                    ray.init(num_cpus=num_cpus or os.cpu_count() or 1, object_store_memory=200 * 1024**2,
-                             **kwargs)
+                    ray.init(num_cpus=num_cpus or os.cpu_count() or 1, object_store_memory=200 * 1024**2, **kwargs)
                 else:
                     _check_reachable(self.address)
                     ray.init(address=self.address, **kwargs)
             except ExecutorError:
                 raise
             except Exception as exc:  # ConnectionError, RuntimeError, ... depending on the Ray version
-                raise ExecutorError(f"Could not connect to Ray at {self.address or 'a local instance'}: {exc}. "
-                                    + _RUN_LOCALLY) from None
+                raise ExecutorError(
+                    f"Could not connect to Ray at {self.address or 'a local instance'}: {exc}. " + _RUN_LOCALLY
+                ) from None
             self._started = True
         self.workers = max(1, int(ray.cluster_resources().get("CPU", 1)))
         self._remote = ray.remote(_apply)
@@ -99,8 +104,10 @@ class RayExecutor(Executor):
         except (ray.exceptions.WorkerCrashedError, ray.exceptions.RayError) as exc:
             for r in refs:
                 ray.cancel(r, force=True)
-            raise ExecutorError(f"A Ray worker died ({type(exc).__name__}); the run stopped and nothing was "
-                                "released. Try fewer samples per round, or run locally.") from None
+            raise ExecutorError(
+                f"A Ray worker died ({type(exc).__name__}); the run stopped and nothing was "
+                "released. Try fewer samples per round, or run locally."
+            ) from None
 
     def close(self) -> None:
         if self._started and self._ray.is_initialized():

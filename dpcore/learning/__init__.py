@@ -6,5 +6,7 @@ the training-set size n is public.  Only the training split is private input to 
 accuracy reported beside it is an internal evaluation figure, not differentially private.
 """
 
-NEIGHBOURS = ("replace-one (bounded DP): neighbouring training sets have the same n and differ in one "
-              "labelled record (seed 000 §II.A, seed 003 Def. 2.5)")
+NEIGHBOURS = (
+    "replace-one (bounded DP): neighbouring training sets have the same n and differ in one "
+    "labelled record (seed 000 §II.A, seed 003 Def. 2.5)"
+)

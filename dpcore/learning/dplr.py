@@ -48,8 +48,15 @@ def draw_perturbation(rng: np.random.Generator, d: int, eps_p: float) -> np.ndar
     return rng.gamma(shape=d, scale=2.0 / eps_p) * direction
 
 
-def dplr(X: np.ndarray, y: np.ndarray, epsilon: float, rng: np.random.Generator, *, lam: float = 1e-3,
-         columns: list[str] | None = None) -> LearnedModel:
+def dplr(
+    X: np.ndarray,
+    y: np.ndarray,
+    epsilon: float,
+    rng: np.random.Generator,
+    *,
+    lam: float = 1e-3,
+    columns: list[str] | None = None,
+) -> LearnedModel:
     X = np.asarray(X, dtype=float)
     n, d = X.shape
     Z = X / math.sqrt(d)  # ||z|| <= 1 for binary x
@@ -66,10 +73,18 @@ def dplr(X: np.ndarray, y: np.ndarray, epsilon: float, rng: np.random.Generator,
 
     res = minimize(objective, np.zeros(d), jac=True, method="L-BFGS-B", options={"gtol": 1e-10, "maxiter": 5000})
     f = res.x / math.sqrt(d)  # so that predict uses the raw binary x: f.x/sqrt(d) = (f/sqrt(d)).x
-    return LearnedModel("dplr", "logistic", f, columns or [f"x{j}" for j in range(d)], epsilon, 0.0,
-                        "ε-DP (Chaudhuri et al. 2011, objective perturbation, Thm 9)", True,
-                        {"lambda": lam, "epsilon_prime": eps_p, "Delta": Delta, "c": LOGISTIC_C},
-                        {"converged": bool(res.success)})
+    return LearnedModel(
+        "dplr",
+        "logistic",
+        f,
+        columns or [f"x{j}" for j in range(d)],
+        epsilon,
+        0.0,
+        "ε-DP (Chaudhuri et al. 2011, objective perturbation, Thm 9)",
+        True,
+        {"lambda": lam, "epsilon_prime": eps_p, "Delta": Delta, "c": LOGISTIC_C},
+        {"converged": bool(res.success)},
+    )
 
 
 def _sigmoid(z):

@@ -34,22 +34,60 @@ class MethodInfo:
     accounting: str
 
 
-METHODS: dict[str, MethodInfo] = {m.name: m for m in [
-    MethodInfo("opdisc", "OPDisc (objective perturbation, discrete halfspaces)", "seed 003 §3",
-               "oracle-dependent", "(ε, δ)-DP by seed 003 Thm 2; σ = max(7 G D² sqrt(ln 1/δ)/(τ ε), coupling bound)"),
-    MethodInfo("rspm", "RSPM, Laplace (discrete halfspaces)", "seed 000 §III.A", "oracle-dependent",
-               "ε-DP by seed 000 Thm 6; η ~ Lap(2m/ε) on a separator set of size m"),
-    MethodInfo("rspm-gauss", "Gaussian RSPM (discrete halfspaces)", "seed 000 Thm 7", "oracle-dependent",
-               "(ε, δ)-DP; σ from the coupling bound in dpcore.learning.rspm"),
-    MethodInfo("rspm-conj", "RSPM, Laplace (conjunctions)", "seed 000 §III.A", "oracle-dependent",
-               "ε-DP by seed 000 Thm 6; separator of size d"),
-    MethodInfo("prsma", "PRSMA around RSPM (robust)", "seed 000 §III.B", "robust",
-               "(ε, δ)-DP whatever the oracle does, seed 000 Thm 8 (ε* = ε/62, δ* = δ/11)"),
-    MethodInfo("dplr", "DP logistic regression (objective perturbation)", "Chaudhuri et al. 2011", "robust",
-               "ε-DP, Chaudhuri-Monteleoni-Sarwate 2011 Thm 9"),
-    MethodInfo("nonprivate", "Exact 0/1-loss halfspace (NOT private, reference)", "-", "none",
-               "none: the non-private optimum on the same grid, for comparison only"),
-]}
+METHODS: dict[str, MethodInfo] = {
+    m.name: m
+    for m in [
+        MethodInfo(
+            "opdisc",
+            "OPDisc (objective perturbation, discrete halfspaces)",
+            "seed 003 §3",
+            "oracle-dependent",
+            "(ε, δ)-DP by seed 003 Thm 2; σ = max(7 G D² sqrt(ln 1/δ)/(τ ε), coupling bound)",
+        ),
+        MethodInfo(
+            "rspm",
+            "RSPM, Laplace (discrete halfspaces)",
+            "seed 000 §III.A",
+            "oracle-dependent",
+            "ε-DP by seed 000 Thm 6; η ~ Lap(2m/ε) on a separator set of size m",
+        ),
+        MethodInfo(
+            "rspm-gauss",
+            "Gaussian RSPM (discrete halfspaces)",
+            "seed 000 Thm 7",
+            "oracle-dependent",
+            "(ε, δ)-DP; σ from the coupling bound in dpcore.learning.rspm",
+        ),
+        MethodInfo(
+            "rspm-conj",
+            "RSPM, Laplace (conjunctions)",
+            "seed 000 §III.A",
+            "oracle-dependent",
+            "ε-DP by seed 000 Thm 6; separator of size d",
+        ),
+        MethodInfo(
+            "prsma",
+            "PRSMA around RSPM (robust)",
+            "seed 000 §III.B",
+            "robust",
+            "(ε, δ)-DP whatever the oracle does, seed 000 Thm 8 (ε* = ε/62, δ* = δ/11)",
+        ),
+        MethodInfo(
+            "dplr",
+            "DP logistic regression (objective perturbation)",
+            "Chaudhuri et al. 2011",
+            "robust",
+            "ε-DP, Chaudhuri-Monteleoni-Sarwate 2011 Thm 9",
+        ),
+        MethodInfo(
+            "nonprivate",
+            "Exact 0/1-loss halfspace (NOT private, reference)",
+            "-",
+            "none",
+            "none: the non-private optimum on the same grid, for comparison only",
+        ),
+    ]
+}
 
 
 @dataclass
@@ -86,8 +124,9 @@ def parse_epsilons(text) -> list[float]:
     return vals
 
 
-def plan(data: LearningData, methods: list[str], epsilons: list[float], settings: LearnSettings,
-         domain=None) -> list[dict]:
+def plan(
+    data: LearningData, methods: list[str], epsilons: list[float], settings: LearnSettings, domain=None
+) -> list[dict]:
     """Public pre-run figures per method and ε; raises a typed error for runs that cannot work."""
     n, d = data.X_train.shape
     delta = settings.delta if settings.delta is not None else 1.0 / n**2
@@ -100,8 +139,11 @@ def plan(data: LearningData, methods: list[str], epsilons: list[float], settings
         for eps in epsilons:
             row = {"method": m, "epsilon": eps, "oracle_calls": 1, "privacy": METHODS[m].privacy}
             if m == "opdisc":
-                row.update(delta=delta, sigma=opdisc_mod.noise_sigma(eps, delta, settings.tau, settings.D, d + 1),
-                           sigma_paper=opdisc_mod.opdisc_sigma(eps, delta, settings.tau, settings.D))
+                row.update(
+                    delta=delta,
+                    sigma=opdisc_mod.noise_sigma(eps, delta, settings.tau, settings.D, d + 1),
+                    sigma_paper=opdisc_mod.opdisc_sigma(eps, delta, settings.tau, settings.D),
+                )
             elif m in ("rspm", "rspm-gauss", "rspm-conj"):
                 kind = "conjunction" if m == "rspm-conj" else "halfspace"
                 msize = rspm_mod.separator_size(kind, d, settings.bound)
@@ -112,8 +154,13 @@ def plan(data: LearningData, methods: list[str], epsilons: list[float], settings
                     row.update(laplace_scale=rspm_mod.laplace_scale(msize, eps))
             elif m == "prsma":
                 p = prsma_mod.plan(n, eps, delta, settings.prsma_max_calls)
-                row.update(delta=delta, oracle_calls=p.oracle_calls, parts=p.parts, repetitions=p.repetitions,
-                           eps_prime=p.eps_prime)
+                row.update(
+                    delta=delta,
+                    oracle_calls=p.oracle_calls,
+                    parts=p.parts,
+                    repetitions=p.repetitions,
+                    eps_prime=p.eps_prime,
+                )
             elif m == "dplr":
                 eps_p, Delta = dplr_mod.perturbation_parameters(eps, n, settings.lam)
                 row.update(oracle_calls=0, epsilon_prime=eps_p, Delta=Delta)
@@ -125,37 +172,71 @@ def plan(data: LearningData, methods: list[str], epsilons: list[float], settings
 
 def nonprivate(X, y, settings: LearnSettings, columns) -> LearnedModel:
     v, const = loss_weights(y)
-    res = halfspace_oracle(X, v, bound=settings.bound, norm_bound=settings.D / settings.tau, constant=const,
-                           time_limit=settings.time_limit)
+    res = halfspace_oracle(
+        X, v, bound=settings.bound, norm_bound=settings.D / settings.tau, constant=const, time_limit=settings.time_limit
+    )
     params = res.params if res.params.size else np.zeros(X.shape[1], dtype=np.int64)
-    return LearnedModel("nonprivate", "halfspace", params, columns, None, 0.0, "NOT private (reference only)",
-                        res.certified, {"bound": settings.bound, "D": settings.D},
-                        {"status": res.status, "seconds": res.seconds, "certified": res.certified})
+    return LearnedModel(
+        "nonprivate",
+        "halfspace",
+        params,
+        columns,
+        None,
+        0.0,
+        "NOT private (reference only)",
+        res.certified,
+        {"bound": settings.bound, "D": settings.D},
+        {"status": res.status, "seconds": res.seconds, "certified": res.certified},
+    )
 
 
-def run_one(method: str, data: LearningData, epsilon: float, settings: LearnSettings, rng: np.random.Generator,
-            executor=None) -> tuple[LearnedModel | None, dict]:
+def run_one(
+    method: str, data: LearningData, epsilon: float, settings: LearnSettings, rng: np.random.Generator, executor=None
+) -> tuple[LearnedModel | None, dict]:
     X, y = data.X_train, data.y_train
     cols = list(data.encoding.names)
     n = len(y)
     delta = settings.delta if settings.delta is not None else 1.0 / n**2
     s = settings
     if method == "opdisc":
-        return opdisc_mod.opdisc(X, y, epsilon, delta, rng, bound=s.bound, tau=s.tau, D=s.D,
-                                 time_limit=s.time_limit, columns=cols), {}
+        return opdisc_mod.opdisc(
+            X, y, epsilon, delta, rng, bound=s.bound, tau=s.tau, D=s.D, time_limit=s.time_limit, columns=cols
+        ), {}
     if method in ("rspm", "rspm-gauss"):
         noise = "laplace" if method == "rspm" else "gaussian"
-        return rspm_mod.rspm(X, y, epsilon, rng, kind="halfspace", bound=s.bound, norm_bound=s.D / s.tau,
-                             noise=noise, delta=delta, time_limit=s.time_limit, columns=cols), {}
+        return rspm_mod.rspm(
+            X,
+            y,
+            epsilon,
+            rng,
+            kind="halfspace",
+            bound=s.bound,
+            norm_bound=s.D / s.tau,
+            noise=noise,
+            delta=delta,
+            time_limit=s.time_limit,
+            columns=cols,
+        ), {}
     if method == "rspm-conj":
         # (the constant bias column never changes a conjunction's value on the data; it stays in the
         # class only so that the separator set is the same U = {1 - e_j} over all columns)
         model = rspm_mod.rspm(X, y, epsilon, rng, kind="conjunction", time_limit=s.time_limit, columns=cols)
         return model, {}
     if method == "prsma":
-        return prsma_mod.prsma(X, y, epsilon, delta, rng, kind="halfspace", bound=s.bound, norm_bound=s.D / s.tau,
-                               time_limit=s.time_limit, max_calls=s.prsma_max_calls, executor=executor,
-                               columns=cols)
+        return prsma_mod.prsma(
+            X,
+            y,
+            epsilon,
+            delta,
+            rng,
+            kind="halfspace",
+            bound=s.bound,
+            norm_bound=s.D / s.tau,
+            time_limit=s.time_limit,
+            max_calls=s.prsma_max_calls,
+            executor=executor,
+            columns=cols,
+        )
     if method == "dplr":
         return dplr_mod.dplr(X, y, epsilon, rng, lam=s.lam, columns=cols), {}
     if method == "nonprivate":
@@ -186,13 +267,24 @@ def _record(method, eps, run, data, settings, rng, executor) -> dict:
     model, info = run_one(method, data, eps, settings, rng, executor)
     seconds = time.perf_counter() - t0
     eps_spent, delta_spent = spent(method, None if method == "nonprivate" else eps, settings, data.n_train)
-    rec = {"method": method, "epsilon": None if method == "nonprivate" else eps, "run": run,
-           "seconds": seconds, "bottom": model is None, "epsilon_spent": eps_spent, "delta_spent": delta_spent}
+    rec = {
+        "method": method,
+        "epsilon": None if method == "nonprivate" else eps,
+        "run": run,
+        "seconds": seconds,
+        "bottom": model is None,
+        "epsilon_spent": eps_spent,
+        "delta_spent": delta_spent,
+    }
     if model is not None:
-        rec.update(accuracy=model.accuracy(data.X_test, data.y_test),
-                   train_accuracy=model.accuracy(data.X_train, data.y_train),
-                   certified=model.certified, status=model.oracle.get("status"),
-                   solve_seconds=model.oracle.get("seconds"), model=model)
+        rec.update(
+            accuracy=model.accuracy(data.X_test, data.y_test),
+            train_accuracy=model.accuracy(data.X_train, data.y_train),
+            certified=model.certified,
+            status=model.oracle.get("status"),
+            solve_seconds=model.oracle.get("seconds"),
+            model=model,
+        )
     else:
         rec.update(accuracy=None, certified=True, status="⊥")
     if info:
@@ -214,34 +306,60 @@ class Evaluation:
             rs = [r for r in self.records if r["method"] == m and r["epsilon"] == eps]
             acc = [r["accuracy"] for r in rs if r["accuracy"] is not None]
             secs = [r["seconds"] for r in rs]
-            rows.append({"method": m, "epsilon": eps, "runs": len(rs),
-                         "accuracy_mean": float(np.mean(acc)) if acc else None,
-                         "accuracy_std": float(np.std(acc, ddof=1)) if len(acc) > 1 else (0.0 if acc else None),
-                         "seconds": float(np.mean(secs)), "seconds_max": float(np.max(secs)),
-                         "solver_failures": sum(1 for r in rs if not r.get("certified", True)),
-                         "bottom_outputs": sum(1 for r in rs if r["bottom"])})
+            rows.append(
+                {
+                    "method": m,
+                    "epsilon": eps,
+                    "runs": len(rs),
+                    "accuracy_mean": float(np.mean(acc)) if acc else None,
+                    "accuracy_std": float(np.std(acc, ddof=1)) if len(acc) > 1 else (0.0 if acc else None),
+                    "seconds": float(np.mean(secs)),
+                    "seconds_max": float(np.max(secs)),
+                    "solver_failures": sum(1 for r in rs if not r.get("certified", True)),
+                    "bottom_outputs": sum(1 for r in rs if r["bottom"]),
+                }
+            )
         return rows
 
     def failures(self) -> list[dict]:
         """Runs whose oracle did not certify optimality: their privacy guarantee does not hold."""
-        return [{k: r[k] for k in ("method", "epsilon", "run", "status")} for r in self.records
-                if not r.get("certified", True)]
+        return [
+            {k: r[k] for k in ("method", "epsilon", "run", "status")}
+            for r in self.records
+            if not r.get("certified", True)
+        ]
 
     def to_dict(self) -> dict:
         recs = [{k: v for k, v in r.items() if k != "model"} for r in self.records]
-        return {"settings": self.settings, "n_train": self.n_train, "n_test": self.n_test, "summary": self.summary(),
-                "failures": self.failures(), "records": recs}
+        return {
+            "settings": self.settings,
+            "n_train": self.n_train,
+            "n_test": self.n_test,
+            "summary": self.summary(),
+            "failures": self.failures(),
+            "records": recs,
+        }
 
 
-def evaluate(data: LearningData, methods: list[str], epsilons: list[float], runs: int, settings: LearnSettings,
-             rng: np.random.Generator, *, executor=None, progress=None, cancel=None) -> Evaluation:
+def evaluate(
+    data: LearningData,
+    methods: list[str],
+    epsilons: list[float],
+    runs: int,
+    settings: LearnSettings,
+    rng: np.random.Generator,
+    *,
+    executor=None,
+    progress=None,
+    cancel=None,
+) -> Evaluation:
     """Every (method, ε, run); ``progress(done, total, message)`` between runs; ``cancel`` an Event."""
     if runs < 1:
         raise ParameterError("Use at least one run per method and ε.")
     plan(data, methods, epsilons, settings)
     jobs = []
     for m in methods:
-        for eps in ([epsilons[0]] if m == "nonprivate" else epsilons):
+        for eps in [epsilons[0]] if m == "nonprivate" else epsilons:
             for r in range(1 if m == "nonprivate" else runs):
                 jobs.append((m, eps, r))
     seeds = rng.integers(0, 2**63 - 1, size=len(jobs))  # drawn before any run: executor-independent
@@ -259,8 +377,9 @@ def evaluate(data: LearningData, methods: list[str], epsilons: list[float], runs
             progress(i, len(jobs), f"{METHODS[m].title}, ε = {eps:g}, run {r + 1}")
         rec = by_job.get((m, eps, r))
         if rec is None:
-            rec = _record(m, eps, r, data, settings, np.random.default_rng(int(seed)),
-                          executor if m == "prsma" else None)
+            rec = _record(
+                m, eps, r, data, settings, np.random.default_rng(int(seed)), executor if m == "prsma" else None
+            )
         ev.records.append(rec)
     if progress is not None:
         progress(len(jobs), len(jobs), "done")

@@ -29,8 +29,15 @@ from ..errors import DataError, ParameterError
 
 #: The seven-attribute setting of the benchmark (seed 003 §5 uses 7 Adult features), each binarised
 #: by a public rule so that the 0/1-loss MIP stays small (at most 2^7 distinct points).
-ADULT_SEVEN = ("age>=30", "education-num>=13", "marital-status=Married-civ-spouse", "sex=Male",
-               "hours-per-week>=41", "capital-gain>=1", "occupation=Exec-managerial|Prof-specialty")
+ADULT_SEVEN = (
+    "age>=30",
+    "education-num>=13",
+    "marital-status=Married-civ-spouse",
+    "sex=Male",
+    "hours-per-week>=41",
+    "capital-gain>=1",
+    "occupation=Exec-managerial|Prof-specialty",
+)
 ADULT_LABEL = "income-per-year"
 ADULT_POSITIVE = (">50K",)
 
@@ -77,8 +84,9 @@ class FeatureSpec:
         if self.mode == "in":
             unknown = [v for v in self.values if v not in labels]
             if unknown:
-                raise ParameterError(f"Feature {self.text()!r}: {unknown} are not values of {attr.name!r}; "
-                                     f"its values are {labels[:30]}.")
+                raise ParameterError(
+                    f"Feature {self.text()!r}: {unknown} are not values of {attr.name!r}; its values are {labels[:30]}."
+                )
             col = np.array([[1 if lab in self.values else 0] for lab in labels], dtype=np.int8)
             return [self.text()], col
         lows = []
@@ -115,7 +123,8 @@ class FeatureEncoding:
             else:
                 raise ParameterError(
                     f"The label {label!r} has {len(labels)} values {labels[:20]}: a classifier needs two classes. "
-                    f"Say which value(s) count as positive (e.g. --positive '{labels[-1]}').")
+                    f"Say which value(s) count as positive (e.g. --positive '{labels[-1]}')."
+                )
         if isinstance(positive, str):
             positive = tuple(v.strip() for v in positive.split("|") if v.strip())
         positive = tuple(positive)
@@ -156,12 +165,17 @@ class FeatureEncoding:
         """Public bound on distinct feature vectors: product over features of their patterns."""
         total = 1
         for s in self.features:
-            total *= (domain[s.attribute].size if s.mode == "onehot" else 2)
+            total *= domain[s.attribute].size if s.mode == "onehot" else 2
         return total
 
     def to_dict(self) -> dict:
-        return {"label": self.label, "positive": list(self.positive), "features": [s.text() for s in self.features],
-                "bias": self.bias, "columns": list(self.names)}
+        return {
+            "label": self.label,
+            "positive": list(self.positive),
+            "features": [s.text() for s in self.features],
+            "bias": self.bias,
+            "columns": list(self.names),
+        }
 
 
 def balanced_subset(y: np.ndarray, rng: np.random.Generator) -> np.ndarray:
@@ -200,8 +214,15 @@ class LearningData:
         return int(len(self.y_train))
 
 
-def prepare(dataset: Dataset, encoding: FeatureEncoding, rng: np.random.Generator, *, balance: bool = True,
-            test_fraction: float = 0.3, max_rows: int | None = None) -> LearningData:
+def prepare(
+    dataset: Dataset,
+    encoding: FeatureEncoding,
+    rng: np.random.Generator,
+    *,
+    balance: bool = True,
+    test_fraction: float = 0.3,
+    max_rows: int | None = None,
+) -> LearningData:
     X, y = encoding.encode(dataset)
     idx = balanced_subset(y, rng) if balance else np.arange(len(y))
     if max_rows is not None and len(idx) > max_rows:

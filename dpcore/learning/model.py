@@ -40,13 +40,24 @@ class LearnedModel:
         return float(np.mean(self.predict(X) == np.asarray(y)))
 
     def to_dict(self, encoding=None) -> dict:
-        d = {"format": "dpcore-model/1", "method": self.method, "kind": self.kind,
-             "weights": {c: float(v) for c, v in zip(self.columns, self.params)},
-             "rule": _rule(self.kind), "epsilon": self.epsilon, "delta": self.delta, "privacy": self.privacy,
-             "neighbours": NEIGHBOURS, "certified": self.certified, "public_parameters": self.public}
+        d = {
+            "format": "dpcore-model/1",
+            "method": self.method,
+            "kind": self.kind,
+            "weights": {c: float(v) for c, v in zip(self.columns, self.params)},
+            "rule": _rule(self.kind),
+            "epsilon": self.epsilon,
+            "delta": self.delta,
+            "privacy": self.privacy,
+            "neighbours": NEIGHBOURS,
+            "certified": self.certified,
+            "public_parameters": self.public,
+        }
         if not self.certified:
-            d["warning"] = ("The solver did not certify an optimal solution: this method's privacy guarantee "
-                            "does not hold for this model.")
+            d["warning"] = (
+                "The solver did not certify an optimal solution: this method's privacy guarantee "
+                "does not hold for this model."
+            )
         if encoding is not None:
             d["encoding"] = encoding.to_dict()
         return d
@@ -56,8 +67,10 @@ class LearnedModel:
 
 
 def _rule(kind: str) -> str:
-    return {"halfspace": "predict 1 iff sum_j weight_j * x_j >= 1 (x binary, 'bias' = 1); weights are in units "
-                         "of the grid step tau",
-            "conjunction": "predict 1 iff every feature with weight 1 is 1",
-            "disjunction": "predict 1 iff some feature with weight 1 is 1",
-            "logistic": "predict 1 iff sum_j weight_j * x_j > 0 (x binary, 'bias' = 1)"}[kind]
+    return {
+        "halfspace": "predict 1 iff sum_j weight_j * x_j >= 1 (x binary, 'bias' = 1); weights are in units "
+        "of the grid step tau",
+        "conjunction": "predict 1 iff every feature with weight 1 is 1",
+        "disjunction": "predict 1 iff some feature with weight 1 is 1",
+        "logistic": "predict 1 iff sum_j weight_j * x_j > 0 (x binary, 'bias' = 1)",
+    }[kind]

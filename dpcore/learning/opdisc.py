@@ -57,8 +57,9 @@ def opdisc_sigma(epsilon: float, delta: float, tau: float, D: float, G: float | 
     return 7.0 * G * D**2 * math.sqrt(math.log(1.0 / delta)) / (tau * epsilon)
 
 
-def opdisc_sigma_coupling(epsilon: float, delta: float, tau: float, D: float, dim: int,
-                          G: float | None = None) -> float:
+def opdisc_sigma_coupling(
+    epsilon: float, delta: float, tau: float, D: float, dim: int, G: float | None = None
+) -> float:
     """sigma = c (A + sqrt(A^2 + 2 eps)) / (2 eps), c = 4 G D^2 / tau, A = sqrt(dim) + sqrt(2 ln(1/delta)).
 
     ``dim`` is the noise dimension d + 1.  See the module docstring for the derivation."""
@@ -81,8 +82,9 @@ def check_grid(d: int, bound: int, tau: float, D: float) -> None:
         raise ParameterError(f"The norm bound D = {D:g} is below the grid step τ = {tau:g}: only w = 0 would fit.")
 
 
-def solve(X: np.ndarray, y: np.ndarray, eta: np.ndarray, bound: int, tau: float, D: float,
-          time_limit: float | None = 30.0) -> LearnerResult:
+def solve(
+    X: np.ndarray, y: np.ndarray, eta: np.ndarray, bound: int, tau: float, D: float, time_limit: float | None = 30.0
+) -> LearnerResult:
     """The projected linear optimisation oracle (seed 003 Def. 2.2) for one noise vector."""
     d = X.shape[1]
     eta = np.asarray(eta, dtype=float)
@@ -91,14 +93,32 @@ def solve(X: np.ndarray, y: np.ndarray, eta: np.ndarray, bound: int, tau: float,
     v, const = loss_weights(y)
     radius = D / tau  # ||w|| <= D  <=>  ||k|| <= D / tau
     # -<eta_{1:d}, w>/D = -<eta_{1:d} tau / D, k>
-    return halfspace_oracle(X, v, bound=bound, norm_bound=radius, linear=-eta[:d] * tau / D,
-                            sphere_coef=float(eta[d]), sphere_radius=radius, constant=const,
-                            time_limit=time_limit)
+    return halfspace_oracle(
+        X,
+        v,
+        bound=bound,
+        norm_bound=radius,
+        linear=-eta[:d] * tau / D,
+        sphere_coef=float(eta[d]),
+        sphere_radius=radius,
+        constant=const,
+        time_limit=time_limit,
+    )
 
 
-def opdisc(X: np.ndarray, y: np.ndarray, epsilon: float, delta: float, rng: np.random.Generator, *,
-           bound: int = 2, tau: float = 1.0, D: float = 4.0, time_limit: float | None = 30.0,
-           columns: list[str] | None = None) -> LearnedModel:
+def opdisc(
+    X: np.ndarray,
+    y: np.ndarray,
+    epsilon: float,
+    delta: float,
+    rng: np.random.Generator,
+    *,
+    bound: int = 2,
+    tau: float = 1.0,
+    D: float = 4.0,
+    time_limit: float | None = 30.0,
+    columns: list[str] | None = None,
+) -> LearnedModel:
     """(eps, delta)-DP (seed 003 Thm 2) provided the oracle certifies optimality."""
     d = X.shape[1]
     check_grid(d, bound, tau, D)
@@ -106,9 +126,23 @@ def opdisc(X: np.ndarray, y: np.ndarray, epsilon: float, delta: float, rng: np.r
     eta = rng.normal(0.0, sigma, size=d + 1)
     res = solve(X, y, eta, bound, tau, D, time_limit)
     params = res.params if res.params.size else np.zeros(d, dtype=np.int64)
-    return LearnedModel("opdisc", "halfspace", params, columns or [f"x{j}" for j in range(d)], epsilon, delta,
-                        "(ε, δ)-DP (seed 003 Thm 2) provided the oracle's solution is certified optimal",
-                        res.certified, {"tau": tau, "D": D, "bound": bound, "G": 1.0 / tau, "sigma": sigma,
-                         "sigma_paper": opdisc_sigma(epsilon, delta, tau, D),
-                         "sigma_coupling": opdisc_sigma_coupling(epsilon, delta, tau, D, d + 1)},
-                        {"status": res.status, "seconds": res.seconds, "certified": res.certified})
+    return LearnedModel(
+        "opdisc",
+        "halfspace",
+        params,
+        columns or [f"x{j}" for j in range(d)],
+        epsilon,
+        delta,
+        "(ε, δ)-DP (seed 003 Thm 2) provided the oracle's solution is certified optimal",
+        res.certified,
+        {
+            "tau": tau,
+            "D": D,
+            "bound": bound,
+            "G": 1.0 / tau,
+            "sigma": sigma,
+            "sigma_paper": opdisc_sigma(epsilon, delta, tau, D),
+            "sigma_coupling": opdisc_sigma_coupling(epsilon, delta, tau, D, d + 1),
+        },
+        {"status": res.status, "seconds": res.seconds, "certified": res.certified},
+    )

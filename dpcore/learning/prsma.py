@@ -71,16 +71,22 @@ def plan(n: int, epsilon: float, delta: float, max_calls: int = DEFAULT_MAX_CALL
         raise BudgetError(f"PRSMA's Theorem 8 needs ε/62 ≤ 1/2, i.e. ε ≤ 31 (got {epsilon:g}).")
     p = _figures(n, epsilon, delta)
     if p.part_size < 1:
-        raise BudgetError(f"PRSMA would split the n = {n:,} training records into {p.parts:,} parts: fewer records "
-                          f"than parts. Use a larger ε or δ (parts = (62/ε)(1 + ln(22/δ))).")
+        raise BudgetError(
+            f"PRSMA would split the n = {n:,} training records into {p.parts:,} parts: fewer records "
+            f"than parts. Use a larger ε or δ (parts = (62/ε)(1 + ln(22/δ)))."
+        )
     if p.oracle_calls > max_calls:
         suggestion = suggest_delta(n, epsilon, max_calls)
-        hint = (f" δ ≥ {suggestion:.3g} would fit" if suggestion is not None
-                else " no δ < 1 fits at this ε; raise ε or the limit")
+        hint = (
+            f" δ ≥ {suggestion:.3g} would fit"
+            if suggestion is not None
+            else " no δ < 1 fits at this ε; raise ε or the limit"
+        )
         raise BudgetError(
             f"PRSMA at ε = {epsilon:g}, δ = {delta:.3g} needs {p.oracle_calls:,} oracle calls ({p.parts:,} parts × "
             f"{p.repetitions:,} runs; seed 000 Thm 8), above the limit of {max_calls:,}.{hint}. The run count grows "
-            "like ln(1/δ)/δ: PRSMA is only practical with large δ.")
+            "like ln(1/δ)/δ: PRSMA is only practical with large δ."
+        )
     return p
 
 
@@ -114,10 +120,24 @@ def run_part(task: tuple) -> tuple[bool, list, list]:
     return True, outputs, statuses
 
 
-def prsma(X: np.ndarray, y: np.ndarray, epsilon: float, delta: float, rng: np.random.Generator, *,
-          kind: str = "halfspace", bound: int = 2, norm_bound: float | None = None, time_limit: float | None = 30.0,
-          max_calls: int = DEFAULT_MAX_CALLS, executor=None, solve_fn=None, columns: list[str] | None = None,
-          progress=None, cancel=None) -> tuple[LearnedModel | None, dict]:
+def prsma(
+    X: np.ndarray,
+    y: np.ndarray,
+    epsilon: float,
+    delta: float,
+    rng: np.random.Generator,
+    *,
+    kind: str = "halfspace",
+    bound: int = 2,
+    norm_bound: float | None = None,
+    time_limit: float | None = 30.0,
+    max_calls: int = DEFAULT_MAX_CALLS,
+    executor=None,
+    solve_fn=None,
+    columns: list[str] | None = None,
+    progress=None,
+    cancel=None,
+) -> tuple[LearnedModel | None, dict]:
     """PRSMA around Laplace RSPM.  Returns (model, info); model is None when PRSMA outputs ⊥.
 
     (ε, δ)-DP under replace-one neighbours whatever the oracle does (seed 000 Thm 8).
@@ -140,17 +160,34 @@ def prsma(X: np.ndarray, y: np.ndarray, epsilon: float, delta: float, rng: np.ra
     for r in results:
         for s in r[2]:
             statuses[s] = statuses.get(s, 0) + 1
-    info = {"plan": p.to_dict(), "parts_passed": len(passed), "oracle_calls_made": sum(len(r[2]) for r in results),
-            "statuses": statuses, "failed_parts": p.parts - len(passed)}
+    info = {
+        "plan": p.to_dict(),
+        "parts_passed": len(passed),
+        "oracle_calls_made": sum(len(r[2]) for r in results),
+        "statuses": statuses,
+        "failed_parts": p.parts - len(passed),
+    }
     noisy = len(passed) + z
     info["passed_test"] = bool(noisy > p.threshold)
     if not info["passed_test"]:
         return None, info  # ⊥: a robust (private) outcome, never an unaccounted one
     pool = [out for i in passed for out in results[i][1]]
     chosen = pool[min(int(u * len(pool)), len(pool) - 1)]
-    model = LearnedModel("prsma", kind, np.asarray(chosen), columns or [f"x{j}" for j in range(d)], epsilon, delta,
-                         "(ε, δ)-DP whatever the oracle does (seed 000 Thm 8)", True,
-                         {"class": kind, "bound": bound, "norm_bound": norm_bound,
-                          **{k: v for k, v in p.to_dict().items() if k not in ("epsilon", "delta")}},
-                         {"statuses": statuses})
+    model = LearnedModel(
+        "prsma",
+        kind,
+        np.asarray(chosen),
+        columns or [f"x{j}" for j in range(d)],
+        epsilon,
+        delta,
+        "(ε, δ)-DP whatever the oracle does (seed 000 Thm 8)",
+        True,
+        {
+            "class": kind,
+            "bound": bound,
+            "norm_bound": norm_bound,
+            **{k: v for k, v in p.to_dict().items() if k not in ("epsilon", "delta")},
+        },
+        {"statuses": statuses},
+    )
     return model, info

@@ -38,8 +38,7 @@ import math
 import numpy as np
 
 from ..errors import BudgetError, ParameterError
-from ..oracles.learners import (LearnerResult, conjunction_oracle, disjunction_oracle, halfspace_oracle,
-                                loss_weights)
+from ..oracles.learners import LearnerResult, conjunction_oracle, disjunction_oracle, halfspace_oracle, loss_weights
 from .model import LearnedModel
 
 CLASSES = ("halfspace", "conjunction", "disjunction")
@@ -87,7 +86,7 @@ def separator_terms(kind: str, eta: np.ndarray, d: int, bound: int = 2) -> dict:
     # loss(e_{j,t}, 1) = 1 - h(e_{j,t}); h = [k_j > t] (t > 0) or [k_j < t] (t < 0)
     for a, t in enumerate(ts):
         fires = (grid > t) if t > 0 else (grid < t)
-        costs[:, fires] -= E[:, a:a + 1]
+        costs[:, fires] -= E[:, a : a + 1]
     return {"value_costs": costs, "constant": float(eta.sum())}
 
 
@@ -109,8 +108,9 @@ def gaussian_sigma(m: int, epsilon: float, delta: float) -> float:
     return (A + math.sqrt(A * A + 2.0 * m * epsilon)) / epsilon
 
 
-def draw_noise(rng: np.random.Generator, m: int, epsilon: float, noise: str = "laplace",
-               delta: float = 0.0) -> np.ndarray:
+def draw_noise(
+    rng: np.random.Generator, m: int, epsilon: float, noise: str = "laplace", delta: float = 0.0
+) -> np.ndarray:
     if noise == "laplace":
         return rng.laplace(0.0, laplace_scale(m, epsilon), size=m)
     if noise == "gaussian":
@@ -119,8 +119,15 @@ def draw_noise(rng: np.random.Generator, m: int, epsilon: float, noise: str = "l
 
 
 # ------------------------------------------------------------------ one run
-def solve(X: np.ndarray, y: np.ndarray, eta: np.ndarray, kind: str = "halfspace", bound: int = 2,
-          norm_bound: float | None = None, time_limit: float | None = 30.0) -> LearnerResult:
+def solve(
+    X: np.ndarray,
+    y: np.ndarray,
+    eta: np.ndarray,
+    kind: str = "halfspace",
+    bound: int = 2,
+    norm_bound: float | None = None,
+    time_limit: float | None = 30.0,
+) -> LearnerResult:
     """The weighted oracle on {(x_i, y_i), weight 1} ∪ {(e_i, 1), weight eta_i}: no randomness here."""
     d = X.shape[1]
     v, const = loss_weights(y)
@@ -132,27 +139,69 @@ def solve(X: np.ndarray, y: np.ndarray, eta: np.ndarray, kind: str = "halfspace"
     return oracle(X, v, time_limit=time_limit, **terms)
 
 
-def rspm(X: np.ndarray, y: np.ndarray, epsilon: float, rng: np.random.Generator, *, kind: str = "halfspace",
-         bound: int = 2, norm_bound: float | None = None, noise: str = "laplace", delta: float = 0.0,
-         time_limit: float | None = 30.0, columns: list[str] | None = None) -> LearnedModel:
+def rspm(
+    X: np.ndarray,
+    y: np.ndarray,
+    epsilon: float,
+    rng: np.random.Generator,
+    *,
+    kind: str = "halfspace",
+    bound: int = 2,
+    norm_bound: float | None = None,
+    noise: str = "laplace",
+    delta: float = 0.0,
+    time_limit: float | None = 30.0,
+    columns: list[str] | None = None,
+) -> LearnedModel:
     """RSPM (noise='laplace': eps-DP) or Gaussian RSPM (noise='gaussian': (eps, delta)-DP), both only if
     the oracle certifies optimality (seed 000 Thm 6); otherwise ``certified`` is False."""
     d = X.shape[1]
     m = separator_size(kind, d, bound)
     eta = draw_noise(rng, m, epsilon, noise, delta)
     res = solve(X, y, eta, kind, bound, norm_bound, time_limit)
-    return to_model(res, "rspm" if noise == "laplace" else "rspm-gauss", kind, epsilon,
-                    delta if noise == "gaussian" else 0.0, m, noise, columns or [f"x{j}" for j in range(d)],
-                    {"bound": bound, "norm_bound": norm_bound})
+    return to_model(
+        res,
+        "rspm" if noise == "laplace" else "rspm-gauss",
+        kind,
+        epsilon,
+        delta if noise == "gaussian" else 0.0,
+        m,
+        noise,
+        columns or [f"x{j}" for j in range(d)],
+        {"bound": bound, "norm_bound": norm_bound},
+    )
 
 
-def to_model(res: LearnerResult, method: str, kind: str, epsilon: float, delta: float, m: int, noise: str,
-             columns: list[str], extra: dict) -> LearnedModel:
-    scale = ("laplace_scale", 2.0 * m / epsilon) if noise == "laplace" else ("gaussian_sigma",
-                                                                           gaussian_sigma(m, epsilon, delta))
-    guarantee = (f"{'ε' if noise == 'laplace' else '(ε, δ)'}-DP (seed 000 Thm 6) provided the oracle's solution is "
-                 "certified optimal")
+def to_model(
+    res: LearnerResult,
+    method: str,
+    kind: str,
+    epsilon: float,
+    delta: float,
+    m: int,
+    noise: str,
+    columns: list[str],
+    extra: dict,
+) -> LearnedModel:
+    scale = (
+        ("laplace_scale", 2.0 * m / epsilon)
+        if noise == "laplace"
+        else ("gaussian_sigma", gaussian_sigma(m, epsilon, delta))
+    )
+    guarantee = (
+        f"{'ε' if noise == 'laplace' else '(ε, δ)'}-DP (seed 000 Thm 6) provided the oracle's solution is "
+        "certified optimal"
+    )
     params = res.params if res.params.size else np.zeros(len(columns), dtype=np.int64)
-    return LearnedModel(method, kind, params, columns, epsilon, delta, guarantee, res.certified,
-                        {"class": kind, "separator_size": m, "noise": noise, scale[0]: scale[1], **extra},
-                        {"status": res.status, "seconds": res.seconds, "certified": res.certified})
+    return LearnedModel(
+        method,
+        kind,
+        params,
+        columns,
+        epsilon,
+        delta,
+        guarantee,
+        res.certified,
+        {"class": kind, "separator_size": m, "noise": noise, scale[0]: scale[1], **extra},
+        {"status": res.status, "seconds": res.seconds, "certified": res.certified},
+    )

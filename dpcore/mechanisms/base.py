@@ -70,13 +70,16 @@ class Param:
                 raise ParameterError(f"{self.name}: expected a whole number, got {value!r}.")
             num = int(num)
         if (self.low is not None and num < self.low) or (self.high is not None and num > self.high):
-            raise ParameterError(f"{self.name} = {value!r} is outside the allowed range "
-                                 f"[{_g(self.low)}, {_g(self.high)}]. {self.help}")
+            raise ParameterError(
+                f"{self.name} = {value!r} is outside the allowed range [{_g(self.low)}, {_g(self.high)}]. {self.help}"
+            )
         return num
 
     def to_dict(self) -> dict:
-        return {k: getattr(self, k) for k in ("name", "kind", "default", "help", "low", "high", "choices", "log",
-                                               "advanced", "optional")}
+        return {
+            k: getattr(self, k)
+            for k in ("name", "kind", "default", "help", "low", "high", "choices", "log", "advanced", "optional")
+        }
 
 
 def _g(v) -> str:
@@ -178,16 +181,25 @@ class Mechanism:
         params = dict(params or {})
         unknown = set(params) - {p.name for p in cls.parameters}
         if unknown:
-            raise ParameterError(f"{cls.name} has no parameter(s) {sorted(unknown)}; "
-                                 f"it has {[p.name for p in cls.parameters]}.")
+            raise ParameterError(
+                f"{cls.name} has no parameter(s) {sorted(unknown)}; it has {[p.name for p in cls.parameters]}."
+            )
         return {p.name: p.validate(params.get(p.name, p.default)) for p in cls.parameters}
 
     @classmethod
     def describe(cls) -> dict:
-        return {"name": cls.name, "title": cls.title, "seed": cls.seed, "privacy": cls.privacy, "output": cls.output,
-                "summary": cls.summary, "accounting": cls.accounting, "recommended": cls.recommended,
-                "teaching_preset": dict(cls.teaching_preset),
-                "parameters": [p.to_dict() for p in cls.parameters]}
+        return {
+            "name": cls.name,
+            "title": cls.title,
+            "seed": cls.seed,
+            "privacy": cls.privacy,
+            "output": cls.output,
+            "summary": cls.summary,
+            "accounting": cls.accounting,
+            "recommended": cls.recommended,
+            "teaching_preset": dict(cls.teaching_preset),
+            "parameters": [p.to_dict() for p in cls.parameters],
+        }
 
     def plan(self, n: int, workload, budget: Budget, params: dict) -> dict:
         """Public pre-run figures (rounds, per-round ε, oracle calls).  Raises

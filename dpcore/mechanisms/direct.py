@@ -45,13 +45,22 @@ class DirectGaussian(Mechanism):
     privacy = "robust"
     output = "answers"
     uses_oracle = False
-    summary = ("Adds Gaussian noise to every count of every chosen marginal and publishes the noisy tables. "
-               "No synthetic rows: it is the yardstick synthetic data is measured against.")
-    accounting = ("ρ-zCDP: L2 sensitivity sqrt(2|W|) on counts, σ = sqrt(|W|/ρ); ρ is the largest value whose "
-                  "Canonne–Kamath–Steinke conversion meets (ε, δ).")
+    summary = (
+        "Adds Gaussian noise to every count of every chosen marginal and publishes the noisy tables. "
+        "No synthetic rows: it is the yardstick synthetic data is measured against."
+    )
+    accounting = (
+        "ρ-zCDP: L2 sensitivity sqrt(2|W|) on counts, σ = sqrt(|W|/ρ); ρ is the largest value whose "
+        "Canonne–Kamath–Steinke conversion meets (ε, δ)."
+    )
     parameters = (
-        Param("postprocess", "bool", True, "Replace each noisy marginal by the nearest table of non-negative "
-              "proportions summing to 1 (free: post-processing never costs privacy, and it lowers the error)."),
+        Param(
+            "postprocess",
+            "bool",
+            True,
+            "Replace each noisy marginal by the nearest table of non-negative "
+            "proportions summing to 1 (free: post-processing never costs privacy, and it lowers the error).",
+        ),
     )
 
     def plan(self, n, workload, budget: Budget, params) -> dict:
@@ -73,8 +82,12 @@ class DirectGaussian(Mechanism):
         ctx.report(1, 1, "done")
         return MechanismResult(
             spends=[SpendRecord(budget.epsilon, budget.delta, plan["rho"], "Gaussian measurement of every marginal")],
-            epsilon_spent=budget.epsilon, delta_spent=budget.delta, accountant="zCDP (CKS conversion)",
-            answers=answers, public={"rho": plan["rho"], "sigma_counts": plan["sigma_counts"]})
+            epsilon_spent=budget.epsilon,
+            delta_spent=budget.delta,
+            accountant="zCDP (CKS conversion)",
+            answers=answers,
+            public={"rho": plan["rho"], "sigma_counts": plan["sigma_counts"]},
+        )
 
 
 class DirectLaplace(Mechanism):
@@ -84,8 +97,10 @@ class DirectLaplace(Mechanism):
     privacy = "robust"
     output = "answers"
     uses_oracle = False
-    summary = ("Adds Laplace noise to every count of every chosen marginal: pure ε-DP (δ = 0), "
-               "noisier than the Gaussian yardstick when there are many marginals.")
+    summary = (
+        "Adds Laplace noise to every count of every chosen marginal: pure ε-DP (δ = 0), "
+        "noisier than the Gaussian yardstick when there are many marginals."
+    )
     accounting = "pure ε: L1 sensitivity 2|W| on counts, Laplace scale 2|W|/ε."
     parameters = DirectGaussian.parameters
 
@@ -101,5 +116,9 @@ class DirectLaplace(Mechanism):
         answers = project_marginals(workload, noisy) if params.get("postprocess", True) else noisy
         return MechanismResult(
             spends=[SpendRecord(budget.epsilon, 0.0, None, "Laplace measurement of every marginal")],
-            epsilon_spent=budget.epsilon, delta_spent=0.0, accountant="pure ε (basic composition)",
-            answers=answers, public=plan)
+            epsilon_spent=budget.epsilon,
+            delta_spent=0.0,
+            accountant="pure ε (basic composition)",
+            answers=answers,
+            public=plan,
+        )

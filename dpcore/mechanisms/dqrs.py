@@ -50,8 +50,17 @@ import numpy as np
 from ..oracles.best_response import OracleStats
 from ..privacy import zcdp_to_eps_cks
 from .base import Budget, MechanismResult, Param, RunContext, SpendRecord
-from .dualquery import (DEFAULT_TIME_LIMIT, DualQuery, QueryWeights, accountant_label, largest_rounds, oracle_record,
-                        record_cells, time_limit_from, _label)
+from .dualquery import (
+    DEFAULT_TIME_LIMIT,
+    DualQuery,
+    QueryWeights,
+    accountant_label,
+    largest_rounds,
+    oracle_record,
+    record_cells,
+    time_limit_from,
+    _label,
+)
 
 #: Bisection ceiling for T (the per-T cost is O(T)).
 DQRS_T_CEILING = 1_000_000
@@ -115,8 +124,9 @@ def dqrs_epsilon(T: int, eta: float, s: int, n: int, delta: float, accountant: s
         return zcdp_to_eps_cks(dqrs_rho(T, eta, s, n), delta)
     if eps.max() > 700:
         return basic
-    adv = (math.sqrt(2.0 * math.log(1.0 / delta) * float(np.dot(mult, eps**2)))
-           + float(np.dot(mult, eps * np.expm1(eps))))
+    adv = math.sqrt(2.0 * math.log(1.0 / delta) * float(np.dot(mult, eps**2))) + float(
+        np.dot(mult, eps * np.expm1(eps))
+    )
     return min(basic, adv)
 
 
@@ -126,26 +136,59 @@ class DQRS(DualQuery):
     seed = "seed 001 (Vietri et al. 2020), Algorithm 4, Lemmas 8–9"
     privacy = "robust"
     output = "rows"
-    summary = ("DualQuery that recycles its sampled queries: instead of drawing s new queries from the weights "
-               "every round (which costs privacy each time), it keeps each old sample with a probability that "
-               "tracks how the weights changed and only draws a few fresh ones. Cheaper rounds mean more rounds "
-               "for the same ε — once the run is long enough for recycling to pay off.")
-    accounting = ("Fresh draws after round t: exponential mechanism, ε = 2ηt/n each. Accept/reject tests: "
-                  "ε = max(η/n, ln(1 + (1-e^{-η/n})/(e^{γ_t}-1))) ≤ seed 001 Lemma 9's max(η/n, η/(γ_t n)). "
-                  "Composed by heterogeneous advanced composition (Kairouz et al. 2015) or zCDP (CKS); "
-                  "basic composition for δ = 0. Derivation in dpcore/mechanisms/dqrs.py.")
+    summary = (
+        "DualQuery that recycles its sampled queries: instead of drawing s new queries from the weights "
+        "every round (which costs privacy each time), it keeps each old sample with a probability that "
+        "tracks how the weights changed and only draws a few fresh ones. Cheaper rounds mean more rounds "
+        "for the same ε — once the run is long enough for recycling to pay off."
+    )
+    accounting = (
+        "Fresh draws after round t: exponential mechanism, ε = 2ηt/n each. Accept/reject tests: "
+        "ε = max(η/n, ln(1 + (1-e^{-η/n})/(e^{γ_t}-1))) ≤ seed 001 Lemma 9's max(η/n, η/(γ_t n)). "
+        "Composed by heterogeneous advanced composition (Kairouz et al. 2015) or zCDP (CKS); "
+        "basic composition for δ = 0. Derivation in dpcore/mechanisms/dqrs.py."
+    )
     parameters = (
-        Param("eta", "float", 0.1, "MW learning rate η. Recycling needs a small η: (4η + 2γ_t)s fresh samples "
-              "are drawn per round, so η ≥ 0.25 makes DQRS plain DualQuery. Seed 001's analysis sets "
-              "η = α/4 (α the target error).", low=0.001, high=10.0, log=True),
+        Param(
+            "eta",
+            "float",
+            0.1,
+            "MW learning rate η. Recycling needs a small η: (4η + 2γ_t)s fresh samples "
+            "are drawn per round, so η ≥ 0.25 makes DQRS plain DualQuery. Seed 001's analysis sets "
+            "η = α/4 (α the target error).",
+            low=0.001,
+            high=10.0,
+            log=True,
+        ),
         Param("samples", "int", 1000, "Queries the oracle sees per round (s).", low=1, high=100_000, log=True),
-        Param("accountant", "choice", "zcdp", "Composition when δ > 0: 'zcdp' (ρ's add, CKS conversion) or "
-              "'advanced' (heterogeneous advanced composition).", choices=("zcdp", "advanced")),
-        Param("max_rounds", "int", None, "Cap on the number of rounds T (only lowers T; privacy is accounted "
-              "for the rounds actually run). Empty = as many as the budget buys.", low=2, high=1_000_000,
-              optional=True),
-        Param("time_limit", "float", DEFAULT_TIME_LIMIT, "SCIP time limit per round, seconds.", low=0.05,
-              high=3600.0, log=True, advanced=True),
+        Param(
+            "accountant",
+            "choice",
+            "zcdp",
+            "Composition when δ > 0: 'zcdp' (ρ's add, CKS conversion) or "
+            "'advanced' (heterogeneous advanced composition).",
+            choices=("zcdp", "advanced"),
+        ),
+        Param(
+            "max_rounds",
+            "int",
+            None,
+            "Cap on the number of rounds T (only lowers T; privacy is accounted "
+            "for the rounds actually run). Empty = as many as the budget buys.",
+            low=2,
+            high=1_000_000,
+            optional=True,
+        ),
+        Param(
+            "time_limit",
+            "float",
+            DEFAULT_TIME_LIMIT,
+            "SCIP time limit per round, seconds.",
+            low=0.05,
+            high=3600.0,
+            log=True,
+            advanced=True,
+        ),
     )
     recommended = False
     # Bundled Adult, 8 two-way marginals, ε = 1: ~6 s; the trace shows samples being kept and recycled.
@@ -159,10 +202,16 @@ class DQRS(DualQuery):
     def plan(self, n: int, workload, budget: Budget, params: dict) -> dict:
         T, T_budget = self.rounds(n, budget, params)
         fresh = fresh_draws(np.arange(1, T), params["eta"], params["samples"]) if T > 1 else np.zeros(0)
-        return {"rounds": T, "rounds_budget_allows": T_budget, "samples_per_round": params["samples"],
-                "fresh_draws_total": int(fresh.sum()),
-                "fresh_draws_dualquery_would_make": int(params["samples"] * (T - 1)),
-                "epsilon_planned": self.epsilon_of(T, n, budget, params), "oracle_calls": T, "synthetic_rows": T}
+        return {
+            "rounds": T,
+            "rounds_budget_allows": T_budget,
+            "samples_per_round": params["samples"],
+            "fresh_draws_total": int(fresh.sum()),
+            "fresh_draws_dualquery_would_make": int(params["samples"] * (T - 1)),
+            "epsilon_planned": self.epsilon_of(T, n, budget, params),
+            "oracle_calls": T,
+            "synthetic_rows": T,
+        }
 
     def run(self, dataset, workload, budget: Budget, params: dict, ctx: RunContext) -> MechanismResult:
         plan = self.plan(dataset.n, workload, budget, params)
@@ -185,9 +234,16 @@ class DQRS(DualQuery):
             prev = record
             synth_counts[cells] += 1.0
             err = np.abs(true - synth_counts / t)
-            entry = {"round": t, "heaviest_query": _label(workload, heavy), "distinct_clauses": n_clauses,
-                     "oracle_status": res.status, "oracle_seconds": res.seconds, "oracle_gap": res.gap,
-                     "max_error": float(err.max()), "mean_error": float(err.mean())}
+            entry = {
+                "round": t,
+                "heaviest_query": _label(workload, heavy),
+                "distinct_clauses": n_clauses,
+                "oracle_status": res.status,
+                "oracle_seconds": res.seconds,
+                "oracle_gap": res.gap,
+                "max_error": float(err.max()),
+                "mean_error": float(err.mean()),
+            }
             if t < T:
                 payoff = weights.payoff(sample, cells)  # A_D(x^t, q) for the old samples
                 weights.update(cells)  # now Q^{t+1}
@@ -209,13 +265,26 @@ class DQRS(DualQuery):
         eps = self.epsilon_of(T, n, budget, params)
         delta = budget.delta if budget.delta > 0 else 0.0
         rho = dqrs_rho(T, eta, s, n) if (params["accountant"] == "zcdp" and delta > 0) else None
-        public = {"rounds": T, "rounds_budget_allows": plan["rounds_budget_allows"], "samples_per_round": s,
-                  "eta": eta, "fresh_draws_total": plan["fresh_draws_total"]}
+        public = {
+            "rounds": T,
+            "rounds_budget_allows": plan["rounds_budget_allows"],
+            "samples_per_round": s,
+            "eta": eta,
+            "fresh_draws_total": plan["fresh_draws_total"],
+        }
         if rho is not None:
             public["rho"] = rho
         return MechanismResult(
-            spends=[SpendRecord(eps, delta, rho, f"dqrs: {T} rounds, {plan['fresh_draws_total']} fresh MW draws "
-                                                 f"+ rejection tests")],
-            epsilon_spent=eps, delta_spent=delta,
+            spends=[
+                SpendRecord(
+                    eps, delta, rho, f"dqrs: {T} rounds, {plan['fresh_draws_total']} fresh MW draws + rejection tests"
+                )
+            ],
+            epsilon_spent=eps,
+            delta_spent=delta,
             accountant=accountant_label(delta, params["accountant"], self.theorem),
-            rows=np.array(rows, dtype=np.int64), public=public, trace=trace, oracle_stats=stats.to_dict())
+            rows=np.array(rows, dtype=np.int64),
+            public=public,
+            trace=trace,
+            oracle_stats=stats.to_dict(),
+        )

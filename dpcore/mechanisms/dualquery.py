@@ -35,8 +35,7 @@ import math
 import numpy as np
 
 from ..errors import BudgetError, OracleError
-from ..oracles.best_response import (OracleResult, OracleStats, best_response, clauses_from_queries,
-                                     local_search_record)
+from ..oracles.best_response import OracleResult, OracleStats, best_response, clauses_from_queries, local_search_record
 from ..privacy import check_budget, sample_log_weights, zcdp_to_eps_cks
 from .base import Budget, Mechanism, MechanismResult, Param, RunContext, SpendRecord
 
@@ -151,12 +150,19 @@ class QueryWeights:
 def record_cells(workload, record: np.ndarray) -> np.ndarray:
     """Flat ids of the cells (one per marginal) a record satisfies."""
     row = np.asarray(record, dtype=np.int64).reshape(1, -1)
-    return np.array([workload.offsets[j] + workload.cell_index(row, j)[0] for j in range(workload.n_marginals)],
-                    dtype=np.int64)
+    return np.array(
+        [workload.offsets[j] + workload.cell_index(row, j)[0] for j in range(workload.n_marginals)], dtype=np.int64
+    )
 
 
-def oracle_record(workload, qids: np.ndarray, rng: np.random.Generator, time_limit: float | None,
-                  stats: OracleStats, warm_start: np.ndarray | None = None) -> tuple[np.ndarray, OracleResult, int]:
+def oracle_record(
+    workload,
+    qids: np.ndarray,
+    rng: np.random.Generator,
+    time_limit: float | None,
+    stats: OracleStats,
+    warm_start: np.ndarray | None = None,
+) -> tuple[np.ndarray, OracleResult, int]:
     """Best response to the sampled queries; free attributes uniform at random.
 
     Never raises on a solver failure: SCIP's incumbent is used at a time-out, and if
@@ -192,33 +198,72 @@ class DualQuery(Mechanism):
     seed = "seed 004 (Gaboardi et al. 2014), Algorithm 2, Theorems 4.2/4.3"
     privacy = "robust"
     output = "rows"
-    summary = ("A game between a query player and a data player. The query player keeps weights on every "
-               "query (and its negation) and shifts weight to the queries the synthetic data gets most wrong; "
-               "each round it privately samples s queries from those weights, and the SCIP solver finds the one "
-               "record that satisfies as many of them as possible. The synthetic table is the T records found. "
-               "Privacy comes only from the sampling, so it holds even if the solver stops early.")
-    accounting = ("Each of the s draws in round t is an exponential-mechanism draw with ε_t = 2η(t-1)/n "
-                  "(seed 004 Thm 4.2). δ = 0: basic composition, ε = ηT(T-1)s/n (Thm 4.2). δ > 0: advanced "
-                  "composition of s(T-1) draws (Thm 4.3), or zCDP (ρ = sΣε_t²/8, CKS conversion) on request. "
-                  "T is the largest number of rounds the budget allows.")
+    summary = (
+        "A game between a query player and a data player. The query player keeps weights on every "
+        "query (and its negation) and shifts weight to the queries the synthetic data gets most wrong; "
+        "each round it privately samples s queries from those weights, and the SCIP solver finds the one "
+        "record that satisfies as many of them as possible. The synthetic table is the T records found. "
+        "Privacy comes only from the sampling, so it holds even if the solver stops early."
+    )
+    accounting = (
+        "Each of the s draws in round t is an exponential-mechanism draw with ε_t = 2η(t-1)/n "
+        "(seed 004 Thm 4.2). δ = 0: basic composition, ε = ηT(T-1)s/n (Thm 4.2). δ > 0: advanced "
+        "composition of s(T-1) draws (Thm 4.3), or zCDP (ρ = sΣε_t²/8, CKS conversion) on request. "
+        "T is the largest number of rounds the budget allows."
+    )
     parameters = (
         # seed 004 §7 runs Adult (and KDD99) with η = 2.0, s = 1000; measured on the 64-marginal Adult
         # workload at ε = 1 (docs/bench-parts/dual.md) η = 2.0 halves the max error of η = 0.4 (0.22 vs 0.42):
         # with T in the tens, only a large η moves the weights far enough from uniform over ~10^6 queries.
-        Param("eta", "float", 2.0, "MW learning rate η: how fast weight moves to badly answered queries. Seed 004 "
-              "uses 2.0 on Adult and KDD99 (with s = 1000); 0.4 suits long runs (many rounds) on dense data.",
-              low=0.001, high=10.0, log=True),
-        Param("samples", "int", 1000, "Queries sampled per round (s). More samples: better best responses, "
-              "fewer rounds for the same ε. Seed 004 uses 1000 on Adult.", low=1, high=100_000, log=True),
-        Param("accountant", "choice", "advanced", "How the s(T-1) draws are composed when δ > 0: 'advanced' "
-              "is seed 004 Thm 4.3; 'zcdp' is tighter (more rounds for the same ε, δ).",
-              choices=("advanced", "zcdp")),
-        Param("max_rounds", "int", None, "Cap on the number of rounds T (only lowers T; privacy is accounted "
-              "for the rounds actually run). Empty = as many as the budget buys.", low=2, high=1_000_000,
-              optional=True),
-        Param("time_limit", "float", DEFAULT_TIME_LIMIT, "SCIP time limit per round, seconds. At the limit the "
-              "best record found so far is used (privacy is unaffected).", low=0.05, high=3600.0, log=True,
-              advanced=True),
+        Param(
+            "eta",
+            "float",
+            2.0,
+            "MW learning rate η: how fast weight moves to badly answered queries. Seed 004 "
+            "uses 2.0 on Adult and KDD99 (with s = 1000); 0.4 suits long runs (many rounds) on dense data.",
+            low=0.001,
+            high=10.0,
+            log=True,
+        ),
+        Param(
+            "samples",
+            "int",
+            1000,
+            "Queries sampled per round (s). More samples: better best responses, "
+            "fewer rounds for the same ε. Seed 004 uses 1000 on Adult.",
+            low=1,
+            high=100_000,
+            log=True,
+        ),
+        Param(
+            "accountant",
+            "choice",
+            "advanced",
+            "How the s(T-1) draws are composed when δ > 0: 'advanced' "
+            "is seed 004 Thm 4.3; 'zcdp' is tighter (more rounds for the same ε, δ).",
+            choices=("advanced", "zcdp"),
+        ),
+        Param(
+            "max_rounds",
+            "int",
+            None,
+            "Cap on the number of rounds T (only lowers T; privacy is accounted "
+            "for the rounds actually run). Empty = as many as the budget buys.",
+            low=2,
+            high=1_000_000,
+            optional=True,
+        ),
+        Param(
+            "time_limit",
+            "float",
+            DEFAULT_TIME_LIMIT,
+            "SCIP time limit per round, seconds. At the limit the "
+            "best record found so far is used (privacy is unaffected).",
+            low=0.05,
+            high=3600.0,
+            log=True,
+            advanced=True,
+        ),
     )
     recommended = False  # the projection is the recommended default for rows (issue 8)
     # Bundled Adult, 8 two-way marginals, ε = 1: ~3 s, max error ~0.12 vs 0.85 for uniform.  A large η
@@ -236,23 +281,30 @@ class DualQuery(Mechanism):
         """(T to run, largest T the budget allows); BudgetError with the smallest ε when
         the budget cannot buy one data-dependent round (T = 2; round 1 is uniform and free)."""
         check_budget(budget.epsilon, budget.delta)
-        T_budget = largest_rounds(lambda T: self.epsilon_of(T, n, budget, params), budget.epsilon,
-                                  ceiling=self.t_ceiling)
+        T_budget = largest_rounds(
+            lambda T: self.epsilon_of(T, n, budget, params), budget.epsilon, ceiling=self.t_ceiling
+        )
         if T_budget < 2:
             need = self.epsilon_of(2, n, budget, params)
             raise BudgetError(
                 f"ε = {budget.epsilon:g} is too small for even one data-dependent round of {self.title} with "
                 f"η = {params['eta']:g} and s = {params['samples']} on n = {n:,} rows: the smallest ε that works "
-                f"is {need:.4g}. Raise ε, or lower η or the samples per round.")
+                f"is {need:.4g}. Raise ε, or lower η or the samples per round."
+            )
         T = T_budget if params.get("max_rounds") is None else min(T_budget, int(params["max_rounds"]))
         return T, T_budget
 
     def plan(self, n: int, workload, budget: Budget, params: dict) -> dict:
         T, T_budget = self.rounds(n, budget, params)
-        return {"rounds": T, "rounds_budget_allows": T_budget, "samples_per_round": params["samples"],
-                "epsilon_per_draw_last_round": 2.0 * params["eta"] * (T - 1) / n,
-                "epsilon_planned": self.epsilon_of(T, n, budget, params),
-                "oracle_calls": T, "synthetic_rows": T}
+        return {
+            "rounds": T,
+            "rounds_budget_allows": T_budget,
+            "samples_per_round": params["samples"],
+            "epsilon_per_draw_last_round": 2.0 * params["eta"] * (T - 1) / n,
+            "epsilon_planned": self.epsilon_of(T, n, budget, params),
+            "oracle_calls": T,
+            "synthetic_rows": T,
+        }
 
     # ----------------------------------------------------------- run
     def run(self, dataset, workload, budget: Budget, params: dict, ctx: RunContext) -> MechanismResult:
@@ -277,23 +329,41 @@ class DualQuery(Mechanism):
             prev = record
             synth_counts[cells] += 1.0
             err = np.abs(true - synth_counts / t)
-            trace.append({"round": t, "heaviest_query": _label(workload, heavy),
-                          "distinct_clauses": n_clauses, "oracle_status": res.status,
-                          "oracle_seconds": res.seconds, "oracle_gap": res.gap,
-                          "max_error": float(err.max()), "mean_error": float(err.mean())})
+            trace.append(
+                {
+                    "round": t,
+                    "heaviest_query": _label(workload, heavy),
+                    "distinct_clauses": n_clauses,
+                    "oracle_status": res.status,
+                    "oracle_seconds": res.seconds,
+                    "oracle_gap": res.gap,
+                    "max_error": float(err.max()),
+                    "mean_error": float(err.mean()),
+                }
+            )
             ctx.report(t, T, f"round {t} of {T}", max_error=trace[-1]["max_error"], oracle_status=res.status)
         eps = self.epsilon_of(T, dataset.n, budget, params)
         delta = budget.delta if budget.delta > 0 else 0.0
         rho = dualquery_rho(T, eta, s, dataset.n) if (params["accountant"] == "zcdp" and delta > 0) else None
-        public = {"rounds": T, "rounds_budget_allows": plan["rounds_budget_allows"], "samples_per_round": s,
-                  "eta": eta, "epsilon_per_draw_last_round": plan["epsilon_per_draw_last_round"]}
+        public = {
+            "rounds": T,
+            "rounds_budget_allows": plan["rounds_budget_allows"],
+            "samples_per_round": s,
+            "eta": eta,
+            "epsilon_per_draw_last_round": plan["epsilon_per_draw_last_round"],
+        }
         if rho is not None:
             public["rho"] = rho
         return MechanismResult(
             spends=[SpendRecord(eps, delta, rho, f"{self.name}: {T} rounds × {s} MW samples")],
-            epsilon_spent=eps, delta_spent=delta,
+            epsilon_spent=eps,
+            delta_spent=delta,
             accountant=accountant_label(delta, params["accountant"], self.theorem),
-            rows=np.array(rows, dtype=np.int64), public=public, trace=trace, oracle_stats=stats.to_dict())
+            rows=np.array(rows, dtype=np.int64),
+            public=public,
+            trace=trace,
+            oracle_stats=stats.to_dict(),
+        )
 
 
 def _label(workload, qid: int) -> str:

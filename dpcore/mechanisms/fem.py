@@ -66,32 +66,82 @@ import numpy as np
 from ..errors import BudgetError, ParameterError
 from ..oracles.best_response import OracleStats
 from ..oracles.ftpl import ClauseHistory, FTPLBatch, release_models, solve_batch
-from ..privacy import (advanced_composition_fem, check_budget, eps_to_zcdp, exponential_mechanism,
-                       zcdp_to_eps_cks)
+from ..privacy import advanced_composition_fem, check_budget, eps_to_zcdp, exponential_mechanism, zcdp_to_eps_cks
 from .base import Budget, Mechanism, MechanismResult, Param, RunContext, SpendRecord
 
 #: Default SCIP time limit per FTPL sample (seconds); ctx.oracle_options may override it.
 DEFAULT_TIME_LIMIT = 30.0
 
 _PARAMETERS = (
-    Param("rounds", "int", None, "Number of rounds T. Leave empty to derive it from ε, n and the workload "
-          "(the documented public rule); setting it fixes ε0 = what the budget allows per round.",
-          low=1, high=100_000, optional=True),
-    Param("epsilon0", "float", None, "Privacy parameter of each round's exponential mechanism. Leave empty to "
-          "derive it; setting it fixes T = the most rounds the budget buys. Set rounds or epsilon0, not both.",
-          low=1e-6, high=10.0, log=True, optional=True, advanced=True),
-    Param("samples", "int", 50, "FTPL samples (SCIP solves) per round; the round's synthetic data is their "
-          "average. More samples: smoother but slower (published runs used 50–100).", low=1, high=1000),
-    Param("noise", "float", 2.0, "Scale of the random perturbation of each FTPL sample (published grid 1–4). "
-          "Too small: unstable; too large: the solver optimises mostly noise.", low=0.01, high=100.0, log=True),
-    Param("max_rounds", "int", 150, "Cap on the automatically derived number of rounds (run time grows like T²).",
-          low=1, high=100_000, advanced=True),
-    Param("accountant", "choice", "zcdp", "zcdp: each round ε0²/8-zCDP, CKS conversion (tighter). advanced: "
-          "the paper's advanced composition ε = Tε0²/2 + ε0 sqrt(2T ln 1/δ).", choices=("zcdp", "advanced"),
-          advanced=True),
-    Param("burn_in", "float", 0.0, "Fraction of the first rounds whose samples are left out of the output "
-          "(free post-processing; the paper's reference code keeps about the last 3/4).", low=0.0, high=0.9,
-          advanced=True),
+    Param(
+        "rounds",
+        "int",
+        None,
+        "Number of rounds T. Leave empty to derive it from ε, n and the workload "
+        "(the documented public rule); setting it fixes ε0 = what the budget allows per round.",
+        low=1,
+        high=100_000,
+        optional=True,
+    ),
+    Param(
+        "epsilon0",
+        "float",
+        None,
+        "Privacy parameter of each round's exponential mechanism. Leave empty to "
+        "derive it; setting it fixes T = the most rounds the budget buys. Set rounds or epsilon0, not both.",
+        low=1e-6,
+        high=10.0,
+        log=True,
+        optional=True,
+        advanced=True,
+    ),
+    Param(
+        "samples",
+        "int",
+        50,
+        "FTPL samples (SCIP solves) per round; the round's synthetic data is their "
+        "average. More samples: smoother but slower (published runs used 50–100).",
+        low=1,
+        high=1000,
+    ),
+    Param(
+        "noise",
+        "float",
+        2.0,
+        "Scale of the random perturbation of each FTPL sample (published grid 1–4). "
+        "Too small: unstable; too large: the solver optimises mostly noise.",
+        low=0.01,
+        high=100.0,
+        log=True,
+    ),
+    Param(
+        "max_rounds",
+        "int",
+        150,
+        "Cap on the automatically derived number of rounds (run time grows like T²).",
+        low=1,
+        high=100_000,
+        advanced=True,
+    ),
+    Param(
+        "accountant",
+        "choice",
+        "zcdp",
+        "zcdp: each round ε0²/8-zCDP, CKS conversion (tighter). advanced: "
+        "the paper's advanced composition ε = Tε0²/2 + ε0 sqrt(2T ln 1/δ).",
+        choices=("zcdp", "advanced"),
+        advanced=True,
+    ),
+    Param(
+        "burn_in",
+        "float",
+        0.0,
+        "Fraction of the first rounds whose samples are left out of the output "
+        "(free post-processing; the paper's reference code keeps about the last 3/4).",
+        low=0.0,
+        high=0.9,
+        advanced=True,
+    ),
 )
 
 
@@ -156,14 +206,18 @@ class FEM(Mechanism):
     seed = "seed 001 (Vietri et al. 2020), Algorithms 1–2"
     privacy = "robust"
     output = "rows"
-    summary = ("A game between a data player and a query player. Each round the query player privately picks "
-               "the query the current synthetic data answers worst (exponential mechanism); the data player "
-               "then draws fresh synthetic records that satisfy the queries picked so far, with random "
-               "perturbations so it does not overfit (each record is one SCIP solve). The synthetic table is "
-               "all records drawn. Only the query picks touch the private data.")
-    accounting = ("T exponential mechanisms with parameter ε0 (sensitivity 1/n): zCDP, each ε0²/8 (Cesar & "
-                  "Rogers 2021), CKS conversion; or seed 001 Thm 3 advanced composition "
-                  "ε = Tε0²/2 + ε0 sqrt(2T ln 1/δ).")
+    summary = (
+        "A game between a data player and a query player. Each round the query player privately picks "
+        "the query the current synthetic data answers worst (exponential mechanism); the data player "
+        "then draws fresh synthetic records that satisfy the queries picked so far, with random "
+        "perturbations so it does not overfit (each record is one SCIP solve). The synthetic table is "
+        "all records drawn. Only the query picks touch the private data."
+    )
+    accounting = (
+        "T exponential mechanisms with parameter ε0 (sensitivity 1/n): zCDP, each ε0²/8 (Cesar & "
+        "Rogers 2021), CKS conversion; or seed 001 Thm 3 advanced composition "
+        "ε = Tε0²/2 + ε0 sqrt(2T ln 1/δ)."
+    )
     parameters = _PARAMETERS
     teaching_preset = {"rounds": 8, "samples": 8}
 
@@ -176,8 +230,10 @@ class FEM(Mechanism):
         acc = params.get("accountant", "zcdp")
         T_given, eps0_given = params.get("rounds"), params.get("epsilon0")
         if T_given is not None and eps0_given is not None:
-            raise ParameterError(f"Set rounds (T = {T_given}) or epsilon0 (ε0 = {eps0_given:g}), not both: "
-                                 "each determines the other through the budget.")
+            raise ParameterError(
+                f"Set rounds (T = {T_given}) or epsilon0 (ε0 = {eps0_given:g}), not both: "
+                "each determines the other through the budget."
+            )
         n_queries = workload.n_queries
         rule = ""
         if eps0_given is not None:
@@ -185,9 +241,11 @@ class FEM(Mechanism):
             T = rounds_for(eps0, budget, acc)
             if T < 1:
                 need = spent_epsilon(eps0, 1, budget.delta, acc)
-                raise BudgetError(f"ε = {budget.epsilon:g} cannot buy one round at ε0 = {eps0:g}: one round costs "
-                                  f"ε = {need:.4g} at δ = {budget.delta:.3g}. Raise ε to at least {need:.4g} or "
-                                  f"lower epsilon0.")
+                raise BudgetError(
+                    f"ε = {budget.epsilon:g} cannot buy one round at ε0 = {eps0:g}: one round costs "
+                    f"ε = {need:.4g} at δ = {budget.delta:.3g}. Raise ε to at least {need:.4g} or "
+                    f"lower epsilon0."
+                )
             rule = "T = most rounds the budget buys at the given ε0"
         else:
             if T_given is not None:
@@ -197,20 +255,33 @@ class FEM(Mechanism):
                 raw = auto_rounds(n, n_queries, budget)
                 if raw < 1:
                     need = smallest_epsilon_auto(n, n_queries, budget.delta)
-                    raise BudgetError(f"ε = {budget.epsilon:g} is too small for one useful round on n = {n:,} rows and "
-                                      f"{2 * n_queries:,} queries (the automatic rule gives T = {raw:.2f}). Use "
-                                      f"ε ≥ {need:.4g}, or set rounds explicitly (each round is then very noisy).")
+                    raise BudgetError(
+                        f"ε = {budget.epsilon:g} is too small for one useful round on n = {n:,} rows and "
+                        f"{2 * n_queries:,} queries (the automatic rule gives T = {raw:.2f}). Use "
+                        f"ε ≥ {need:.4g}, or set rounds explicitly (each round is then very noisy)."
+                    )
                 cap = int(params.get("max_rounds", 150))
                 T = min(int(math.floor(raw)), cap)
-                rule = f"T = n·sqrt(8ρ)/(2 ln 2|Q|) = {raw:.1f}" + (f", capped at max_rounds = {cap}" if raw >= cap + 1 else "")
+                rule = f"T = n·sqrt(8ρ)/(2 ln 2|Q|) = {raw:.1f}" + (
+                    f", capped at max_rounds = {cap}" if raw >= cap + 1 else ""
+                )
             eps0 = epsilon0_for(T, budget, acc)
         s = int(params.get("samples", 50))
         burn = int(math.floor(float(params.get("burn_in", 0.0)) * T))
         eps_spent = spent_epsilon(eps0, T, budget.delta, acc)
-        out = {"rounds": T, "epsilon0": eps0, "rounds_rule": rule, "samples": s,
-               "noise_scale": float(params.get("noise", 2.0)), "perturbation": self.perturbation,
-               "oracle_calls": T * s, "rows": (T - burn) * s, "burn_in_rounds": burn,
-               "accountant": acc, "epsilon_spent": eps_spent}
+        out = {
+            "rounds": T,
+            "epsilon0": eps0,
+            "rounds_rule": rule,
+            "samples": s,
+            "noise_scale": float(params.get("noise", 2.0)),
+            "perturbation": self.perturbation,
+            "oracle_calls": T * s,
+            "rows": (T - burn) * s,
+            "burn_in_rounds": burn,
+            "accountant": acc,
+            "epsilon_spent": eps_spent,
+        }
         if acc == "zcdp":
             out["rho_per_round"] = eps0**2 / 8.0
             out["rho_spent"] = T * eps0**2 / 8.0
@@ -264,34 +335,64 @@ class FEM(Mechanism):
                     avg_rounds += 1
                 label = self._label(workload, q)
                 j, cell = workload.locate(q - nq if q >= nq else q)
-                row = {"round": t, "query": label, "query_error": float(scores[q]),
-                       "clause_attrs": list(workload.marginals[j]), "clause_values": list(cell),
-                       "clause_negated": bool(q >= nq),
-                       "max_error_round": float(np.max(np.abs(err))),
-                       "max_error_output": (float(np.max(np.abs(true - avg_sum / avg_rounds)))
-                                            if avg_rounds else None),
-                       "distinct_clauses": len(history), "seconds": time.perf_counter() - t_start,
-                       "oracle_seconds": float(sum(r.seconds for r in results))}
+                row = {
+                    "round": t,
+                    "query": label,
+                    "query_error": float(scores[q]),
+                    "clause_attrs": list(workload.marginals[j]),
+                    "clause_values": list(cell),
+                    "clause_negated": bool(q >= nq),
+                    "max_error_round": float(np.max(np.abs(err))),
+                    "max_error_output": (float(np.max(np.abs(true - avg_sum / avg_rounds))) if avg_rounds else None),
+                    "distinct_clauses": len(history),
+                    "seconds": time.perf_counter() - t_start,
+                    "oracle_seconds": float(sum(r.seconds for r in results)),
+                }
                 trace.append(row)
-                ctx.report(t, T, f"round {t}/{T}: max error {row['max_error_round']:.3f}; picked {label}",
-                           **{k: v for k, v in row.items() if k != "round"})
+                ctx.report(
+                    t,
+                    T,
+                    f"round {t}/{T}: max error {row['max_error_round']:.3f}; picked {label}",
+                    **{k: v for k, v in row.items() if k != "round"},
+                )
         finally:
             release_models(key)  # this process's cached model (workers keep a few, LRU)
         rows = np.concatenate(kept, axis=0).astype(np.int64)
         eps_spent = spent_epsilon(eps0, T, budget.delta, plan["accountant"])
         rho = T * eps0**2 / 8.0 if plan["accountant"] == "zcdp" else None
-        acc_name = ("zCDP (exponential mechanism ε0²/8 per round, CKS conversion)" if rho is not None
-                    else "advanced composition (seed 001 Thm 3)")
-        public = {k: plan[k] for k in ("rounds", "epsilon0", "rounds_rule", "samples", "noise_scale", "perturbation",
-                                       "burn_in_rounds", "accountant")}
+        acc_name = (
+            "zCDP (exponential mechanism ε0²/8 per round, CKS conversion)"
+            if rho is not None
+            else "advanced composition (seed 001 Thm 3)"
+        )
+        public = {
+            k: plan[k]
+            for k in (
+                "rounds",
+                "epsilon0",
+                "rounds_rule",
+                "samples",
+                "noise_scale",
+                "perturbation",
+                "burn_in_rounds",
+                "accountant",
+            )
+        }
         if rho is not None:
             public["rho"] = rho
         return MechanismResult(
-            spends=[SpendRecord(eps_spent, budget.delta, rho,
-                                f"{self.name}: {T} exponential mechanisms at ε0 = {eps0:.4g}")],
-            epsilon_spent=eps_spent, delta_spent=budget.delta, accountant=acc_name, rows=rows,
-            public=public, trace=trace, oracle_stats=stats.to_dict(),
-            notes=[f"{T * s} SCIP solves; the output holds the {len(kept) * s} records of rounds {burn + 1}..{T}."])
+            spends=[
+                SpendRecord(eps_spent, budget.delta, rho, f"{self.name}: {T} exponential mechanisms at ε0 = {eps0:.4g}")
+            ],
+            epsilon_spent=eps_spent,
+            delta_spent=budget.delta,
+            accountant=acc_name,
+            rows=rows,
+            public=public,
+            trace=trace,
+            oracle_stats=stats.to_dict(),
+            notes=[f"{T * s} SCIP solves; the output holds the {len(kept) * s} records of rounds {burn + 1}..{T}."],
+        )
 
     # ------------------------------------------------------------ pieces
     def _perturbation(self, rng: np.random.Generator, scale: float, size) -> np.ndarray:
@@ -317,9 +418,12 @@ class FEM(Mechanism):
             results = []
             for j in range(s):
                 ctx.check_cancel()  # between oracle calls
-                pool = warm if not results else np.concatenate(
-                    [r.record[None] for r in results] + ([warm] if warm is not None else []))
-                results.extend(solve_batch(FTPLBatch(history, linear[j:j + 1], time_limit, gap, pool)))
+                pool = (
+                    warm
+                    if not results
+                    else np.concatenate([r.record[None] for r in results] + ([warm] if warm is not None else []))
+                )
+                results.extend(solve_batch(FTPLBatch(history, linear[j : j + 1], time_limit, gap, pool)))
         else:
             # A few contiguous chunks per worker: each task reuses its worker's cached model.
             n_chunks = min(s, 2 * workers)
@@ -331,9 +435,17 @@ class FEM(Mechanism):
         return records, results
 
 
-_SEP_NOISE = Param("noise", "float", 0.5, "Scale η of the Laplace weights of the separator (single-value) "
-                   "queries. A record gives up about η·ln(values/2) per forced literal, so η = 0.5 on attributes "
-                   "with ~100 values perturbs about as much as FEM's default.", low=0.01, high=100.0, log=True)
+_SEP_NOISE = Param(
+    "noise",
+    "float",
+    0.5,
+    "Scale η of the Laplace weights of the separator (single-value) "
+    "queries. A record gives up about η·ln(values/2) per forced literal, so η = 0.5 on attributes "
+    "with ~100 values perturbs about as much as FEM's default.",
+    low=0.01,
+    high=100.0,
+    log=True,
+)
 
 
 class SepFEM(FEM):
@@ -341,9 +453,11 @@ class SepFEM(FEM):
     parameters = tuple(_SEP_NOISE if p.name == "noise" else p for p in _PARAMETERS)
     title = "sepFEM (Separator-FTPL + Exponential Mechanism)"
     seed = "seed 001 (Vietri et al. 2020), Algorithms 1 and 3"
-    summary = ("FEM with a different randomisation of the data player: instead of penalising each attribute "
-               "value by exponential noise it adds Laplace-weighted 'fake' single-attribute queries (a separator "
-               "set). Same private query picks, same privacy accounting.")
+    summary = (
+        "FEM with a different randomisation of the data player: instead of penalising each attribute "
+        "value by exponential noise it adds Laplace-weighted 'fake' single-attribute queries (a separator "
+        "set). Same private query picks, same privacy accounting."
+    )
     perturbation = "laplace"
 
     def _perturbation(self, rng: np.random.Generator, scale: float, size) -> np.ndarray:

@@ -61,18 +61,37 @@ class MWEM(Mechanism):
     privacy = "robust"
     output = "rows"
     uses_oracle = False
-    summary = ("Keeps a weight on every possible record. Each round it privately picks the query the current "
-               "weights answer worst, measures it with noise, and reweights the records to agree with the "
-               "measurement. Excellent on small domains; impossible on large ones (it needs one number per "
-               "possible record), which is why DualQuery and DQRS exist.")
-    accounting = ("pure ε, basic composition: T rounds × (exponential mechanism at ε/2T + Laplace measurement "
-                  "at ε/2T), sensitivity 1/n each.")
+    summary = (
+        "Keeps a weight on every possible record. Each round it privately picks the query the current "
+        "weights answer worst, measures it with noise, and reweights the records to agree with the "
+        "measurement. Excellent on small domains; impossible on large ones (it needs one number per "
+        "possible record), which is why DualQuery and DQRS exist."
+    )
+    accounting = (
+        "pure ε, basic composition: T rounds × (exponential mechanism at ε/2T + Laplace measurement "
+        "at ε/2T), sensitivity 1/n each."
+    )
     parameters = (
         Param("rounds", "int", 30, "Number of rounds T (queries selected and measured).", low=1, high=10_000),
-        Param("rows", "int", None, "Synthetic rows sampled from the final distribution (empty = n).", low=1,
-              high=10_000_000, optional=True),
-        Param("max_domain", "int", DEFAULT_MAX_DOMAIN, "Refuse domains with more possible records than this "
-              "(memory: 8 bytes per record).", low=1, high=200_000_000, log=True, advanced=True),
+        Param(
+            "rows",
+            "int",
+            None,
+            "Synthetic rows sampled from the final distribution (empty = n).",
+            low=1,
+            high=10_000_000,
+            optional=True,
+        ),
+        Param(
+            "max_domain",
+            "int",
+            DEFAULT_MAX_DOMAIN,
+            "Refuse domains with more possible records than this (memory: 8 bytes per record).",
+            low=1,
+            high=200_000_000,
+            log=True,
+            advanced=True,
+        ),
     )
 
     def plan(self, n: int, workload, budget: Budget, params: dict) -> dict:
@@ -83,10 +102,16 @@ class MWEM(Mechanism):
             raise DomainError(
                 f"MWEM keeps one weight per possible record, and this schema has {size:,} possible records "
                 f"(above the limit of {limit:,}). Keep fewer attributes or coarser bins, or use DualQuery/DQRS, "
-                f"which never enumerate the domain.")
+                f"which never enumerate the domain."
+            )
         T = int(params["rounds"])
-        return {"rounds": T, "epsilon_per_round": budget.epsilon / T, "laplace_scale": 2.0 * T / (budget.epsilon * n),
-                "domain_size": size, "synthetic_rows": params.get("rows") or n}
+        return {
+            "rounds": T,
+            "epsilon_per_round": budget.epsilon / T,
+            "laplace_scale": 2.0 * T / (budget.epsilon * n),
+            "domain_size": size,
+            "synthetic_rows": params.get("rows") or n,
+        }
 
     def run(self, dataset, workload, budget: Budget, params: dict, ctx: RunContext) -> MechanismResult:
         plan = self.plan(dataset.n, workload, budget, params)
@@ -109,15 +134,29 @@ class MWEM(Mechanism):
                 current = float(A[sl].sum())
                 A[sl] *= math.exp(0.5 * (val - current))
                 A /= A.sum()
-            trace.append({"round": t, "selected_query": workload.query_label(int(q)),
-                          "max_error_before": float(err.max()), "mean_error_before": float(err.mean())})
+            trace.append(
+                {
+                    "round": t,
+                    "selected_query": workload.query_label(int(q)),
+                    "max_error_before": float(err.max()),
+                    "mean_error_before": float(err.mean()),
+                }
+            )
             ctx.report(t, T, f"round {t} of {T}", max_error=float(err.max()))
         n_rows = int(params.get("rows") or n)
         flat = ctx.rng.choice(A.size, size=n_rows, p=A.ravel() / A.sum())
         rows = np.stack(np.unravel_index(flat, shape), axis=1).astype(np.int64)
         return MechanismResult(
             spends=[SpendRecord(budget.epsilon, 0.0, None, f"mwem: {T} rounds")],
-            epsilon_spent=budget.epsilon, delta_spent=0.0, accountant="pure ε (basic composition)",
-            rows=rows, public={"rounds": T, "epsilon_per_round": plan["epsilon_per_round"],
-                               "laplace_scale": plan["laplace_scale"], "synthetic_rows": n_rows},
-            trace=trace)
+            epsilon_spent=budget.epsilon,
+            delta_spent=0.0,
+            accountant="pure ε (basic composition)",
+            rows=rows,
+            public={
+                "rounds": T,
+                "epsilon_per_round": plan["epsilon_per_round"],
+                "laplace_scale": plan["laplace_scale"],
+                "synthetic_rows": n_rows,
+            },
+            trace=trace,
+        )

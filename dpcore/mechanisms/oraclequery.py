@@ -77,13 +77,14 @@ def conjunction_from_literals(shape, chosen: np.ndarray, k: int) -> Conjunctions
     attrs = np.searchsorted(off, chosen, side="right") - 1
     a = np.full((1, k), -1, dtype=np.int64)
     v = np.full((1, k), -1, dtype=np.int64)
-    a[0, :chosen.size] = attrs
-    v[0, :chosen.size] = chosen - off[attrs]
+    a[0, : chosen.size] = attrs
+    v[0, : chosen.size] = chosen - off[attrs]
     return Conjunctions(a, v, np.zeros(1, bool))
 
 
-def objective(shape, records: np.ndarray, weights: np.ndarray, linear: np.ndarray | None,
-              q: Conjunctions) -> np.ndarray:
+def objective(
+    shape, records: np.ndarray, weights: np.ndarray, linear: np.ndarray | None, q: Conjunctions
+) -> np.ndarray:
     """Σ_i w_i q(x_i) + Σ_{l∈q} linear_l for each conjunction of the batch (exact, for checks)."""
     from ..query_classes import conjunction_answers
 
@@ -99,8 +100,16 @@ def objective(shape, records: np.ndarray, weights: np.ndarray, linear: np.ndarra
     return val
 
 
-def worst_conjunction_ip(shape, records: np.ndarray, weights: np.ndarray, k: int, linear: np.ndarray | None = None,
-                         *, time_limit: float | None = 60.0, threads: int = 1) -> tuple[np.ndarray, OracleResult]:
+def worst_conjunction_ip(
+    shape,
+    records: np.ndarray,
+    weights: np.ndarray,
+    k: int,
+    linear: np.ndarray | None = None,
+    *,
+    time_limit: float | None = 60.0,
+    threads: int = 1,
+) -> tuple[np.ndarray, OracleResult]:
     """``argmin_S Σ_i w_i q_S(x_i) + Σ_{l∈S} linear_l`` over conjunctions of width 1..k (SCIP IP).
 
     Binary s_l per one-hot literal, u_a = Σ_v s_{a,v} ≤ 1 (one literal per attribute),
@@ -155,12 +164,20 @@ def worst_conjunction_ip(shape, records: np.ndarray, weights: np.ndarray, k: int
     seconds = time.perf_counter() - t0
     if model.getNSols() == 0:
         model.freeProb()
-        return np.zeros(0, dtype=np.int64), OracleResult(np.zeros(0), status, math.inf, -math.inf, math.inf,
-                                                          seconds, False)
+        return np.zeros(0, dtype=np.int64), OracleResult(
+            np.zeros(0), status, math.inf, -math.inf, math.inf, seconds, False
+        )
     best = model.getBestSol()
     chosen = np.array([l for l in range(D) if model.getSolVal(best, s[l]) > 0.5], dtype=np.int64)
-    res = OracleResult(chosen, status, float(model.getObjVal()), float(model.getDualbound()), float(model.getGap()),
-                       seconds, status == "optimal")
+    res = OracleResult(
+        chosen,
+        status,
+        float(model.getObjVal()),
+        float(model.getDualbound()),
+        float(model.getGap()),
+        seconds,
+        status == "optimal",
+    )
     model.freeProb()
     return chosen, res
 
@@ -176,8 +193,9 @@ def attribute_sets(p: int, k: int) -> int:
     return sum(math.comb(p, w) for w in range(1, k + 1))
 
 
-def worst_conjunction_exhaustive(shape, records: np.ndarray, weights: np.ndarray, k: int,
-                                 linear: np.ndarray | None = None) -> tuple[np.ndarray, OracleResult]:
+def worst_conjunction_exhaustive(
+    shape, records: np.ndarray, weights: np.ndarray, k: int, linear: np.ndarray | None = None
+) -> tuple[np.ndarray, OracleResult]:
     """The same minimiser as :func:`worst_conjunction_ip`, exactly, by enumerating attribute sets.
 
     For each attribute set A (|A| ≤ k) one weighted bincount gives Σ_x w_x [x_A = y] for every
@@ -207,7 +225,7 @@ def worst_conjunction_exhaustive(shape, records: np.ndarray, weights: np.ndarray
             for j, a in enumerate(A):
                 view = [1] * w
                 view[j] = shape[a]
-                table = table + lin[off[a]:off[a] + shape[a]].reshape(view)
+                table = table + lin[off[a] : off[a] + shape[a]].reshape(view)
             i = int(np.argmin(table))
             if table.flat[i] < best_val:
                 best_val = float(table.flat[i])
@@ -221,8 +239,7 @@ def worst_conjunction_brute_force(shape, records, weights, k: int, linear=None) 
     """Exhaustive minimiser over the whole class (tiny domains: tests only)."""
     from ..domain import Attribute, Domain
 
-    dom = Domain(tuple(Attribute(f"a{i}", "categorical", tuple(str(v) for v in range(s)))
-                       for i, s in enumerate(shape)))
+    dom = Domain(tuple(Attribute(f"a{i}", "categorical", tuple(str(v) for v in range(s))) for i, s in enumerate(shape)))
     members = ConjunctionClass(dom, k, negations=False).enumerate()
     vals = objective(shape, records, weights, linear, members)
     i = int(np.argmin(vals))
@@ -237,15 +254,29 @@ def per_round_budget(variant: str, epsilon: float, delta: float, T: int) -> dict
     if variant == "rspm":
         if delta == 0:
             eps0 = epsilon / T  # basic composition of T pure rounds
-            return {"accountant": "pure ε (basic composition)", "eps_learner": eps0 / 3, "eps_select": eps0 / 3,
-                    "delta_learner": 0.0, "eps_round": eps0, "rho": None}
+            return {
+                "accountant": "pure ε (basic composition)",
+                "eps_learner": eps0 / 3,
+                "eps_select": eps0 / 3,
+                "delta_learner": 0.0,
+                "eps_round": eps0,
+                "rho": None,
+            }
         rho = eps_to_zcdp(epsilon, delta)
         # ρ = T (ε_L² + ε_L²/8): two ε_L-DP calls (ε²/2 each) and one EM at ε_L (ε²/8)
         eps_l = math.sqrt(rho / (T * 9.0 / 8.0))
-        return {"accountant": "zCDP (CKS conversion)", "eps_learner": eps_l, "eps_select": eps_l,
-                "delta_learner": 0.0, "eps_round": 3 * eps_l, "rho": rho}
+        return {
+            "accountant": "zCDP (CKS conversion)",
+            "eps_learner": eps_l,
+            "eps_select": eps_l,
+            "delta_learner": 0.0,
+            "eps_round": 3 * eps_l,
+            "rho": rho,
+        }
     if delta <= 0:
-        raise BudgetError(f"The {variant} variant is (ε, δ)-DP: give δ > 0 (e.g. 1/n²), or use variant 'rspm' for δ = 0.")
+        raise BudgetError(
+            f"The {variant} variant is (ε, δ)-DP: give δ > 0 (e.g. 1/n²), or use variant 'rspm' for δ = 0."
+        )
     d_prime = delta / 2.0
     d_learner = delta / (4.0 * T)  # 2 calls per round: 2 T δ_L = δ/2
     lo, hi = 0.0, epsilon
@@ -257,10 +288,15 @@ def per_round_budget(variant: str, epsilon: float, delta: float, T: int) -> dict
             hi = mid
     # Basic composition (T ε₀, 2Tδ_L) also holds and is tighter for few rounds: use the better of the two.
     eps0 = max(lo, epsilon / T)
-    return {"accountant": "(ε, δ): better of basic and advanced composition (seed 004 Lemma 2.4)",
-            "eps_learner": eps0 / 3,
-            "eps_select": eps0 / 3, "delta_learner": d_learner, "eps_round": eps0, "delta_prime": d_prime,
-            "rho": None}
+    return {
+        "accountant": "(ε, δ): better of basic and advanced composition (seed 004 Lemma 2.4)",
+        "eps_learner": eps0 / 3,
+        "eps_select": eps0 / 3,
+        "delta_learner": d_learner,
+        "eps_round": eps0,
+        "delta_prime": d_prime,
+        "rho": None,
+    }
 
 
 def total_privacy(variant: str, b: dict, T: int, delta: float) -> tuple[float, float]:
@@ -290,27 +326,51 @@ class OracleQuery(Mechanism):
     seed = "seed 000 (How to Use Heuristics for Differential Privacy), §IV, Theorem 10"
     privacy = "oracle-dependent"
     output = "rows"
-    summary = ("A game between a data player and a query player. Each round the query player privately finds, "
-               "with an integer program over which literals to include, the conjunction (of width ≤ k, among all of "
-               "them — no list needed) that the synthetic data gets most wrong; the data player adds records that "
-               "fix the queries found so far. The synthetic data is every record played.")
-    accounting = ("Per round 2 private learner calls + 1 exponential-mechanism choice. RSPM: pure ε (basic) or "
-                  "zCDP; Gaussian RSPM / PRSMA: advanced composition (seed 004 Lemma 2.4). Privacy of the RSPM "
-                  "variants needs SCIP to certify optimality (seed 000 Thm 6).")
+    summary = (
+        "A game between a data player and a query player. Each round the query player privately finds, "
+        "with an integer program over which literals to include, the conjunction (of width ≤ k, among all of "
+        "them — no list needed) that the synthetic data gets most wrong; the data player adds records that "
+        "fix the queries found so far. The synthetic data is every record played."
+    )
+    accounting = (
+        "Per round 2 private learner calls + 1 exponential-mechanism choice. RSPM: pure ε (basic) or "
+        "zCDP; Gaussian RSPM / PRSMA: advanced composition (seed 004 Lemma 2.4). Privacy of the RSPM "
+        "variants needs SCIP to certify optimality (seed 000 Thm 6)."
+    )
     fixed_variant: str | None = None
     parameters = (
         Param("k", "int", 3, "Largest conjunction width in the query class.", 1, 10),
-        Param("variant", "choice", "rspm", "Private learner of the query player (seed 000 Thm 10): Laplace RSPM "
-              "or Gaussian RSPM (both need exact solver answers for privacy).", choices=("rspm", "gaussian_rspm")),
+        Param(
+            "variant",
+            "choice",
+            "rspm",
+            "Private learner of the query player (seed 000 Thm 10): Laplace RSPM "
+            "or Gaussian RSPM (both need exact solver answers for privacy).",
+            choices=("rspm", "gaussian_rspm"),
+        ),
         Param("rounds", "int", 20, "Rounds T of the game (each: 2 learner IPs + s best responses).", 1, 500),
         Param("samples", "int", 10, "Records s the data player adds per round (FTPL draws).", 1, 200),
-        Param("noise", "float", 0.5, "FTPL perturbation: Laplace scale η of the separator weight of each literal "
-              "(sepFEM's measured default: the largest of |X_a| Laplace draws grows like η ln|X_a|, so a large η "
-              "drowns the queries).", 0.01, 100.0, log=True),
-        Param("oracle", "choice", "auto", "Exact solver of the query player's problem: the SCIP IP over which "
-              "literals to include, or exhaustive search over attribute sets (exact; fast for small k). Auto: "
-              "exhaustive while (attribute sets) × n ≤ 6·10⁷, else SCIP.", choices=("auto", "scip", "exhaustive"),
-              advanced=True),
+        Param(
+            "noise",
+            "float",
+            0.5,
+            "FTPL perturbation: Laplace scale η of the separator weight of each literal "
+            "(sepFEM's measured default: the largest of |X_a| Laplace draws grows like η ln|X_a|, so a large η "
+            "drowns the queries).",
+            0.01,
+            100.0,
+            log=True,
+        ),
+        Param(
+            "oracle",
+            "choice",
+            "auto",
+            "Exact solver of the query player's problem: the SCIP IP over which "
+            "literals to include, or exhaustive search over attribute sets (exact; fast for small k). Auto: "
+            "exhaustive while (attribute sets) × n ≤ 6·10⁷, else SCIP.",
+            choices=("auto", "scip", "exhaustive"),
+            advanced=True,
+        ),
     )
     teaching_preset = {"k": 2, "rounds": 4, "samples": 3}
 
@@ -324,10 +384,18 @@ class OracleQuery(Mechanism):
         variant = self._variant(params)
         b = per_round_budget(variant, budget.epsilon, budget.delta, T)
         m1 = int(sum(workload.domain.shape))  # separator of C_k: one point per literal
-        out = {"variant": variant, "rounds": T, "samples": int(params["samples"]), "separator_size": m1,
-               "eps_learner": b["eps_learner"], "eps_select": b["eps_select"], "delta_learner": b["delta_learner"],
-               "ftpl_laplace_scale": float(params["noise"]), "class_size": str(cls.size),
-               "accountant": b["accountant"]}
+        out = {
+            "variant": variant,
+            "rounds": T,
+            "samples": int(params["samples"]),
+            "separator_size": m1,
+            "eps_learner": b["eps_learner"],
+            "eps_select": b["eps_select"],
+            "delta_learner": b["delta_learner"],
+            "ftpl_laplace_scale": float(params["noise"]),
+            "class_size": str(cls.size),
+            "accountant": b["accountant"],
+        }
         if variant == "rspm":
             out["rspm_laplace_scale_counts"] = 2.0 * m1 / b["eps_learner"]
         elif variant == "gaussian_rspm":
@@ -339,7 +407,8 @@ class OracleQuery(Mechanism):
                 raise BudgetError(
                     f"OracleQuery-PRSMA gives each of its {2 * T} learner calls ({T} rounds × 2) ε_L = "
                     f"{b['eps_learner']:.3g}, δ_L = {b['delta_learner']:.3g}; at that budget: {exc} Fewer rounds "
-                    f"raise ε_L (and δ_L).") from None
+                    f"raise ε_L (and δ_L)."
+                ) from None
             out.update({f"prsma_{k_}": v for k_, v in p.to_dict().items() if k_ not in ("epsilon", "delta")})
             out["oracle_calls_estimate"] = T * (2 * p.oracle_calls + int(params["samples"]))
         choice = str(params.get("oracle", "auto"))
@@ -351,9 +420,13 @@ class OracleQuery(Mechanism):
             raise ParameterError(
                 f"The query player's IP would have about {rows:,} rows (n = {n:,} records × {len(workload.domain)} "
                 f"attributes), above the {MAX_IP_ROWS:,} SCIP solves exactly in reasonable time"
-                + (f"; use oracle = exhaustive ({sets:,} attribute sets of width ≤ {k})." if params.get("oracle") ==
-                   "scip" else f", and exhaustive search over {sets:,} attribute sets × n is above its limit too: "
-                   f"choose a smaller k."))
+                + (
+                    f"; use oracle = exhaustive ({sets:,} attribute sets of width ≤ {k})."
+                    if params.get("oracle") == "scip"
+                    else f", and exhaustive search over {sets:,} attribute sets × n is above its limit too: "
+                    f"choose a smaller k."
+                )
+            )
         out["query_oracle"] = choice
         if "oracle_calls_estimate" not in out:
             out["oracle_calls_estimate"] = T * (2 + int(params["samples"]))
@@ -365,14 +438,16 @@ class OracleQuery(Mechanism):
     @staticmethod
     def _solve(choice, shape, records, weights, k, eta, time_limit):
         if choice == "auto":
-            choice = ("exhaustive" if attribute_sets(len(shape), k) * records.shape[0] <= EXHAUSTIVE_WORK_LIMIT
-                      else "scip")
+            choice = (
+                "exhaustive" if attribute_sets(len(shape), k) * records.shape[0] <= EXHAUSTIVE_WORK_LIMIT else "scip"
+            )
         if choice == "exhaustive":
             return worst_conjunction_exhaustive(shape, records, weights, k, eta)
         return worst_conjunction_ip(shape, records, weights, k, eta, time_limit=time_limit)
 
-    def _learn(self, variant, b, shape, real, synth, k, sign, rng, time_limit, stats, params_oracle="auto"
-               ) -> np.ndarray | None:
+    def _learn(
+        self, variant, b, shape, real, synth, k, sign, rng, time_limit, stats, params_oracle="auto"
+    ) -> np.ndarray | None:
         """One private learner call: the literal set of a conjunction minimising sign·L(S) (+ noise)."""
         n, s = real.shape[0], synth.shape[0]
         m1 = int(sum(shape))
@@ -389,7 +464,8 @@ class OracleQuery(Mechanism):
                 raise OracleError(
                     f"SCIP did not certify the query player's optimum (status {res.status}, gap {res.gap:.3g}); "
                     f"the {variant} variant is private only for exact answers (seed 000 Thm 6), so the run stopped "
-                    "and nothing was released. Raise the time limit, lower k, or use the robust PRSMA variant.")
+                    "and nothing was released. Raise the time limit, lower k, or use the robust PRSMA variant."
+                )
             return chosen
         # PRSMA around Laplace RSPM (seed 000 §III.B listing; Thm 8 parameters)
         p = prsma_mod.plan(n, b["eps_learner"], b["delta_learner"])
@@ -435,14 +511,21 @@ class OracleQuery(Mechanism):
         rows, trace = [], []
         for t in range(1, T + 1):
             # data player: Separator-FTPL against the queries played so far (never reads D)
-            clauses = ClauseSet([key[0] for key in chosen], [key[1] for key in chosen],
-                                np.array([key[2] for key in chosen], bool), np.array(list(chosen.values()), float))
+            clauses = ClauseSet(
+                [key[0] for key in chosen],
+                [key[1] for key in chosen],
+                np.array([key[2] for key in chosen], bool),
+                np.array(list(chosen.values()), float),
+            )
             sigmas = rng.laplace(0.0, eta_ftpl, size=(s, D))
             ctx.check_cancel()
             # the s best responses are independent: through the executor, noise drawn above in the parent
             tasks = [(shape, clauses, sigmas[j], time_limit) for j in range(s)]
-            results = (ctx.executor.map(_best_response_task, tasks) if ctx.executor is not None
-                       else [_best_response_task(task) for task in tasks])
+            results = (
+                ctx.executor.map(_best_response_task, tasks)
+                if ctx.executor is not None
+                else [_best_response_task(task) for task in tasks]
+            )
             for r in results:
                 br_stats.add(r)
             synth = np.array([r.record for r in results], dtype=np.int64)
@@ -459,14 +542,19 @@ class OracleQuery(Mechanism):
                     cands.append(Conjunctions(q.attrs, q.values, np.array([negated])))
             row = {"round": t}
             if cands:
-                batch = Conjunctions(np.concatenate([c.attrs for c in cands]),
-                                     np.concatenate([c.values for c in cands]),
-                                     np.concatenate([c.negated for c in cands]))
+                batch = Conjunctions(
+                    np.concatenate([c.attrs for c in cands]),
+                    np.concatenate([c.values for c in cands]),
+                    np.concatenate([c.negated for c in cands]),
+                )
                 err = cls.answers(dataset.codes, batch, check=False) - cls.answers(synth, batch, check=False)
                 i = exponential_mechanism(rng, err, b["eps_select"], 1.0 / n) if len(cands) > 1 else 0
                 q = batch.take([i])
-                key = (tuple(int(a) for a in q.attrs[0] if a >= 0), tuple(int(v) for v in q.values[0] if v >= 0),
-                       bool(q.negated[0]))
+                key = (
+                    tuple(int(a) for a in q.attrs[0] if a >= 0),
+                    tuple(int(v) for v in q.values[0] if v >= 0),
+                    bool(q.negated[0]),
+                )
                 chosen[key] = chosen.get(key, 0.0) + 1.0
                 row.update(query=q.label(0, dataset.domain), query_error_on_round=float(err[i]))
             else:
@@ -486,9 +574,15 @@ class OracleQuery(Mechanism):
         stats_d["calls"] = stats.calls + br_stats.calls
         return MechanismResult(
             spends=[SpendRecord(eps_total, delta_total, rho, f"OracleQuery ({variant}): {T} rounds")],
-            epsilon_spent=eps_total, delta_spent=delta_total, accountant=b["accountant"], rows=out_rows,
-            public={k_: v for k_, v in plan.items()}, trace=trace, oracle_stats=stats_d,
-            notes=[f"Query class: all conjunctions of width ≤ {k} and their negations ({cls.size:,} queries)."])
+            epsilon_spent=eps_total,
+            delta_spent=delta_total,
+            accountant=b["accountant"],
+            rows=out_rows,
+            public={k_: v for k_, v in plan.items()},
+            trace=trace,
+            oracle_stats=stats_d,
+            notes=[f"Query class: all conjunctions of width ≤ {k} and their negations ({cls.size:,} queries)."],
+        )
 
 
 class OracleQueryPRSMA(OracleQuery):
@@ -496,7 +590,9 @@ class OracleQueryPRSMA(OracleQuery):
     title = "OracleQuery with PRSMA (robust to solver failure)"
     privacy = "robust"
     fixed_variant = "prsma"
-    accounting = ("Per round 2 PRSMA learner calls (seed 000 Thm 8, (ε_L, δ_L) each) + 1 exponential-mechanism "
-                  "choice, composed over T rounds by advanced composition (seed 004 Lemma 2.4). Holds whatever "
-                  "SCIP returns.")
+    accounting = (
+        "Per round 2 PRSMA learner calls (seed 000 Thm 8, (ε_L, δ_L) each) + 1 exponential-mechanism "
+        "choice, composed over T rounds by advanced composition (seed 004 Lemma 2.4). Holds whatever "
+        "SCIP returns."
+    )
     parameters = tuple(p for p in OracleQuery.parameters if p.name != "variant")

@@ -72,8 +72,15 @@ class ThresholdOracle:
     (the threshold does not count), as Lemma 4.1 and Theorem 4.10 count them.
     """
 
-    def __init__(self, codes: np.ndarray, query_class: ConjunctionClass, epsilon: float, alpha: float, bound: int,
-                 rng: np.random.Generator) -> None:
+    def __init__(
+        self,
+        codes: np.ndarray,
+        query_class: ConjunctionClass,
+        epsilon: float,
+        alpha: float,
+        bound: int,
+        rng: np.random.Generator,
+    ) -> None:
         if epsilon <= 0 or alpha <= 0 or bound < 1:
             raise ParameterError("The threshold oracle needs ε > 0, α > 0 and a query bound ≥ 1.")
         self._codes = codes
@@ -139,9 +146,11 @@ def monomial_keys(query_class: ConjunctionClass, q: Conjunctions, degree: int) -
     """
     D = sum(query_class.sizes)
     base = D + 1
-    if base ** degree >= 2**62:
-        raise ParameterError(f"Degree {degree} over D = {D} literals overflows the monomial index; "
-                             f"choose degree ≤ {int(math.log(2**62) / math.log(base))}.")
+    if base**degree >= 2**62:
+        raise ParameterError(
+            f"Degree {degree} over D = {D} literals overflows the monomial index; "
+            f"choose degree ≤ {int(math.log(2**62) / math.log(base))}."
+        )
     lit = query_class.literal_indices(q)  # sorted ascending, -1 padded at the end
     width = lit.shape[1]
     cols = []
@@ -165,8 +174,9 @@ def monomials_per_query(k: int, degree: int) -> int:
 
 
 # ---------------------------------------------------------------- LP learner
-def fit_ptf(keys: np.ndarray, labels: np.ndarray, regularization: float = 1e-3, solver: str = "highs"
-            ) -> tuple[np.ndarray, np.ndarray, float, dict]:
+def fit_ptf(
+    keys: np.ndarray, labels: np.ndarray, regularization: float = 1e-3, solver: str = "highs"
+) -> tuple[np.ndarray, np.ndarray, float, dict]:
     """Linear separator over monomial features by an LP (hinge loss + λ‖w‖₁).
 
         min  (1/m) Σ_j ξ_j + λ Σ_f |w_f|
@@ -193,14 +203,16 @@ def fit_ptf(keys: np.ndarray, labels: np.ndarray, regularization: float = 1e-3, 
 
         yphi = sparse.diags(y) @ phi
         # variables: w+ (F), w- (F), b+, b-, ξ (m); constraint: -y(φw + b) - ξ ≤ -1
-        A = sparse.hstack([-yphi, yphi, sparse.csr_matrix(-y[:, None]), sparse.csr_matrix(y[:, None]),
-                           -sparse.identity(m)], format="csr")
+        A = sparse.hstack(
+            [-yphi, yphi, sparse.csr_matrix(-y[:, None]), sparse.csr_matrix(y[:, None]), -sparse.identity(m)],
+            format="csr",
+        )
         c = np.concatenate([np.full(2 * F, regularization), [0.0, 0.0], np.full(m, 1.0 / m)])
         res = linprog(c, A_ub=A, b_ub=-np.ones(m), bounds=(0, None), method="highs")
         if res.status != 0:
             raise OracleError(f"The LP learner failed ({res.message}).")
         x = res.x
-        w = x[:F] - x[F:2 * F]
+        w = x[:F] - x[F : 2 * F]
         b = float(x[2 * F] - x[2 * F + 1])
         status, objective = "optimal", float(res.fun)
     elif solver == "scip":
@@ -215,7 +227,7 @@ def fit_ptf(keys: np.ndarray, labels: np.ndarray, regularization: float = 1e-3, 
         xi = [model.addVar(lb=0.0) for _ in range(m)]
         indptr, indices = phi.indptr, phi.indices
         for j in range(m):
-            fs = indices[indptr[j]:indptr[j + 1]]
+            fs = indices[indptr[j] : indptr[j + 1]]
             model.addCons(y[j] * (quicksum(wp[f] - wn[f] for f in fs) + bv) >= 1 - xi[j])
         model.setObjective(quicksum(xi) * (1.0 / m) + regularization * quicksum(wp + wn), "minimize")
         model.optimize()
@@ -231,8 +243,19 @@ def fit_ptf(keys: np.ndarray, labels: np.ndarray, regularization: float = 1e-3, 
         raise ParameterError(f"Unknown LP solver {solver!r}: use 'highs' or 'scip'.")
     score = phi @ w + b
     train_error = float(np.mean((score >= 0) != (y > 0)))
-    return feats, w, b, {"status": status, "objective": objective, "features": int(F), "examples": int(m),
-                         "train_error": train_error, "seconds": time.perf_counter() - t0}
+    return (
+        feats,
+        w,
+        b,
+        {
+            "status": status,
+            "objective": objective,
+            "features": int(F),
+            "examples": int(m),
+            "train_error": train_error,
+            "seconds": time.perf_counter() - t0,
+        },
+    )
 
 
 # ---------------------------------------------------------------- synopsis
@@ -244,8 +267,15 @@ class PTFSynopsis:
     run: every query is then answered t_i.
     """
 
-    def __init__(self, query_class: ConjunctionClass, thresholds: np.ndarray, degree: int,
-                 hypotheses: list, constant: float | None = None, rule: str = "midpoint") -> None:
+    def __init__(
+        self,
+        query_class: ConjunctionClass,
+        thresholds: np.ndarray,
+        degree: int,
+        hypotheses: list,
+        constant: float | None = None,
+        rule: str = "midpoint",
+    ) -> None:
         if rule not in ("midpoint", "lower"):
             raise ParameterError(f"The answer rule must be 'midpoint' or 'lower', not {rule!r}.")
         self.rule = rule
@@ -257,8 +287,7 @@ class PTFSynopsis:
 
     def _bits(self, q: Conjunctions) -> np.ndarray:
         """(N, len(hypotheses)) matrix of h_i(q) in {0, 1}."""
-        keys = monomial_keys(self.query_class, q, self.degree) if any(
-            h[0] == "ptf" for h in self.hypotheses) else None
+        keys = monomial_keys(self.query_class, q, self.degree) if any(h[0] == "ptf" for h in self.hypotheses) else None
         out = np.zeros((len(q), len(self.hypotheses)), dtype=np.int8)
         for i, h in enumerate(self.hypotheses):
             if h[0] == "constant":
@@ -325,16 +354,30 @@ class PTFSynopsis:
             else:
                 _, fkeys, w, b = h
                 nz = np.flatnonzero(np.abs(w) > 1e-12)
-                hyps.append({"threshold": float(t), "kind": "ptf", "bias": float(b),
-                             "monomials": [[decode(int(fkeys[i])), float(w[i])] for i in nz]})
-        return {"format": "dpcore-privlearn-synopsis/1", "class": self.query_class.to_dict(),
-                # sizes of schemas inferred from the private data are not public (see report.domain_for_card)
-                "schema": [{"name": a.name, "size": a.size} if a.source == "declared" else
-                           {"name": a.name, "size": None, "warning": "inferred from the private data; not listed"}
-                           for a in dom.attributes],
-                "degree": self.degree, "thresholds": self.thresholds.tolist(),
-                "answer_rule": f"{self.rule} of the first bucket whose hypothesis is 0; negation = 1 - answer",
-                "constant_answer": self.constant, "hypotheses": hyps}
+                hyps.append(
+                    {
+                        "threshold": float(t),
+                        "kind": "ptf",
+                        "bias": float(b),
+                        "monomials": [[decode(int(fkeys[i])), float(w[i])] for i in nz],
+                    }
+                )
+        return {
+            "format": "dpcore-privlearn-synopsis/1",
+            "class": self.query_class.to_dict(),
+            # sizes of schemas inferred from the private data are not public (see report.domain_for_card)
+            "schema": [
+                {"name": a.name, "size": a.size}
+                if a.source == "declared"
+                else {"name": a.name, "size": None, "warning": "inferred from the private data; not listed"}
+                for a in dom.attributes
+            ],
+            "degree": self.degree,
+            "thresholds": self.thresholds.tolist(),
+            "answer_rule": f"{self.rule} of the first bucket whose hypothesis is 0; negation = 1 - answer",
+            "constant_answer": self.constant,
+            "hypotheses": hyps,
+        }
 
 
 # ---------------------------------------------------------------- the mechanism
@@ -345,34 +388,89 @@ class PrivLearn(Mechanism):
     privacy = "robust"
     output = "synopsis"
     uses_oracle = False
-    summary = ("Learns the data as a function of the query. A noisy 'threshold oracle' says, for sampled "
-               "conjunctions, whether their answer is above or below each of a ladder of thresholds (or 'too close "
-               "to call'); a small linear program learns each yes/no rule from the query's literals; stacking the "
-               "rules answers any conjunction of width ≤ k — far more queries than any list could hold.")
-    accounting = ("pure ε (δ = 0): the threshold oracle answers b distinct queries, each with one Laplace draw of "
-                  "scale b/(εn) reused across thresholds (seed 002 Lemma 4.1); nothing else reads the data "
-                  "(Lemma 4.4).")
+    summary = (
+        "Learns the data as a function of the query. A noisy 'threshold oracle' says, for sampled "
+        "conjunctions, whether their answer is above or below each of a ladder of thresholds (or 'too close "
+        "to call'); a small linear program learns each yes/no rule from the query's literals; stacking the "
+        "rules answers any conjunction of width ≤ k — far more queries than any list could hold."
+    )
+    accounting = (
+        "pure ε (δ = 0): the threshold oracle answers b distinct queries, each with one Laplace draw of "
+        "scale b/(εn) reused across thresholds (seed 002 Lemma 4.1); nothing else reads the data "
+        "(Lemma 4.4)."
+    )
     parameters = (
         Param("k", "int", 3, "Largest conjunction width the synopsis answers (the query class).", 1, 10),
-        Param("alpha", "float", 0.1, "Accuracy target α: ceil(3/α) thresholds, spaced ≈ α/3 apart; the oracle's "
-              "'too close' band is ±2α/21 (seed 002 Fig. 2, TO(D, α/7, b)).", 0.01, 1.0),
-        Param("queries", "int", None, "Query bound b = number of sampled queries the oracle labels. More queries "
-              "teach the learner more but each gets noisier (Laplace scale b/(εn)). Auto: scale = half the "
-              "threshold spacing.", MIN_QUERIES, 200_000, optional=True),
-        Param("degree", "int", 2, "Degree of the polynomial threshold functions (monomials of ≤ degree literals).",
-              1, 5),
-        Param("workload_share", "float", 0.5, "Share of the sampled queries drawn from your workload's cells "
-              "(the rest uniformly from the whole class). The paper's reduction works for any query "
-              "distribution; accuracy is guaranteed on the one sampled.", 0.0, 1.0),
-        Param("answer", "choice", "midpoint", "How a bucket becomes an answer: its midpoint (smallest worst-case "
-              "error) or its lower edge (0 for the lowest bucket: lower mean error when most answers are tiny). "
-              "Post-processing: no privacy cost.", choices=("midpoint", "lower")),
-        Param("gamma", "float", 0.05, "γ: if fewer than a γ/2 share of the samples are clear of a threshold, the "
-              "release is that constant threshold (Fig. 2 step 3c).", 0.0, 1.0, advanced=True),
-        Param("regularization", "float", 1e-3, "L1 penalty λ on the PTF weights in the LP.", 0.0, 1.0,
-              log=True, advanced=True),
-        Param("lp_solver", "choice", "highs", "LP solver for the learner: HiGHS (scipy) or SCIP.",
-              choices=("highs", "scip"), advanced=True),
+        Param(
+            "alpha",
+            "float",
+            0.1,
+            "Accuracy target α: ceil(3/α) thresholds, spaced ≈ α/3 apart; the oracle's "
+            "'too close' band is ±2α/21 (seed 002 Fig. 2, TO(D, α/7, b)).",
+            0.01,
+            1.0,
+        ),
+        Param(
+            "queries",
+            "int",
+            None,
+            "Query bound b = number of sampled queries the oracle labels. More queries "
+            "teach the learner more but each gets noisier (Laplace scale b/(εn)). Auto: scale = half the "
+            "threshold spacing.",
+            MIN_QUERIES,
+            200_000,
+            optional=True,
+        ),
+        Param(
+            "degree", "int", 2, "Degree of the polynomial threshold functions (monomials of ≤ degree literals).", 1, 5
+        ),
+        Param(
+            "workload_share",
+            "float",
+            0.5,
+            "Share of the sampled queries drawn from your workload's cells "
+            "(the rest uniformly from the whole class). The paper's reduction works for any query "
+            "distribution; accuracy is guaranteed on the one sampled.",
+            0.0,
+            1.0,
+        ),
+        Param(
+            "answer",
+            "choice",
+            "midpoint",
+            "How a bucket becomes an answer: its midpoint (smallest worst-case "
+            "error) or its lower edge (0 for the lowest bucket: lower mean error when most answers are tiny). "
+            "Post-processing: no privacy cost.",
+            choices=("midpoint", "lower"),
+        ),
+        Param(
+            "gamma",
+            "float",
+            0.05,
+            "γ: if fewer than a γ/2 share of the samples are clear of a threshold, the "
+            "release is that constant threshold (Fig. 2 step 3c).",
+            0.0,
+            1.0,
+            advanced=True,
+        ),
+        Param(
+            "regularization",
+            "float",
+            1e-3,
+            "L1 penalty λ on the PTF weights in the LP.",
+            0.0,
+            1.0,
+            log=True,
+            advanced=True,
+        ),
+        Param(
+            "lp_solver",
+            "choice",
+            "highs",
+            "LP solver for the learner: HiGHS (scipy) or SCIP.",
+            choices=("highs", "scip"),
+            advanced=True,
+        ),
     )
     teaching_preset = {"k": 2, "alpha": 0.2, "degree": 2}
 
@@ -389,25 +487,31 @@ class PrivLearn(Mechanism):
         cls = ConjunctionClass(domain, k)  # raises WorkloadError for k > p
         widest = max(len(m) for m in workload.marginals)
         if widest > k:
-            raise ParameterError(f"The workload has {widest}-way marginals but the class width is k = {k}: "
-                                 f"raise k to {widest} (the synopsis answers conjunctions of width ≤ k).")
+            raise ParameterError(
+                f"The workload has {widest}-way marginals but the class width is k = {k}: "
+                f"raise k to {widest} (the synopsis answers conjunctions of width ≤ k)."
+            )
         if degree > k:
-            raise ParameterError(f"degree = {degree} exceeds the conjunction width k = {k}: a width-{k} query "
-                                 f"has no monomial of higher degree. Choose degree ≤ {k}.")
+            raise ParameterError(
+                f"degree = {degree} exceeds the conjunction width k = {k}: a width-{k} query "
+                f"has no monomial of higher degree. Choose degree ≤ {k}."
+            )
         n_thr = math.ceil(3.0 / alpha - 1e-12)
         if n_thr > MAX_THRESHOLDS:
-            raise ParameterError(f"α = {alpha:g} needs {n_thr} thresholds (limit {MAX_THRESHOLDS}); "
-                                 f"choose α ≥ {3.0 / MAX_THRESHOLDS:g}.")
+            raise ParameterError(
+                f"α = {alpha:g} needs {n_thr} thresholds (limit {MAX_THRESHOLDS}); choose α ≥ {3.0 / MAX_THRESHOLDS:g}."
+            )
         b_max = self.max_queries(budget.epsilon, n, n_thr)
         if b_max < MIN_QUERIES:
             # smallest α (fewest thresholds) and ε that allow MIN_QUERIES
             thr_ok = int(budget.epsilon * n // MIN_QUERIES) - 1
-            alpha_hint = (f"α ≥ {3.0 / thr_ok:.3g}" if thr_ok >= 1 else "no α works")
+            alpha_hint = f"α ≥ {3.0 / thr_ok:.3g}" if thr_ok >= 1 else "no α works"
             eps_min = MIN_QUERIES * (n_thr + 1) / n
             raise BudgetError(
                 f"With ε = {budget.epsilon:g}, n = {n:,} and {n_thr} thresholds (α = {alpha:g}) the threshold "
                 f"oracle can label at most {b_max} queries before its noise (scale b/(εn)) exceeds the threshold "
-                f"spacing; PrivLearn needs at least {MIN_QUERIES}. Use {alpha_hint}, or ε ≥ {eps_min:.3g}.")
+                f"spacing; PrivLearn needs at least {MIN_QUERIES}. Use {alpha_hint}, or ε ≥ {eps_min:.3g}."
+            )
         b = params.get("queries")
         if b is None:
             b = max(MIN_QUERIES, min(MAX_AUTO_QUERIES, b_max // 2))
@@ -416,24 +520,36 @@ class PrivLearn(Mechanism):
             raise ParameterError(
                 f"queries = {b:,} is more than the {b_max:,} the budget supports at α = {alpha:g}: each answer "
                 f"would carry Laplace noise of scale {b / (budget.epsilon * n):.3g} > the threshold spacing "
-                f"{1 / (n_thr + 1):.3g}. Use queries ≤ {b_max:,}, a larger α or a larger ε.")
+                f"{1 / (n_thr + 1):.3g}. Use queries ≤ {b_max:,}, a larger α or a larger ε."
+            )
         per_query = monomials_per_query(k, degree)
         nonzeros = b * (per_query + 2)
         feature_space = ConjunctionClass(domain, degree, negations=False).n_positive
         if nonzeros > MAX_LP_NONZEROS:
             fit_b = MAX_LP_NONZEROS // (per_query + 2)
-            fit_d = max([d for d in range(1, degree + 1) if b * (monomials_per_query(k, d) + 2) <= MAX_LP_NONZEROS],
-                        default=None)
+            fit_d = max(
+                [d for d in range(1, degree + 1) if b * (monomials_per_query(k, d) + 2) <= MAX_LP_NONZEROS],
+                default=None,
+            )
             hint = f"degree ≤ {fit_d}" if fit_d else f"queries ≤ {fit_b:,}"
             raise ParameterError(
                 f"The learner's LP would have about {nonzeros:,} nonzeros ({b:,} queries × {per_query} monomials "
                 f"each, out of a feature space of {feature_space:,} monomials); the limit is "
-                f"{MAX_LP_NONZEROS:,}. Use {hint}.")
-        return {"thresholds": n_thr, "queries": b, "max_queries": b_max,
-                "laplace_scale": b / (budget.epsilon * n), "oracle_alpha": alpha / 7.0,
-                "bottom_band_halfwidth": 2.0 * (alpha / 7.0) / 3.0, "threshold_spacing": 1.0 / (n_thr + 1),
-                "feature_space": feature_space, "monomials_per_query": per_query,
-                "class_size": str(cls.size), "lp_calls_at_most": n_thr}
+                f"{MAX_LP_NONZEROS:,}. Use {hint}."
+            )
+        return {
+            "thresholds": n_thr,
+            "queries": b,
+            "max_queries": b_max,
+            "laplace_scale": b / (budget.epsilon * n),
+            "oracle_alpha": alpha / 7.0,
+            "bottom_band_halfwidth": 2.0 * (alpha / 7.0) / 3.0,
+            "threshold_spacing": 1.0 / (n_thr + 1),
+            "feature_space": feature_space,
+            "monomials_per_query": per_query,
+            "class_size": str(cls.size),
+            "lp_calls_at_most": n_thr,
+        }
 
     # ------------------------------------------------------------ run
     def run(self, dataset, workload, budget, params, ctx: RunContext) -> MechanismResult:
@@ -450,8 +566,11 @@ class PrivLearn(Mechanism):
             cells = Conjunctions(_pad(cells.attrs, k), _pad(cells.values, k), cells.negated)
             parts.append(cells.take(rng.integers(0, len(cells), size=n_wl)))
         parts.append(cls.sample(b - n_wl, rng, negations=False))
-        sample = Conjunctions(np.concatenate([p.attrs for p in parts]), np.concatenate([p.values for p in parts]),
-                              np.concatenate([p.negated for p in parts]))
+        sample = Conjunctions(
+            np.concatenate([p.attrs for p in parts]),
+            np.concatenate([p.values for p in parts]),
+            np.concatenate([p.negated for p in parts]),
+        )
         # Step 1: the oracle, TO(D, α/7, b) -- the only object that reads dataset.codes.
         oracle = ThresholdOracle(dataset.codes, cls, budget.epsilon, alpha / 7.0, b, rng)
         keys = monomial_keys(cls, sample, degree)
@@ -463,8 +582,12 @@ class PrivLearn(Mechanism):
             labels = oracle.ask(sample, float(t))
             clear = labels != BOTTOM
             share = float(clear.mean())
-            row = {"round": i, "threshold": float(t), "clear_share": share,
-                   "label_1_share": float((labels == 1).sum() / max(1, clear.sum()))}
+            row = {
+                "round": i,
+                "threshold": float(t),
+                "clear_share": share,
+                "label_1_share": float((labels == 1).sum() / max(1, clear.sum())),
+            }
             if share < float(params["gamma"]) / 2.0:  # Fig. 2 step 3c
                 constant = float(t)
                 row["outcome"] = "constant release (step 3c)"
@@ -476,34 +599,63 @@ class PrivLearn(Mechanism):
                 hypotheses.append(("constant", int(lab[0])))
                 row.update(outcome=f"all clear labels {int(lab[0])}: constant hypothesis", train_error=0.0)
             else:
-                feats, w, bias, info = fit_ptf(keys[clear], lab, float(params["regularization"]),
-                                               str(params["lp_solver"]))
+                feats, w, bias, info = fit_ptf(
+                    keys[clear], lab, float(params["regularization"]), str(params["lp_solver"])
+                )
                 hypotheses.append(("ptf", feats, w, bias))
                 lp_calls += 1
                 lp_seconds.append(info["seconds"])
-                row.update(outcome="PTF fitted by LP", train_error=info["train_error"], features=info["features"],
-                           lp_seconds=info["seconds"])
+                row.update(
+                    outcome="PTF fitted by LP",
+                    train_error=info["train_error"],
+                    features=info["features"],
+                    lp_seconds=info["seconds"],
+                )
             trace.append(row)
             ctx.report(i, n_thr, f"threshold {t:.3f}", train_error=row.get("train_error"))
         if constant is None and len(hypotheses) != n_thr:
             raise OracleError("Internal error: a threshold has no hypothesis.")
-        synopsis = PTFSynopsis(cls, thresholds[:len(hypotheses)] if constant is None else thresholds, degree,
-                               hypotheses, constant, str(params.get("answer", "midpoint")))
+        synopsis = PTFSynopsis(
+            cls,
+            thresholds[: len(hypotheses)] if constant is None else thresholds,
+            degree,
+            hypotheses,
+            constant,
+            str(params.get("answer", "midpoint")),
+        )
         answers = synopsis.answers_for_workload(workload)
         public = {k_: v for k_, v in plan.items() if k_ != "max_queries"}
         public["max_queries"] = plan["max_queries"]
         secs = np.asarray(lp_seconds) if lp_seconds else np.zeros(1)
         return MechanismResult(
-            spends=[SpendRecord(budget.epsilon, 0.0, None, f"PrivLearn threshold oracle: {b} queries, "
-                                                           f"Laplace scale b/(εn) = {plan['laplace_scale']:.4g}")],
-            epsilon_spent=budget.epsilon, delta_spent=0.0, accountant="pure ε (Laplace; seed 002 Lemma 4.1, 4.4)",
-            answers=answers, synopsis=synopsis, public=public, trace=trace,
-            oracle_stats={"calls": lp_calls, "total_solve_seconds": float(secs.sum()),
-                          "median_solve_seconds": float(np.median(secs)), "max_solve_seconds": float(secs.max()),
-                          "statuses": {"optimal": lp_calls}, "max_gap": 0.0, "not_optimal": 0,
-                          "solver": f"LP ({params['lp_solver']})",
-                          "distinct_oracle_queries": oracle.distinct_queries},
-            notes=[f"Synopsis for all conjunctions of width ≤ {k} ({cls.size:,} queries with negations)."])
+            spends=[
+                SpendRecord(
+                    budget.epsilon,
+                    0.0,
+                    None,
+                    f"PrivLearn threshold oracle: {b} queries, Laplace scale b/(εn) = {plan['laplace_scale']:.4g}",
+                )
+            ],
+            epsilon_spent=budget.epsilon,
+            delta_spent=0.0,
+            accountant="pure ε (Laplace; seed 002 Lemma 4.1, 4.4)",
+            answers=answers,
+            synopsis=synopsis,
+            public=public,
+            trace=trace,
+            oracle_stats={
+                "calls": lp_calls,
+                "total_solve_seconds": float(secs.sum()),
+                "median_solve_seconds": float(np.median(secs)),
+                "max_solve_seconds": float(secs.max()),
+                "statuses": {"optimal": lp_calls},
+                "max_gap": 0.0,
+                "not_optimal": 0,
+                "solver": f"LP ({params['lp_solver']})",
+                "distinct_oracle_queries": oracle.distinct_queries,
+            },
+            notes=[f"Synopsis for all conjunctions of width ≤ {k} ({cls.size:,} queries with negations)."],
+        )
 
 
 def _pad(a: np.ndarray, width: int) -> np.ndarray:

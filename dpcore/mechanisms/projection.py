@@ -153,9 +153,9 @@ class RecordProjector:
             G = self._gram_buf
             if K:
                 cross = (self.ids[:, None, :] == nid[None, :, :]) @ self.omega
-                G[:K, K:K + b] = cross
-                G[K:K + b, :K] = cross.T
-            G[K:K + b, K:K + b] = (nid[:, None, :] == nid[None, :, :]) @ self.omega
+                G[:K, K : K + b] = cross
+                G[K : K + b, :K] = cross.T
+            G[K : K + b, K : K + b] = (nid[:, None, :] == nid[None, :, :]) @ self.omega
             self.lin = np.concatenate([self.lin, (self.noisy[nid] * self.omega[None, :]).sum(axis=1)])
             self.records = np.vstack([self.records, new])
             self.ids = np.vstack([self.ids, nid])
@@ -174,15 +174,16 @@ class RecordProjector:
             return
         if self._gram_buf.shape[0] >= len(keep):  # (a restored snapshot has no Gram matrix)
             sub = self.gram[np.ix_(keep, keep)]
-            self._gram_buf[:len(sub), :len(sub)] = sub
+            self._gram_buf[: len(sub), : len(sub)] = sub
         self.lin = self.lin[keep] if len(self.lin) == len(keep) else self.lin
         self.records, self.ids, self.weights = self.records[keep], self.ids[keep], self.weights[keep]
         self.index = {r.tobytes(): i for i, r in enumerate(self.records)}
 
     def refit_answers(self) -> None:
         """Fitted answers recomputed exactly from the weights (no drift from many updates)."""
-        self.fitted = np.bincount(self.ids.ravel(), weights=np.repeat(self.weights, self.ids.shape[1]),
-                                  minlength=self.workload.n_queries)
+        self.fitted = np.bincount(
+            self.ids.ravel(), weights=np.repeat(self.weights, self.ids.shape[1]), minlength=self.workload.n_queries
+        )
 
     # ------------------------------------------------------------- steps
     def fully_corrective(self, iterations: int = 60) -> None:
@@ -232,8 +233,12 @@ class RecordProjector:
         self.prune()
 
     # ------------------------------------------------------------- the loop
-    def run(self, rng: np.random.Generator, ctx: RunContext | None = None,
-            monitor: Callable[[np.ndarray], dict] | None = None) -> ProjectionOutcome:
+    def run(
+        self,
+        rng: np.random.Generator,
+        ctx: RunContext | None = None,
+        monitor: Callable[[np.ndarray], dict] | None = None,
+    ) -> ProjectionOutcome:
         s = self.settings
         nq = self.workload.n_queries
         threshold = s.threshold(nq)
@@ -271,10 +276,14 @@ class RecordProjector:
             # Starts: fresh random records for diversity, the last winner, and records
             # already in the support (the gradient changes slowly between steps).
             n_support = min(len(self.weights), s.starts // 2)
-            support_starts = self.records[rng.choice(len(self.weights), n_support, replace=False)] \
-                if n_support else np.zeros((0, self.p), np.int64)
-            starts = np.vstack([last_best[None, :], support_starts,
-                                self.cd.random_records(rng, max(1, s.starts - n_support - 1))])
+            support_starts = (
+                self.records[rng.choice(len(self.weights), n_support, replace=False)]
+                if n_support
+                else np.zeros((0, self.p), np.int64)
+            )
+            starts = np.vstack(
+                [last_best[None, :], support_starts, self.cd.random_records(rng, max(1, s.starts - n_support - 1))]
+            )
             res = self.cd.minimise(gw, starts, rng)
             calls += 1
             inner = float(np.dot(gw, self.fitted))  # <∇f(p), p>
@@ -306,8 +315,9 @@ class RecordProjector:
             # Frank–Wolfe step towards the best record, exact line search on the quadratic.
             rid = self.cd.cell_ids(best_rec)[0]
             # ||e(x) - a||²_ω = ||a||²_ω - 2 Σ_S ω_S a[S, x_S] + Σ_S ω_S, with ||a||²_ω = <ω(a - ã), a> + <ωã, a>.
-            dnorm = float(inner + np.dot(self.wnoisy, self.fitted)
-                          - 2.0 * np.dot(self.omega, self.fitted[rid]) + self.omega.sum())
+            dnorm = float(
+                inner + np.dot(self.wnoisy, self.fitted) - 2.0 * np.dot(self.omega, self.fitted[rid]) + self.omega.sum()
+            )
             gamma = min(1.0, max(0.0, (inner - best_val) / max(dnorm, 1e-300)))
             self.fitted *= 1.0 - gamma
             self.fitted[rid] += gamma
@@ -338,13 +348,20 @@ class RecordProjector:
                 stop, converged = "risk minimum", True
                 break
             if ctx is not None and (it % 5 == 0 or it == 1):
-                ctx.report(it, s.max_iterations, f"projection step {it}: residual {chi2 / nq:.3f} × noise level",
-                           residual_norm=chi2 / nq)
+                ctx.report(
+                    it,
+                    s.max_iterations,
+                    f"projection step {it}: residual {chi2 / nq:.3f} × noise level",
+                    residual_norm=chi2 / nq,
+                )
         # A final corrective step on the records found (it can only lower the residual);
         # the discrepancy rule keeps the iterate that met the level, the risk rule the
         # iterate with the smallest risk estimate.
-        if stop == "risk minimum" or (s.stopping == "risk" and best_snapshot is not None
-                                      and stop in ("iteration limit", "time limit", "support limit")):
+        if stop == "risk minimum" or (
+            s.stopping == "risk"
+            and best_snapshot is not None
+            and stop in ("iteration limit", "time limit", "support limit")
+        ):
             self.fully_corrective()
             if self.risk_estimate() > best_risk:
                 self.restore(*best_snapshot[:2])
@@ -361,8 +378,21 @@ class RecordProjector:
             # Without SCIP the free bound sum_S min_y g[S, y] still certifies the gap (more loosely).
             cert_gap = 2.0 * (float(np.dot(gw, self.fitted)) - decomposable_bound(self.workload, gw)) / nq
         self.prune()
-        return ProjectionOutcome(self.records.copy(), self.weights.copy(), self.fitted.copy(), stop, converged, it,
-                                 calls, chi2, threshold, fw_gap, cert_gap, trace, scip_info)
+        return ProjectionOutcome(
+            self.records.copy(),
+            self.weights.copy(),
+            self.fitted.copy(),
+            stop,
+            converged,
+            it,
+            calls,
+            chi2,
+            threshold,
+            fw_gap,
+            cert_gap,
+            trace,
+            scip_info,
+        )
 
     def warm_start(self, records: np.ndarray, weights: np.ndarray) -> None:
         """Begin from a known distribution over records (the adaptive variant's previous round)."""
@@ -371,7 +401,7 @@ class RecordProjector:
         keep = weights > 0
         records = records[keep]
         # In chunks: the Gram update compares every new record with every other one.
-        idx = np.concatenate([self.add_records(records[i:i + 256]) for i in range(0, len(records), 256)])
+        idx = np.concatenate([self.add_records(records[i : i + 256]) for i in range(0, len(records), 256)])
         w = np.zeros(len(self.weights))
         np.add.at(w, idx, weights[keep])
         self.weights = w / w.sum()
@@ -414,15 +444,24 @@ class RecordProjector:
         row = {"oracle_calls": calls, "residual_norm": chi2 / nq}
         if monitor is not None:
             row.update(monitor(self.fitted))
-        row.update({"fw_gap": fw_gap, "certified_gap": cert, "risk_estimate": None if risk is None else risk / nq,
-                    "iteration": it, "support": int(np.count_nonzero(self.weights)), "corrective": int(corrected),
-                    "seconds": time.perf_counter() - t0})
+        row.update(
+            {
+                "fw_gap": fw_gap,
+                "certified_gap": cert,
+                "risk_estimate": None if risk is None else risk / nq,
+                "iteration": it,
+                "support": int(np.count_nonzero(self.weights)),
+                "corrective": int(corrected),
+                "seconds": time.perf_counter() - t0,
+            }
+        )
         trace.append(row)
 
 
 # --------------------------------------------------------------------- rounding
-def largest_remainder_rows(records: np.ndarray, weights: np.ndarray, n_rows: int,
-                           rng: np.random.Generator) -> np.ndarray:
+def largest_remainder_rows(
+    records: np.ndarray, weights: np.ndarray, n_rows: int, rng: np.random.Generator
+) -> np.ndarray:
     """``n_rows`` rows whose counts round ``weights * n_rows`` by largest remainder.
 
     Bound: with K records and r of them rounded up, any counting query's answer moves
@@ -464,7 +503,8 @@ def check_projection_memory(n_queries: int, limit: int | None = None) -> None:
             f"Measuring this workload whole means {n_queries:,} noisy answers and about {need / 1e9:.1f} GB of "
             f"working memory for the projection (limit {limit / 1e9:.1f} GB). Use the adaptive projection "
             "(mechanism 'projection_adaptive'), which measures only the marginals it selects, or choose fewer "
-            "marginals / coarser bins.")
+            "marginals / coarser bins."
+        )
 
 
 def check_rows(n_rows: int | None, n: int, p: int) -> int:
@@ -472,15 +512,28 @@ def check_rows(n_rows: int | None, n: int, p: int) -> int:
     if rows < 1:
         raise ParameterError(f"The number of rows must be at least 1 (got {rows}); the default is n = {n:,}.")
     if rows > MAX_ROWS:
-        raise ParameterError(f"{rows:,} rows is more than this tool releases (at most {MAX_ROWS:,}); the rows "
-                             f"only resample the same distribution, so ask for n = {n:,} or fewer.")
+        raise ParameterError(
+            f"{rows:,} rows is more than this tool releases (at most {MAX_ROWS:,}); the rows "
+            f"only resample the same distribution, so ask for n = {n:,} or fewer."
+        )
     return rows
 
 
 def settings_from_params(params: dict, ctx: RunContext | None = None) -> ProjectionSettings:
     s = ProjectionSettings()
-    for k in ("max_iterations", "max_seconds", "stopping", "discrepancy_z", "starts", "corrective_every", "risk_patience",
-              "max_support", "scip", "scip_cells", "columns_per_iteration"):
+    for k in (
+        "max_iterations",
+        "max_seconds",
+        "stopping",
+        "discrepancy_z",
+        "starts",
+        "corrective_every",
+        "risk_patience",
+        "max_support",
+        "scip",
+        "scip_cells",
+        "columns_per_iteration",
+    ):
         if k in params and params[k] is not None:
             setattr(s, k, params[k])
     if ctx is not None and ctx.oracle_options.get("time_limit"):
@@ -492,31 +545,94 @@ SOLVER_PARAMS = (
     # A step budget, not a clock, bounds the default run so that the result does not depend on the
     # machine's load: 300 steps took 33 CPU-seconds at ε = 1 on the 64-marginal Adult workload
     # (docs/benchmarks.md), and the error was still falling there; the clock is only a safety net.
-    Param("max_iterations", "int", 300, "Most Frank–Wolfe steps; the projection stops earlier when the stopping "
-          "rule fires.", 1, 100_000, log=True),
-    Param("max_seconds", "float", 120.0, "Safety time limit of the projection's search, seconds (the best fit so "
-          "far is released; the final re-fit and SCIP's certificate add a few seconds).",
-          1.0, 86_400.0, log=True),
-    Param("stopping", "choice", "risk", "'risk': stop when Stein's unbiased estimate of the error (from the noisy "
-          "answers, the public noise level and the number of records used) stops improving, and release the best "
-          "estimate; 'discrepancy': stop when the fit to the noisy answers is as close as the true data's would be; "
-          "'none': fit until converged or a limit.", choices=("risk", "discrepancy", "none")),
-    Param("discrepancy_z", "float", 0.0, "Stop when the normalised residual reaches 1 + z·sqrt(2/|Q|) "
-          "(z standard deviations of the noise's χ² above its mean).", -3.0, 10.0, advanced=True),
-    Param("risk_patience", "int", 5, "The risk rule stops after this many re-fits without a lower risk estimate.",
-          1, 1000, advanced=True),
+    Param(
+        "max_iterations",
+        "int",
+        300,
+        "Most Frank–Wolfe steps; the projection stops earlier when the stopping rule fires.",
+        1,
+        100_000,
+        log=True,
+    ),
+    Param(
+        "max_seconds",
+        "float",
+        120.0,
+        "Safety time limit of the projection's search, seconds (the best fit so "
+        "far is released; the final re-fit and SCIP's certificate add a few seconds).",
+        1.0,
+        86_400.0,
+        log=True,
+    ),
+    Param(
+        "stopping",
+        "choice",
+        "risk",
+        "'risk': stop when Stein's unbiased estimate of the error (from the noisy "
+        "answers, the public noise level and the number of records used) stops improving, and release the best "
+        "estimate; 'discrepancy': stop when the fit to the noisy answers is as close as the true data's would be; "
+        "'none': fit until converged or a limit.",
+        choices=("risk", "discrepancy", "none"),
+    ),
+    Param(
+        "discrepancy_z",
+        "float",
+        0.0,
+        "Stop when the normalised residual reaches 1 + z·sqrt(2/|Q|) "
+        "(z standard deviations of the noise's χ² above its mean).",
+        -3.0,
+        10.0,
+        advanced=True,
+    ),
+    Param(
+        "risk_patience",
+        "int",
+        5,
+        "The risk rule stops after this many re-fits without a lower risk estimate.",
+        1,
+        1000,
+        advanced=True,
+    ),
     Param("starts", "int", 16, "Starts of the coordinate-descent oracle per step.", 1, 512, advanced=True),
-    Param("columns_per_iteration", "int", 8, "Improving records added per step (column generation).", 1, 128,
-          advanced=True),
-    Param("corrective_every", "int", 10, "A fully corrective re-fit of all weights every this many steps.", 1, 1000,
-          advanced=True),
-    Param("max_support", "int", 4000, "Most distinct records kept (the re-fit's Gram matrix is this size squared).",
-          10, 20_000, advanced=True),
-    Param("scip", "choice", "certify", "SCIP's part: 'certify' = certified Frank–Wolfe gap at the end, 'polish' = "
-          "also improve and certify every corrective step, 'off' = heuristic only.",
-          choices=("certify", "polish", "off"), advanced=True),
-    Param("scip_cells", "int", 48, "Cells per marginal kept explicitly in SCIP's relaxation.", 1, 10_000,
-          advanced=True),
+    Param(
+        "columns_per_iteration",
+        "int",
+        8,
+        "Improving records added per step (column generation).",
+        1,
+        128,
+        advanced=True,
+    ),
+    Param(
+        "corrective_every",
+        "int",
+        10,
+        "A fully corrective re-fit of all weights every this many steps.",
+        1,
+        1000,
+        advanced=True,
+    ),
+    Param(
+        "max_support",
+        "int",
+        4000,
+        "Most distinct records kept (the re-fit's Gram matrix is this size squared).",
+        10,
+        20_000,
+        advanced=True,
+    ),
+    Param(
+        "scip",
+        "choice",
+        "certify",
+        "SCIP's part: 'certify' = certified Frank–Wolfe gap at the end, 'polish' = "
+        "also improve and certify every corrective step, 'off' = heuristic only.",
+        choices=("certify", "polish", "off"),
+        advanced=True,
+    ),
+    Param(
+        "scip_cells", "int", 48, "Cells per marginal kept explicitly in SCIP's relaxation.", 1, 10_000, advanced=True
+    ),
 )
 
 
@@ -542,16 +658,23 @@ class Projection(Mechanism):
     privacy = "robust"
     output = "rows"
     recommended = True
-    summary = ("Adds Gaussian noise to every chosen marginal, then finds the mix of real-looking records whose "
-               "marginals are closest to the noisy ones. Real records cannot produce impossible answers, so the "
-               "search removes much of the noise: the rows are often more accurate than the noisy answers "
-               "themselves. The search stops when a public estimate of its error (computed from the noisy answers "
-               "and the known noise level, never from your data) stops improving.")
-    accounting = ("ρ-zCDP of the Gaussian measurements only (σ = sqrt(|W|/ρ) on counts, L2 sensitivity sqrt(2) "
-                  "per marginal, replace-one); ρ from (ε, δ) by the Canonne–Kamath–Steinke conversion. The "
-                  "projection is post-processing.")
-    parameters = (Param("rows", "int", None, "Synthetic rows to release (default: n, the table's size).", 1,
-                        MAX_ROWS, optional=True),) + SOLVER_PARAMS
+    summary = (
+        "Adds Gaussian noise to every chosen marginal, then finds the mix of real-looking records whose "
+        "marginals are closest to the noisy ones. Real records cannot produce impossible answers, so the "
+        "search removes much of the noise: the rows are often more accurate than the noisy answers "
+        "themselves. The search stops when a public estimate of its error (computed from the noisy answers "
+        "and the known noise level, never from your data) stops improving."
+    )
+    accounting = (
+        "ρ-zCDP of the Gaussian measurements only (σ = sqrt(|W|/ρ) on counts, L2 sensitivity sqrt(2) "
+        "per marginal, replace-one); ρ from (ε, δ) by the Canonne–Kamath–Steinke conversion. The "
+        "projection is post-processing."
+    )
+    parameters = (
+        Param(
+            "rows", "int", None, "Synthetic rows to release (default: n, the table's size).", 1, MAX_ROWS, optional=True
+        ),
+    ) + SOLVER_PARAMS
     teaching_preset = {"max_iterations": 150, "max_seconds": 20.0, "starts": 8, "scip": "off"}
 
     def plan(self, n: int, workload, budget: Budget, params: dict) -> dict:
@@ -560,10 +683,16 @@ class Projection(Mechanism):
         rows = check_rows(params.get("rows"), n, len(workload.domain))
         sigma = gaussian_sigma_for_rho(rho, math.sqrt(2.0 * workload.n_marginals))
         s = settings_from_params(params)
-        return {"rho": rho, "sigma_counts": sigma, "sigma_answers": sigma / n, "measured_marginals":
-                workload.n_marginals, "measured_queries": workload.n_queries, "rows": rows,
-                "discrepancy_level": s.threshold(workload.n_queries) / workload.n_queries,
-                "oracle_calls_at_most": s.max_iterations + 2}
+        return {
+            "rho": rho,
+            "sigma_counts": sigma,
+            "sigma_answers": sigma / n,
+            "measured_marginals": workload.n_marginals,
+            "measured_queries": workload.n_queries,
+            "rows": rows,
+            "discrepancy_level": s.threshold(workload.n_queries) / workload.n_queries,
+            "oracle_calls_at_most": s.max_iterations + 2,
+        }
 
     def run(self, dataset, workload, budget: Budget, params: dict, ctx: RunContext) -> MechanismResult:
         plan = self.plan(dataset.n, workload, budget, params)
@@ -581,11 +710,23 @@ class Projection(Mechanism):
         rows = largest_remainder_rows(out.records, out.weights, plan["rows"], ctx.rng)
         ctx.report(1, 1, f"done: {STOP_RULES[out.stop_rule]}")
         return MechanismResult(
-            spends=[SpendRecord(budget.epsilon, budget.delta, plan["rho"],
-                                f"Gaussian measurement of {workload.n_marginals} marginals (projection)")],
-            epsilon_spent=budget.epsilon, delta_spent=budget.delta, accountant="zCDP (CKS conversion)",
-            rows=rows, public=_public(plan, out), trace=out.trace, oracle_stats=_oracle_stats(out),
-            notes=_notes(out, plan["rows"]))
+            spends=[
+                SpendRecord(
+                    budget.epsilon,
+                    budget.delta,
+                    plan["rho"],
+                    f"Gaussian measurement of {workload.n_marginals} marginals (projection)",
+                )
+            ],
+            epsilon_spent=budget.epsilon,
+            delta_spent=budget.delta,
+            accountant="zCDP (CKS conversion)",
+            rows=rows,
+            public=_public(plan, out),
+            trace=out.trace,
+            oracle_stats=_oracle_stats(out),
+            notes=_notes(out, plan["rows"]),
+        )
 
 
 def _public(plan: dict, out: ProjectionOutcome) -> dict:
@@ -596,20 +737,35 @@ def _public(plan: dict, out: ProjectionOutcome) -> dict:
 
 
 def _oracle_stats(out: ProjectionOutcome) -> dict:
-    return {"calls": out.oracle_calls, "iterations": out.iterations, "stop_rule": out.stop_rule,
-            "converged": out.converged, "final_residual_norm": out.chi2 / max(1, len(out.fitted)),
-            "discrepancy_level": out.threshold / max(1, len(out.fitted)), "fw_gap": out.fw_gap,
-            "certified_gap": out.certified_gap, "support": int(len(out.weights)), "scip": out.scip}
+    return {
+        "calls": out.oracle_calls,
+        "iterations": out.iterations,
+        "stop_rule": out.stop_rule,
+        "converged": out.converged,
+        "final_residual_norm": out.chi2 / max(1, len(out.fitted)),
+        "discrepancy_level": out.threshold / max(1, len(out.fitted)),
+        "fw_gap": out.fw_gap,
+        "certified_gap": out.certified_gap,
+        "support": int(len(out.weights)),
+        "scip": out.scip,
+    }
 
 
 def _notes(out: ProjectionOutcome, n_rows: int) -> list[str]:
-    notes = [f"Stopping rule: {out.stop_rule} — {STOP_RULES[out.stop_rule]}.",
-             f"Rounding {len(out.weights):,} weighted records to {n_rows:,} rows moves any answer by at most "
-             f"{rounding_bound(len(out.weights), n_rows):.2g}."]
+    notes = [
+        f"Stopping rule: {out.stop_rule} — {STOP_RULES[out.stop_rule]}.",
+        f"Rounding {len(out.weights):,} weighted records to {n_rows:,} rows moves any answer by at most "
+        f"{rounding_bound(len(out.weights), n_rows):.2g}.",
+    ]
     if not out.converged:
-        gap = f"certified gap {out.certified_gap:.3g}" if out.certified_gap is not None else \
-            f"heuristic gap {out.fw_gap:.3g}"
-        notes.append(f"The projection did not converge before its {out.stop_rule}: the best fit found is released "
-                     f"(normalised residual {out.chi2 / len(out.fitted):.4f} vs noise level "
-                     f"{out.threshold / len(out.fitted):.4f}; {gap}). Raise max_iterations or max_seconds.")
+        gap = (
+            f"certified gap {out.certified_gap:.3g}"
+            if out.certified_gap is not None
+            else f"heuristic gap {out.fw_gap:.3g}"
+        )
+        notes.append(
+            f"The projection did not converge before its {out.stop_rule}: the best fit found is released "
+            f"(normalised residual {out.chi2 / len(out.fitted):.4f} vs noise level "
+            f"{out.threshold / len(out.fitted):.4f}; {gap}). Raise max_iterations or max_seconds."
+        )
     return notes

@@ -33,22 +33,34 @@ from ..errors import BudgetError
 from ..privacy import exponential_mechanism
 from ..workload import Workload
 from .base import Budget, Mechanism, MechanismResult, Param, RunContext, SpendRecord
-from .projection import (MAX_ROWS, SOLVER_PARAMS, STOP_RULES, RecordProjector, check_rows, largest_remainder_rows,
-                         rounding_bound, settings_from_params, zcdp_rho)
+from .projection import (
+    MAX_ROWS,
+    SOLVER_PARAMS,
+    STOP_RULES,
+    RecordProjector,
+    check_rows,
+    largest_remainder_rows,
+    rounding_bound,
+    settings_from_params,
+    zcdp_rho,
+)
 
 #: Replace-one: one record moves one unit of count out of one cell and into another.
 SCORE_SENSITIVITY = 2.0
 
 
-def adaptive_budget(rho: float, rounds: int, select_fraction: float, one_way: bool, one_way_fraction: float,
-                    p: int) -> dict:
+def adaptive_budget(
+    rho: float, rounds: int, select_fraction: float, one_way: bool, one_way_fraction: float, p: int
+) -> dict:
     """Split ρ between the one-way measurements and T rounds of (selection, measurement)."""
     rho_one = one_way_fraction * rho if one_way else 0.0
     rho_round = (rho - rho_one) / rounds
     rho_sel = select_fraction * rho_round
     rho_meas = rho_round - rho_sel
     return {
-        "rho": rho, "rho_one_way": rho_one, "rho_per_round": rho_round,
+        "rho": rho,
+        "rho_one_way": rho_one,
+        "rho_per_round": rho_round,
         "epsilon_select": math.sqrt(8.0 * rho_sel),  # ε²/8 = ρ_sel
         "sigma_counts": math.sqrt(1.0 / rho_meas),  # one marginal: (sqrt 2)²/(2σ²) = ρ_meas
         "sigma_one_way_counts": math.sqrt(p / rho_one) if one_way else None,  # p marginals share ρ_1
@@ -66,32 +78,89 @@ class AdaptiveProjection(Mechanism):
     seed = "beyond the seeds: MWEM/AIM select-measure loop with the projection of seed 004 §8"
     privacy = "robust"
     output = "rows"
-    summary = ("For large workloads: instead of measuring every marginal (which spreads the noise thin), it "
-               "repeatedly picks a marginal the current synthetic data gets most wrong (privately), measures just "
-               "that one, and re-fits the synthetic records to everything measured so far.")
-    accounting = ("ρ-zCDP: one-way measurements ρ_1, then per round an exponential-mechanism selection (ε_sel²/8, "
-                  "score sensitivity 2 under replace-one) and a Gaussian measurement (1/σ² for one marginal of "
-                  "counts, L2 sensitivity sqrt 2); CKS conversion to (ε, δ). Projection is post-processing.")
-    parameters = (
-        Param("rows", "int", None, "Synthetic rows to release (default: n, the table's size).", 1, MAX_ROWS,
-              optional=True),
-        Param("rounds", "int", None, "Marginals selected and measured (default: min(|W|, 2·attributes)).", 1,
-              100_000, optional=True),
-        Param("select_fraction", "float", 0.1, "Share of each round's budget spent on choosing the marginal.",
-              0.01, 0.9, advanced=True),
-        Param("one_way", "bool", True, "First measure every single-attribute marginal (cheap, and it anchors "
-              "the fit)."),
-        Param("one_way_fraction", "float", 0.1, "Share of the budget for the one-way marginals.", 0.01, 0.9,
-              advanced=True),
-        Param("allow_repeats", "bool", False, "Let a marginal be selected again (its measurements are averaged); "
-              "off: a measured marginal leaves the candidates until all have been measured.", advanced=True),
-        Param("round_iterations", "int", 30, "Frank–Wolfe steps per re-projection between rounds.", 1, 10_000,
-              advanced=True),
-    ) + tuple(p for p in SOLVER_PARAMS if p.name != "max_iterations") + (
-        Param("max_iterations", "int", 300, "Frank–Wolfe steps of the final projection.", 1, 100_000, log=True),
+    summary = (
+        "For large workloads: instead of measuring every marginal (which spreads the noise thin), it "
+        "repeatedly picks a marginal the current synthetic data gets most wrong (privately), measures just "
+        "that one, and re-fits the synthetic records to everything measured so far."
     )
-    teaching_preset = {"rounds": 6, "round_iterations": 10, "max_iterations": 60, "max_seconds": 20.0,
-                       "starts": 8, "scip": "off"}
+    accounting = (
+        "ρ-zCDP: one-way measurements ρ_1, then per round an exponential-mechanism selection (ε_sel²/8, "
+        "score sensitivity 2 under replace-one) and a Gaussian measurement (1/σ² for one marginal of "
+        "counts, L2 sensitivity sqrt 2); CKS conversion to (ε, δ). Projection is post-processing."
+    )
+    parameters = (
+        (
+            Param(
+                "rows",
+                "int",
+                None,
+                "Synthetic rows to release (default: n, the table's size).",
+                1,
+                MAX_ROWS,
+                optional=True,
+            ),
+            Param(
+                "rounds",
+                "int",
+                None,
+                "Marginals selected and measured (default: min(|W|, 2·attributes)).",
+                1,
+                100_000,
+                optional=True,
+            ),
+            Param(
+                "select_fraction",
+                "float",
+                0.1,
+                "Share of each round's budget spent on choosing the marginal.",
+                0.01,
+                0.9,
+                advanced=True,
+            ),
+            Param(
+                "one_way",
+                "bool",
+                True,
+                "First measure every single-attribute marginal (cheap, and it anchors the fit).",
+            ),
+            Param(
+                "one_way_fraction",
+                "float",
+                0.1,
+                "Share of the budget for the one-way marginals.",
+                0.01,
+                0.9,
+                advanced=True,
+            ),
+            Param(
+                "allow_repeats",
+                "bool",
+                False,
+                "Let a marginal be selected again (its measurements are averaged); "
+                "off: a measured marginal leaves the candidates until all have been measured.",
+                advanced=True,
+            ),
+            Param(
+                "round_iterations",
+                "int",
+                30,
+                "Frank–Wolfe steps per re-projection between rounds.",
+                1,
+                10_000,
+                advanced=True,
+            ),
+        )
+        + tuple(p for p in SOLVER_PARAMS if p.name != "max_iterations")
+        + (Param("max_iterations", "int", 300, "Frank–Wolfe steps of the final projection.", 1, 100_000, log=True),)
+    )
+    teaching_preset = {
+        "rounds": 6,
+        "round_iterations": 10,
+        "max_iterations": 60,
+        "max_seconds": 20.0,
+        "starts": 8,
+        "scip": "off",
+    }
 
     def _rounds(self, workload, params: dict) -> int:
         if params.get("rounds") is not None:
@@ -102,10 +171,21 @@ class AdaptiveProjection(Mechanism):
         rho = zcdp_rho(budget)
         rows = check_rows(params.get("rows"), n, len(workload.domain))
         T = self._rounds(workload, params)
-        b = adaptive_budget(rho, T, float(params.get("select_fraction", 0.1)), bool(params.get("one_way", True)),
-                            float(params.get("one_way_fraction", 0.1)), len(workload.domain))
-        return {**b, "rounds": T, "rows": rows, "candidate_marginals": workload.n_marginals,
-                "largest_candidate_cells": int(workload.sizes.max())}
+        b = adaptive_budget(
+            rho,
+            T,
+            float(params.get("select_fraction", 0.1)),
+            bool(params.get("one_way", True)),
+            float(params.get("one_way_fraction", 0.1)),
+            len(workload.domain),
+        )
+        return {
+            **b,
+            "rounds": T,
+            "rows": rows,
+            "candidate_marginals": workload.n_marginals,
+            "largest_candidate_cells": int(workload.sizes.max()),
+        }
 
     def run(self, dataset, workload, budget: Budget, params: dict, ctx: RunContext) -> MechanismResult:
         plan = self.plan(dataset.n, workload, budget, params)
@@ -141,18 +221,28 @@ class AdaptiveProjection(Mechanism):
         round_iters = int(params.get("round_iterations", 30))
 
         def log(t: int, out, sub_wl, label: str) -> None:
-            trace.append({"round": t, "iteration": t, "oracle_calls": calls, "selected_marginal": label,
-                          "measured_marginals": len(measured), "residual_norm": out.chi2 / sub_wl.n_queries,
-                          "fw_gap": out.fw_gap, "support": int(len(out.weights)),
-                          "seconds": time.perf_counter() - t0,
-                          # Internal evaluation only (owner's view): the loop never reads it.
-                          "true_max_error": true_cache.max_error(out.records, out.weights)})
+            trace.append(
+                {
+                    "round": t,
+                    "iteration": t,
+                    "oracle_calls": calls,
+                    "selected_marginal": label,
+                    "measured_marginals": len(measured),
+                    "residual_norm": out.chi2 / sub_wl.n_queries,
+                    "fw_gap": out.fw_gap,
+                    "support": int(len(out.weights)),
+                    "seconds": time.perf_counter() - t0,
+                    # Internal evaluation only (owner's view): the loop never reads it.
+                    "true_max_error": true_cache.max_error(out.records, out.weights),
+                }
+            )
 
         if params.get("one_way", True):
             for a in range(p):
                 measure((a,), plan["sigma_one_way_counts"] / n)
-            out, sub_wl = self._project(measured, workload.domain, None, None, settings, round_iters, False,
-                                        deadline, rng, ctx)
+            out, sub_wl = self._project(
+                measured, workload.domain, None, None, settings, round_iters, False, deadline, rng, ctx
+            )
             calls += out.oracle_calls
             records, weights = out.records, out.weights
             log(0, out, sub_wl, "all one-way marginals")
@@ -175,8 +265,9 @@ class AdaptiveProjection(Mechanism):
             measure(clique, sigma)
             chosen.append(workload.marginal_name(j))
             if t < T:
-                out, sub_wl = self._project(measured, workload.domain, records, weights, settings, round_iters,
-                                            False, deadline, rng, ctx)
+                out, sub_wl = self._project(
+                    measured, workload.domain, records, weights, settings, round_iters, False, deadline, rng, ctx
+                )
                 calls += out.oracle_calls
                 records, weights = out.records, out.weights
                 log(t, out, sub_wl, chosen[-1])
@@ -187,8 +278,9 @@ class AdaptiveProjection(Mechanism):
         # The final projection of everything measured, with the public stopping rule and SCIP's certificate;
         # it gets what is left of the time limit, and at least a tenth of it.
         deadline = max(deadline, time.perf_counter() + 0.1 * settings.max_seconds)
-        out, sub_wl = self._project(measured, workload.domain, records, weights, settings, settings.max_iterations,
-                                    True, deadline, rng, ctx)
+        out, sub_wl = self._project(
+            measured, workload.domain, records, weights, settings, settings.max_iterations, True, deadline, rng, ctx
+        )
         calls += out.oracle_calls
         records, weights = out.records, out.weights
         log(len(chosen), out, sub_wl, chosen[-1] if chosen else "")
@@ -198,29 +290,63 @@ class AdaptiveProjection(Mechanism):
         rho_spent = plan["rho_one_way"] + rounds_done * plan["rho_per_round"]
         from ..privacy import zcdp_to_eps_cks
 
-        eps_spent = budget.epsilon if rounds_done == T else min(budget.epsilon, zcdp_to_eps_cks(rho_spent,
-                                                                                                budget.delta))
-        public = {k: plan[k] for k in ("rho", "rho_one_way", "rho_per_round", "epsilon_select", "sigma_counts",
-                                       "sigma_one_way_counts", "rounds", "rows")}
+        eps_spent = (
+            budget.epsilon if rounds_done == T else min(budget.epsilon, zcdp_to_eps_cks(rho_spent, budget.delta))
+        )
+        public = {
+            k: plan[k]
+            for k in (
+                "rho",
+                "rho_one_way",
+                "rho_per_round",
+                "epsilon_select",
+                "sigma_counts",
+                "sigma_one_way_counts",
+                "rounds",
+                "rows",
+            )
+        }
         public["rounds_run"] = rounds_done
         public["stopping_rule_fired"] = out.stop_rule
-        notes = [f"Selected marginals in order: {', '.join(chosen)}.",
-                 f"Final projection stopped by: {out.stop_rule} — {STOP_RULES[out.stop_rule]}.",
-                 f"Rounding {len(weights):,} weighted records to {plan['rows']:,} rows moves any answer by at most "
-                 f"{rounding_bound(len(weights), plan['rows']):.2g}."]
+        notes = [
+            f"Selected marginals in order: {', '.join(chosen)}.",
+            f"Final projection stopped by: {out.stop_rule} — {STOP_RULES[out.stop_rule]}.",
+            f"Rounding {len(weights):,} weighted records to {plan['rows']:,} rows moves any answer by at most "
+            f"{rounding_bound(len(weights), plan['rows']):.2g}.",
+        ]
         if rounds_done < T:
-            notes.append(f"The time limit stopped the loop after {rounds_done} of {T} rounds; only the budget of "
-                         f"the rounds that ran was spent (ε = {eps_spent:.4g}).")
+            notes.append(
+                f"The time limit stopped the loop after {rounds_done} of {T} rounds; only the budget of "
+                f"the rounds that ran was spent (ε = {eps_spent:.4g})."
+            )
         return MechanismResult(
-            spends=[SpendRecord(eps_spent, budget.delta, rho_spent,
-                                f"adaptive projection: {p if params.get('one_way', True) else 0} one-way "
-                                f"measurements, {rounds_done} selections and measurements")],
-            epsilon_spent=eps_spent, delta_spent=budget.delta, accountant="zCDP (CKS conversion)", rows=rows,
-            public=public, trace=trace,
-            oracle_stats={"calls": calls, "rounds": rounds_done, "stop_rule": out.stop_rule,
-                          "converged": out.converged, "fw_gap": out.fw_gap, "certified_gap": out.certified_gap,
-                          "support": int(len(weights)), "scip": out.scip},
-            notes=notes)
+            spends=[
+                SpendRecord(
+                    eps_spent,
+                    budget.delta,
+                    rho_spent,
+                    f"adaptive projection: {p if params.get('one_way', True) else 0} one-way "
+                    f"measurements, {rounds_done} selections and measurements",
+                )
+            ],
+            epsilon_spent=eps_spent,
+            delta_spent=budget.delta,
+            accountant="zCDP (CKS conversion)",
+            rows=rows,
+            public=public,
+            trace=trace,
+            oracle_stats={
+                "calls": calls,
+                "rounds": rounds_done,
+                "stop_rule": out.stop_rule,
+                "converged": out.converged,
+                "fw_gap": out.fw_gap,
+                "certified_gap": out.certified_gap,
+                "support": int(len(weights)),
+                "scip": out.scip,
+            },
+            notes=notes,
+        )
 
     @staticmethod
     def _project(measured, domain, records, weights, settings, iterations, final, deadline, rng, ctx):
@@ -231,8 +357,13 @@ class AdaptiveProjection(Mechanism):
         sig = np.array([measured[c][2] / math.sqrt(measured[c][1]) for c in cliques])
         from dataclasses import replace
 
-        s = replace(settings, max_iterations=iterations, max_seconds=max(1.0, deadline - time.perf_counter()),
-                    stopping=settings.stopping if final else "none", scip=settings.scip if final else "off")
+        s = replace(
+            settings,
+            max_iterations=iterations,
+            max_seconds=max(1.0, deadline - time.perf_counter()),
+            stopping=settings.stopping if final else "none",
+            scip=settings.scip if final else "off",
+        )
         proj = RecordProjector(sub_wl, noisy, sig, s)
         if records is not None:
             proj.warm_start(records, weights)
@@ -271,5 +402,7 @@ class _TrueMarginals:
         return float(np.abs(self.true(j) - 1.0 / size).sum())
 
     def max_error(self, records, weights) -> float:
-        return max(float(np.abs(self.true(j) - self.model(j, records, weights)).max())
-                   for j in range(self.workload.n_marginals))
+        return max(
+            float(np.abs(self.true(j) - self.model(j, records, weights)).max())
+            for j in range(self.workload.n_marginals)
+        )

@@ -108,8 +108,14 @@ class OracleResult:
     optimal: bool
 
     def to_dict(self) -> dict:
-        return {"status": self.status, "objective": self.objective, "bound": self.bound, "gap": self.gap,
-                "seconds": self.seconds, "optimal": self.optimal}
+        return {
+            "status": self.status,
+            "objective": self.objective,
+            "bound": self.bound,
+            "gap": self.gap,
+            "seconds": self.seconds,
+            "optimal": self.optimal,
+        }
 
 
 @dataclass
@@ -137,17 +143,31 @@ class OracleStats:
 
     def to_dict(self) -> dict:
         s = np.asarray(self.seconds) if self.seconds else np.zeros(1)
-        return {"calls": self.calls, "total_solve_seconds": float(s.sum()),
-                "median_solve_seconds": float(np.median(s)), "max_solve_seconds": float(s.max()),
-                "statuses": dict(self.statuses), "max_gap": self.max_gap,
-                "not_optimal": sum(v for k, v in self.statuses.items() if k not in OPTIMAL)}
+        return {
+            "calls": self.calls,
+            "total_solve_seconds": float(s.sum()),
+            "median_solve_seconds": float(np.median(s)),
+            "max_solve_seconds": float(s.max()),
+            "statuses": dict(self.statuses),
+            "max_gap": self.max_gap,
+            "not_optimal": sum(v for k, v in self.statuses.items() if k not in OPTIMAL),
+        }
 
 
-def best_response(shape: Sequence[int], clauses: ClauseSet, linear: np.ndarray | None = None, *,
-                  time_limit: float | None = 30.0, gap: float = 0.0, threads: int = 1,
-                  warm_start: np.ndarray | None = None, formulation: str = "disaggregated",
-                  minimize: bool = False, heuristic_start: bool = True,
-                  solver_settings: str = "tuned") -> OracleResult:
+def best_response(
+    shape: Sequence[int],
+    clauses: ClauseSet,
+    linear: np.ndarray | None = None,
+    *,
+    time_limit: float | None = 30.0,
+    gap: float = 0.0,
+    threads: int = 1,
+    warm_start: np.ndarray | None = None,
+    formulation: str = "disaggregated",
+    minimize: bool = False,
+    heuristic_start: bool = True,
+    solver_settings: str = "tuned",
+) -> OracleResult:
     """Solve ``max_x sum_j w_j clause_j(x) + <onehot(x), linear>`` with SCIP.
 
     ``shape`` is the domain shape (values per attribute); ``linear`` (length
@@ -265,9 +285,17 @@ def _literal_arrays(clauses: ClauseSet) -> tuple[np.ndarray, np.ndarray, np.ndar
     return lens, lit_clause, lit_attr, lit_val
 
 
-def local_search_record(shape: Sequence[int], clauses: ClauseSet, linear: np.ndarray | None = None, *,
-                        starts: Sequence[np.ndarray] = (), n_random: int = 4, max_passes: int = 50,
-                        minimize: bool = False, rng: np.random.Generator | None = None) -> tuple[np.ndarray, float]:
+def local_search_record(
+    shape: Sequence[int],
+    clauses: ClauseSet,
+    linear: np.ndarray | None = None,
+    *,
+    starts: Sequence[np.ndarray] = (),
+    n_random: int = 4,
+    max_passes: int = 50,
+    minimize: bool = False,
+    rng: np.random.Generator | None = None,
+) -> tuple[np.ndarray, float]:
     """A good record by coordinate ascent: move one attribute at a time to its best value.
 
     For attribute a with the others fixed, clause j containing literal (a, v_j) is
@@ -299,7 +327,7 @@ def local_search_record(shape: Sequence[int], clauses: ClauseSet, linear: np.nda
             changed = False
             for a in range(p):
                 idx = by_attr[a]
-                gain = np.zeros(shape_arr[a]) if lin is None else lin[offsets[a]:offsets[a + 1]].copy()
+                gain = np.zeros(shape_arr[a]) if lin is None else lin[offsets[a] : offsets[a + 1]].copy()
                 if len(idx):
                     others_true = (n_ok[lit_clause[idx]] - ok[idx]) == lens[lit_clause[idx]] - 1
                     lits = idx[others_true]
@@ -327,8 +355,9 @@ def local_search_record(shape: Sequence[int], clauses: ClauseSet, linear: np.nda
     return best, sign * best_val
 
 
-def objective_value(shape: Sequence[int], clauses: ClauseSet, linear: np.ndarray | None,
-                    records: np.ndarray) -> np.ndarray:
+def objective_value(
+    shape: Sequence[int], clauses: ClauseSet, linear: np.ndarray | None, records: np.ndarray
+) -> np.ndarray:
     """Exact objective of each record (rows of codes)."""
     records = np.atleast_2d(np.asarray(records, dtype=np.int64))
     val = clauses.evaluate(records)
@@ -338,8 +367,13 @@ def objective_value(shape: Sequence[int], clauses: ClauseSet, linear: np.ndarray
     return val
 
 
-def brute_force(shape: Sequence[int], clauses: ClauseSet, linear: np.ndarray | None = None,
-                minimize: bool = False, limit: int = 200_000) -> tuple[np.ndarray, float]:
+def brute_force(
+    shape: Sequence[int],
+    clauses: ClauseSet,
+    linear: np.ndarray | None = None,
+    minimize: bool = False,
+    limit: int = 200_000,
+) -> tuple[np.ndarray, float]:
     """Exhaustive best response on a tiny domain (tests only)."""
     size = math.prod(shape)
     if size > limit:

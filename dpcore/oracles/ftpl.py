@@ -64,8 +64,14 @@ class ClauseHistory:
                 w = list(self.weights)
                 w[j] += 1.0
                 return ClauseHistory(self.key, self.shape, self.attrs, self.values, self.negated, tuple(w))
-        return ClauseHistory(self.key, self.shape, self.attrs + (attrs,), self.values + (values,),
-                             self.negated + (bool(negated),), self.weights + (1.0,))
+        return ClauseHistory(
+            self.key,
+            self.shape,
+            self.attrs + (attrs,),
+            self.values + (values,),
+            self.negated + (bool(negated),),
+            self.weights + (1.0,),
+        )
 
     def evaluate(self, records: np.ndarray) -> np.ndarray:
         """Weighted clause score of each record (rows of codes)."""
@@ -191,7 +197,7 @@ class _Model:
         constant = 0.0
         for a in range(len(self.shape)):
             if a not in self.onehot:  # free attribute: its own argmax, outside SCIP
-                block = linear[off[a]:off[a + 1]]
+                block = linear[off[a] : off[a + 1]]
                 record[a] = int(np.argmax(block))
                 constant += float(block[record[a]])
         if not self.onehot:
@@ -227,8 +233,9 @@ class _Model:
                 record[a] = v
         objective, bound, gap = m.getObjVal() + constant, m.getDualbound() + constant, m.getGap()
         m.freeTransform()  # back to the problem stage, ready for the next objective or clause
-        return OracleResult(record, status, float(objective), float(bound), float(gap),
-                            time.perf_counter() - t0, status in OPTIMAL)
+        return OracleResult(
+            record, status, float(objective), float(bound), float(gap), time.perf_counter() - t0, status in OPTIMAL
+        )
 
     def _warm_start(self, record: np.ndarray) -> None:
         """Hand SCIP a feasible record (and its clause values) as the first incumbent."""
@@ -350,11 +357,21 @@ def replay(shape, steps, samples: int, scale: float, seed: int = 0, perturbation
     rng = np.random.default_rng(seed)
     shape = tuple(int(v) for v in shape)
     D = sum(shape)
-    noise = [(-rng.exponential(scale, (samples, D)) if perturbation == "exponential"
-              else rng.laplace(0.0, scale, (samples, D))) for _ in steps]
-    names = {"rebuild": (False, False, False), "persistent": (False, False, False),
-             "persistent+tuned": (True, False, False), "persistent+tuned+warm": (True, True, False),
-             "persistent+tuned+reduced": (True, False, True)}
+    noise = [
+        (
+            -rng.exponential(scale, (samples, D))
+            if perturbation == "exponential"
+            else rng.laplace(0.0, scale, (samples, D))
+        )
+        for _ in steps
+    ]
+    names = {
+        "rebuild": (False, False, False),
+        "persistent": (False, False, False),
+        "persistent+tuned": (True, False, False),
+        "persistent+tuned+warm": (True, True, False),
+        "persistent+tuned+reduced": (True, False, True),
+    }
     seconds = {k: 0.0 for k in names}
     records = {k: [] for k in names}
     prev = {k: None for k in names}
@@ -380,9 +397,14 @@ def replay(shape, steps, samples: int, scale: float, seed: int = 0, perturbation
         TUNED, WARM, REDUCED = saved
         release_models()
     same = all(np.array_equal(np.concatenate(records["rebuild"]), np.concatenate(r)) for r in records.values())
-    return {"rounds": len(steps), "samples": samples, "solves": len(steps) * samples, "seconds": seconds,
-            "speedup_vs_rebuild": {k: seconds["rebuild"] / v for k, v in seconds.items()},
-            "identical_records": same}
+    return {
+        "rounds": len(steps),
+        "samples": samples,
+        "solves": len(steps) * samples,
+        "seconds": seconds,
+        "speedup_vs_rebuild": {k: seconds["rebuild"] / v for k, v in seconds.items()},
+        "identical_records": same,
+    }
 
 
 if __name__ == "__main__":  # python -m dpcore.oracles.ftpl REPORT.json SHAPE_JSON [SAMPLES]
@@ -393,5 +415,14 @@ if __name__ == "__main__":  # python -m dpcore.oracles.ftpl REPORT.json SHAPE_JS
     trace = report["internal_evaluation"]["trace"]
     steps = [(tuple(r["clause_attrs"]), tuple(r["clause_values"]), bool(r["clause_negated"])) for r in trace]
     pub = report["release_card"]["derived_public_parameters"]
-    print(json.dumps(replay(json.loads(sys.argv[2]), steps, int(sys.argv[3]) if len(sys.argv) > 3 else 10,
-                            pub["noise_scale"], perturbation=pub["perturbation"])))
+    print(
+        json.dumps(
+            replay(
+                json.loads(sys.argv[2]),
+                steps,
+                int(sys.argv[3]) if len(sys.argv) > 3 else 10,
+                pub["noise_scale"],
+                perturbation=pub["perturbation"],
+            )
+        )
+    )

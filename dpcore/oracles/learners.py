@@ -77,8 +77,13 @@ class LearnerResult:
         return abs(self.objective - self.bound) / max(1.0, abs(self.objective))
 
     def to_dict(self) -> dict:
-        return {"status": self.status, "objective": self.objective, "bound": self.bound,
-                "seconds": self.seconds, "certified": self.certified}
+        return {
+            "status": self.status,
+            "objective": self.objective,
+            "bound": self.bound,
+            "seconds": self.seconds,
+            "certified": self.certified,
+        }
 
 
 # ----------------------------------------------------------------- helpers
@@ -120,13 +125,17 @@ def mip_size(n_points: int, d: int, kind: str, bound: int = 1) -> dict:
 
 def check_mip_size(n_points: int, d: int, kind: str, bound: int = 1) -> dict:
     size = mip_size(n_points, d, kind, bound)
-    if (size["point_binaries"] > MAX_MIP_POINTS or size["value_binaries"] > MAX_MIP_VALUE_VARS
-            or size["nonzeros"] > MAX_MIP_NONZEROS):
+    if (
+        size["point_binaries"] > MAX_MIP_POINTS
+        or size["value_binaries"] > MAX_MIP_VALUE_VARS
+        or size["nonzeros"] > MAX_MIP_NONZEROS
+    ):
         raise OracleError(
             f"The {kind} MIP would have up to {size['point_binaries']:,} point binaries, {size['value_binaries']:,} "
             f"weight binaries and {size['nonzeros']:,} constraint entries (limits {MAX_MIP_POINTS:,}, "
             f"{MAX_MIP_VALUE_VARS:,} and {MAX_MIP_NONZEROS:,}). Use fewer features or coarser encodings (binary "
-            "'name=V' or 'name>=X' instead of one-hot), or a smaller training sample (--max-rows).")
+            "'name=V' or 'name>=X' instead of one-hot), or a smaller training sample (--max-rows)."
+        )
     return size
 
 
@@ -157,8 +166,15 @@ def _finish(model, t0: float, read_params) -> LearnerResult:
 
 
 # ----------------------------------------------------------------- conjunctions / disjunctions
-def conjunction_oracle(X: np.ndarray, weights: np.ndarray, linear: np.ndarray | None = None, constant: float = 0.0,
-                       *, time_limit: float | None = 30.0, threads: int = 1) -> LearnerResult:
+def conjunction_oracle(
+    X: np.ndarray,
+    weights: np.ndarray,
+    linear: np.ndarray | None = None,
+    constant: float = 0.0,
+    *,
+    time_limit: float | None = 30.0,
+    threads: int = 1,
+) -> LearnerResult:
     """``argmin_S  constant + sum_i weights_i AND_S(X_i) + sum_j linear_j [j in S]``.
 
     MIP: binary s_j (j in S); one continuous c_i in [0,1] per distinct point.
@@ -195,8 +211,9 @@ def conjunction_oracle(X: np.ndarray, weights: np.ndarray, linear: np.ndarray | 
     return _finish(model, t0, lambda m, sol: np.array([int(round(m.getSolVal(sol, v))) for v in s], dtype=np.int64))
 
 
-def disjunction_oracle(X: np.ndarray, weights: np.ndarray, linear: np.ndarray | None = None, constant: float = 0.0,
-                       **kw) -> LearnerResult:
+def disjunction_oracle(
+    X: np.ndarray, weights: np.ndarray, linear: np.ndarray | None = None, constant: float = 0.0, **kw
+) -> LearnerResult:
     """``argmin_S  constant + sum_i weights_i OR_S(X_i) + sum_j linear_j [j in S]``.
 
     OR_S(x) = 1 - AND_S(1 - x): the conjunction oracle on complemented points with
@@ -223,10 +240,20 @@ def halfspace_values(k: np.ndarray, X: np.ndarray) -> np.ndarray:
     return (np.asarray(X, dtype=np.int64) @ np.asarray(k, dtype=np.int64) >= 1).astype(np.int64)
 
 
-def halfspace_oracle(X: np.ndarray, weights: np.ndarray, *, bound: int, norm_bound: float | None = None,
-                     value_costs: np.ndarray | None = None, linear: np.ndarray | None = None,
-                     sphere_coef: float = 0.0, sphere_radius: float | None = None, constant: float = 0.0,
-                     time_limit: float | None = 30.0, threads: int = 1) -> LearnerResult:
+def halfspace_oracle(
+    X: np.ndarray,
+    weights: np.ndarray,
+    *,
+    bound: int,
+    norm_bound: float | None = None,
+    value_costs: np.ndarray | None = None,
+    linear: np.ndarray | None = None,
+    sphere_coef: float = 0.0,
+    sphere_radius: float | None = None,
+    constant: float = 0.0,
+    time_limit: float | None = 30.0,
+    threads: int = 1,
+) -> LearnerResult:
     """Minimise over integer k in {-bound..bound}^d with ||k||_2 <= norm_bound:
 
         constant + sum_i weights_i h_k(X_i) + sum_{j,g} value_costs[j, g-(-bound)] [k_j = g]
@@ -275,14 +302,19 @@ def halfspace_oracle(X: np.ndarray, weights: np.ndarray, *, bound: int, norm_bou
             model.addCons(score >= 1 - (M + 1) * (1 - z))
         obj.append(float(wi) * z)
     if value_costs is not None:
-        obj.extend(float(value_costs[j, a]) * u[j][a] for j in range(d) for a in range(len(grid))
-                   if value_costs[j, a] != 0)
+        obj.extend(
+            float(value_costs[j, a]) * u[j][a] for j in range(d) for a in range(len(grid)) if value_costs[j, a] != 0
+        )
     if linear is not None:
         linear = np.asarray(linear, dtype=float)
         if linear.shape != (d,):
             raise OracleError(f"linear must have length d = {d}, got {linear.shape}.")
-        obj.extend(float(linear[j]) * int(g) * u[j][a] for j in range(d) for a, g in enumerate(grid)
-                   if g != 0 and linear[j] != 0)
+        obj.extend(
+            float(linear[j]) * int(g) * u[j][a]
+            for j in range(d)
+            for a, g in enumerate(grid)
+            if g != 0 and linear[j] != 0
+        )
     if sphere_coef != 0.0:
         if sphere_radius is None or sphere_radius <= 0:
             raise OracleError("The projection term needs a positive radius D.")
@@ -300,16 +332,25 @@ def halfspace_oracle(X: np.ndarray, weights: np.ndarray, *, bound: int, norm_bou
     model.optimize()
 
     def read(m, sol):
-        return np.array([int(grid[int(np.argmax([m.getSolVal(sol, v) for v in u[j]]))]) for j in range(d)],
-                        dtype=np.int64)
+        return np.array(
+            [int(grid[int(np.argmax([m.getSolVal(sol, v) for v in u[j]]))]) for j in range(d)], dtype=np.int64
+        )
 
     return _finish(model, t0, read)
 
 
-def halfspace_objective(k: np.ndarray, X: np.ndarray, weights: np.ndarray, *, bound: int,
-                        value_costs: np.ndarray | None = None, linear: np.ndarray | None = None,
-                        sphere_coef: float = 0.0, sphere_radius: float | None = None,
-                        constant: float = 0.0) -> float:
+def halfspace_objective(
+    k: np.ndarray,
+    X: np.ndarray,
+    weights: np.ndarray,
+    *,
+    bound: int,
+    value_costs: np.ndarray | None = None,
+    linear: np.ndarray | None = None,
+    sphere_coef: float = 0.0,
+    sphere_radius: float | None = None,
+    constant: float = 0.0,
+) -> float:
     """Exact objective of one k (for tests and for checking a returned solution)."""
     k = np.asarray(k, dtype=np.int64)
     val = constant + float(np.dot(np.asarray(weights, float), halfspace_values(k, X)))
@@ -322,8 +363,9 @@ def halfspace_objective(k: np.ndarray, X: np.ndarray, weights: np.ndarray, *, bo
     return val
 
 
-def brute_force_halfspace(X, weights, *, bound: int, norm_bound: float | None = None, limit: int = 200_000,
-                          **terms) -> tuple[np.ndarray, float]:
+def brute_force_halfspace(
+    X, weights, *, bound: int, norm_bound: float | None = None, limit: int = 200_000, **terms
+) -> tuple[np.ndarray, float]:
     """Exhaustive minimum over the grid (tests only)."""
     d = np.asarray(X).shape[1]
     if (2 * bound + 1) ** d > limit:

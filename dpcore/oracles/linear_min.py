@@ -78,8 +78,9 @@ class CoordinateDescent:
         self.base_offsets = np.asarray(offsets[:-1], dtype=np.int64)
         #: marginals touching each attribute: the only ones whose value changes with it.
         self.touching = [np.nonzero(self.strides[:, a])[0] for a in range(self.p)]
-        self.value_steps = [self.strides[self.touching[a], a][:, None] * np.arange(int(self.shape[a]))[None, :]
-                            for a in range(self.p)]
+        self.value_steps = [
+            self.strides[self.touching[a], a][:, None] * np.arange(int(self.shape[a]))[None, :] for a in range(self.p)
+        ]
 
     # ----------------------------------------------------------------- values
     def cell_ids(self, records: np.ndarray) -> np.ndarray:
@@ -95,8 +96,9 @@ class CoordinateDescent:
         return (rng.random((count, self.p)) * self.shape[None, :]).astype(np.int64)
 
     # ----------------------------------------------------------------- search
-    def minimise(self, g: np.ndarray, starts: np.ndarray, rng: np.random.Generator,
-                 max_sweeps: int = 20) -> MinimiserResult:
+    def minimise(
+        self, g: np.ndarray, starts: np.ndarray, rng: np.random.Generator, max_sweeps: int = 20
+    ) -> MinimiserResult:
         """Run coordinate descent from every start (rows of codes) in parallel."""
         t0 = time.perf_counter()
         g = np.asarray(g, dtype=np.float64)
@@ -116,7 +118,7 @@ class CoordinateDescent:
                     continue
                 # One gather for every marginal touching a: (starts, marginals, values of a).
                 st = self.value_steps[a]  # (m_a, |X_a|): cell-id offset of each value in each marginal
-                partial = ids[:, js] - X[:, a:a + 1] * self.strides[js, a][None, :]
+                partial = ids[:, js] - X[:, a : a + 1] * self.strides[js, a][None, :]
                 vals = g[partial[:, :, None] + st[None, :, :]].sum(axis=1)
                 best = np.argmin(vals, axis=1)
                 # Keep the current value on ties so the descent terminates.
@@ -134,8 +136,7 @@ class CoordinateDescent:
         X, vals = X[order], vals[order]
         _, first = np.unique(X, axis=0, return_index=True)
         first = np.sort(first)
-        return MinimiserResult(X[0].copy(), float(vals[0]), X[first], vals[first], sweeps,
-                               time.perf_counter() - t0)
+        return MinimiserResult(X[0].copy(), float(vals[0]), X[first], vals[first], sweeps, time.perf_counter() - t0)
 
 
 # --------------------------------------------------------------------- SCIP part
@@ -179,10 +180,10 @@ def sparse_relaxation(workload, g: np.ndarray, cells_per_marginal: int) -> Spars
     marg, cells, weights = [], [], []
     constant = 0.0
     for j in range(workload.n_marginals):
-        part = g[workload.offsets[j]:workload.offsets[j + 1]]
+        part = g[workload.offsets[j] : workload.offsets[j + 1]]
         k = min(int(cells_per_marginal), part.size)
         if k < part.size:
-            kept = np.argpartition(part, k)[:k + 1]
+            kept = np.argpartition(part, k)[: k + 1]
             kept = kept[np.argsort(part[kept], kind="stable")]
             theta = float(part[kept[k]])  # the (k+1)-th smallest: every cell left out is >= it
             kept = kept[:k]
@@ -200,8 +201,9 @@ def sparse_relaxation(workload, g: np.ndarray, cells_per_marginal: int) -> Spars
     return SparseRelaxation(np.asarray(marg, dtype=np.int64), cells, np.asarray(weights, dtype=float), constant)
 
 
-def relaxation_model(workload, relax: SparseRelaxation, warm_start: np.ndarray | None, time_limit: float | None,
-                     clock: str = "wall"):
+def relaxation_model(
+    workload, relax: SparseRelaxation, warm_start: np.ndarray | None, time_limit: float | None, clock: str = "wall"
+):
     """SCIP model of ``max_x sum_j w_j 1[x_S(j) = y_j]`` (so that min R = constant - max).
 
     Binary one-hot x[a, v]; continuous c_j in [0, 1]; for every marginal S, attribute a in S
@@ -242,8 +244,15 @@ def relaxation_model(workload, relax: SparseRelaxation, warm_start: np.ndarray |
     return model, x
 
 
-def scip_certify(minimiser: CoordinateDescent, g: np.ndarray, warm_start: np.ndarray | None, *,
-                 cells_per_marginal: int = 48, time_limit: float | None = 10.0, clock: str = "wall") -> Certificate:
+def scip_certify(
+    minimiser: CoordinateDescent,
+    g: np.ndarray,
+    warm_start: np.ndarray | None,
+    *,
+    cells_per_marginal: int = 48,
+    time_limit: float | None = 10.0,
+    clock: str = "wall",
+) -> Certificate:
     """Polish and certify with SCIP: a record and a lower bound on ``min_x L(x)``.
 
     The bound is valid whatever SCIP's status (a dual bound of a relaxation); it is
@@ -264,8 +273,9 @@ def scip_certify(minimiser: CoordinateDescent, g: np.ndarray, warm_start: np.nda
     status = model.getStatus()
     if model.getNSols() == 0:
         model.freeProb()
-        raise OracleError(f"SCIP found no record for the linear-minimisation step (status {status}); "
-                          "raise the oracle time limit.")
+        raise OracleError(
+            f"SCIP found no record for the linear-minimisation step (status {status}); raise the oracle time limit."
+        )
     best = model.getBestSol()
     record = np.array([int(np.argmax([model.getSolVal(best, xv) for xv in xa])) for xa in x], dtype=np.int64)
     dual = float(model.getDualbound())

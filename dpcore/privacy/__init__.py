@@ -1,10 +1,38 @@
 """Privacy: accountants (:mod:`.accounting`), the one place noise is drawn (:mod:`.samplers`) and the
 persistent, capped ledger (:mod:`.ledger`, on the workspace)."""
 
-from .accounting import (NEIGHBOURS, PrivacyLedger, Spend, advanced_composition, advanced_composition_fem,
-                         check_budget, default_delta, em_probabilities, eps_to_zcdp, exponential_mechanism,
-                         gaussian_rho, gaussian_sigma_for_rho, sample_log_weights, zcdp_to_eps, zcdp_to_eps_cks)
+from .accounting import (
+    NEIGHBOURS,
+    PrivacyLedger,
+    Spend,
+    advanced_composition,
+    advanced_composition_fem,
+    check_budget,
+    default_delta,
+    em_probabilities,
+    eps_to_zcdp,
+    exponential_mechanism,
+    gaussian_rho,
+    gaussian_sigma_for_rho,
+    sample_log_weights,
+    zcdp_to_eps,
+    zcdp_to_eps_cks,
+)
 
-__all__ = ["NEIGHBOURS", "PrivacyLedger", "Spend", "advanced_composition", "advanced_composition_fem", "check_budget",
-           "default_delta", "em_probabilities", "eps_to_zcdp", "exponential_mechanism", "gaussian_rho",
-           "gaussian_sigma_for_rho", "sample_log_weights", "zcdp_to_eps", "zcdp_to_eps_cks"]
+__all__ = [
+    "NEIGHBOURS",
+    "PrivacyLedger",
+    "Spend",
+    "advanced_composition",
+    "advanced_composition_fem",
+    "check_budget",
+    "default_delta",
+    "em_probabilities",
+    "eps_to_zcdp",
+    "exponential_mechanism",
+    "gaussian_rho",
+    "gaussian_sigma_for_rho",
+    "sample_log_weights",
+    "zcdp_to_eps",
+    "zcdp_to_eps_cks",
+]

@@ -53,7 +53,9 @@ def check_budget(epsilon: float, delta: float, n: int | None = None) -> list[str
             f"with non-negligible probability. Use δ ≤ 1/n² = {1.0 / n**2:.3g}."
         )
     if epsilon > 10:
-        warnings.append(f"ε = {epsilon:g} is very large: the guarantee is weak (e^ε ≈ {math.exp(min(epsilon, 700)):.3g}).")
+        warnings.append(
+            f"ε = {epsilon:g} is very large: the guarantee is weak (e^ε ≈ {math.exp(min(epsilon, 700)):.3g})."
+        )
     return warnings
 
 
@@ -83,8 +85,9 @@ def gaussian_rho(sigma: float, l2_sensitivity: float) -> float:
 
 
 # ------------------------------------------------------------ exponential mechanism
-def exponential_mechanism(rng: np.random.Generator, scores: np.ndarray, epsilon: float, sensitivity: float,
-                          size: int | None = None) -> np.ndarray | int:
+def exponential_mechanism(
+    rng: np.random.Generator, scores: np.ndarray, epsilon: float, sensitivity: float, size: int | None = None
+) -> np.ndarray | int:
     """Sample index r with P(r) ∝ exp(ε score_r / (2 Δ)) by the Gumbel-max trick.
 
     Works in log space: never exponentiates large numbers.
@@ -236,8 +239,13 @@ class PrivacyLedger:
                 rho += e.epsilon**2 / 2.0
             else:
                 zcdp_ok = False
-        out = {"runs": len(es), "epsilon_basic": eps, "delta_basic": delta,
-               "rho": rho if zcdp_ok else None, "epsilon_zcdp": None}
+        out = {
+            "runs": len(es),
+            "epsilon_basic": eps,
+            "delta_basic": delta,
+            "rho": rho if zcdp_ok else None,
+            "epsilon_zcdp": None,
+        }
         if zcdp_ok and es and delta > 0:
             out["epsilon_zcdp"] = zcdp_to_eps_cks(rho, delta)
         return out
