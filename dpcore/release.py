@@ -25,6 +25,7 @@ from .errors import BudgetError, DPCoreError
 from .mechanisms import registry
 from .mechanisms.base import Budget, MechanismResult, RunContext
 from .privacy import PrivacyLedger, Spend, check_budget, default_delta
+from .privacy.samplers import Randomness
 from .report import evaluation_report, release_card
 from .workload import Workload, uniform_baseline
 
@@ -165,9 +166,12 @@ def run_release(
         vparams["rows"] = mech_cls.param("rows").validate(n_rows)
     mech = mech_cls()
     mech.plan(dataset.n, workload, budget, vparams)  # fail fast on impossible budgets
-    rng = np.random.default_rng(seed)  # None -> OS entropy
     ctx = RunContext(
-        rng=rng, progress=progress, cancel=cancel, oracle_options=dict(oracle_options or {}), executor=executor
+        noise=Randomness(seed),  # None -> cryptographic; a seed makes the run a demo
+        progress=progress,
+        cancel=cancel,
+        oracle_options=dict(oracle_options or {}),
+        executor=executor,
     )
     t0 = time.perf_counter()
     result = mech.run(dataset, workload, budget, vparams, ctx)

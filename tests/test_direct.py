@@ -34,7 +34,7 @@ def test_gaussian_noise_has_the_planned_std():
     ds, wl = _setup()
     budget = Budget(1.0, 1e-6)
     mech = DirectGaussian()
-    res = mech.run(ds, wl, budget, {"postprocess": False}, RunContext(rng=np.random.default_rng(0)))
+    res = mech.run(ds, wl, budget, {"postprocess": False}, RunContext.seeded(0))
     noise = res.answers - wl.answers(ds.codes)
     sigma = mech.plan(ds.n, wl, budget, {})["sigma_answers"]
     k = noise.size
@@ -58,7 +58,7 @@ def test_gaussian_needs_delta():
 def test_laplace_noise_has_the_planned_scale():
     ds, wl = _setup()
     budget = Budget(0.5, 0.0)
-    res = DirectLaplace().run(ds, wl, budget, {"postprocess": False}, RunContext(rng=np.random.default_rng(1)))
+    res = DirectLaplace().run(ds, wl, budget, {"postprocess": False}, RunContext.seeded(1))
     noise = res.answers - wl.answers(ds.codes)
     b = 2 * wl.n_marginals / 0.5 / ds.n  # L1 sensitivity 2|W| on counts
     # mean |noise| estimates b; its standard error is b/sqrt(k)

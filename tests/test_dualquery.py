@@ -181,7 +181,7 @@ def test_run_reports_progress_every_round_and_public_params_only_public():
     ds = planted_dataset(n=1000)
     wl = Workload.all_kway(ds.domain, 2)
     calls = []
-    ctx = RunContext(rng=np.random.default_rng(0), progress=lambda t, T, m, i: calls.append((t, T)))
+    ctx = RunContext.seeded(0, progress=lambda t, T, m, i: calls.append((t, T)))
     p = params(samples=20, max_rounds=6, eta=0.4)
     res = DualQuery().run(ds, wl, Budget(2.0, 1e-6), p, ctx)
     assert calls == [(t, 6) for t in range(1, 7)]

@@ -122,7 +122,7 @@ def test_run_at_huge_epsilon_plays_the_worst_query_each_round(planted):
     m = OracleQuery()
     T, s = 3, 2
     params = m.validate_params({"k": 2, "rounds": T, "samples": s, "oracle": "scip"})
-    res = m.run(planted, wl, Budget(1e7, 0.0), params, RunContext(rng=np.random.default_rng(0)))
+    res = m.run(planted, wl, Budget(1e7, 0.0), params, RunContext.seeded(0))
     assert res.rows.shape == (T * s, 4) and res.epsilon_spent == pytest.approx(1e7) and res.delta_spent == 0
     cls = ConjunctionClass(planted.domain, 2)
     members = cls.enumerate()
@@ -143,7 +143,7 @@ def test_uncertified_oracle_stops_the_oracle_dependent_variant(planted):
             wl,
             Budget(1.0, 0.0),
             params,
-            RunContext(rng=np.random.default_rng(0), oracle_options={"time_limit": 0.001}),
+            RunContext.seeded(0, oracle_options={"time_limit": 0.001}),
         )
 
 
@@ -158,7 +158,7 @@ def test_prsma_variant_runs_robustly_on_a_tiny_instance(planted):
     wl = Workload(planted.domain, ((0, 1),))
     m = OracleQueryPRSMA()
     params = m.validate_params({"k": 2, "rounds": 1, "samples": 2})
-    res = m.run(planted, wl, Budget(90.0, 0.9), params, RunContext(rng=np.random.default_rng(0)))
+    res = m.run(planted, wl, Budget(90.0, 0.9), params, RunContext.seeded(0))
     assert res.epsilon_spent <= 90.0 and res.delta_spent == pytest.approx(0.9)
     assert res.rows.shape == (2, 4) and len(res.trace) == 1
     # a solver that always fails gives ⊥ (no query), never an exception or an unaccounted release
@@ -167,7 +167,7 @@ def test_prsma_variant_runs_robustly_on_a_tiny_instance(planted):
         wl,
         Budget(90.0, 0.9),
         {**params, "oracle": "scip"},
-        RunContext(rng=np.random.default_rng(0), oracle_options={"time_limit": 0.0}),
+        RunContext.seeded(0, oracle_options={"time_limit": 0.0}),
     )
     assert res.trace[0]["query"].startswith("⊥")
 
@@ -187,8 +187,8 @@ def test_executor_gives_the_same_release(planted):
     wl = Workload(planted.domain, ((0, 1),))
     m = OracleQuery()
     params = m.validate_params({"k": 2, "rounds": 2, "samples": 3})
-    a = m.run(planted, wl, Budget(5.0, 0.0), params, RunContext(rng=np.random.default_rng(3)))
+    a = m.run(planted, wl, Budget(5.0, 0.0), params, RunContext.seeded(3))
     b = m.run(
-        planted, wl, Budget(5.0, 0.0), params, RunContext(rng=np.random.default_rng(3), executor=SerialExecutor())
+        planted, wl, Budget(5.0, 0.0), params, RunContext.seeded(3, executor=SerialExecutor())
     )
     np.testing.assert_array_equal(a.rows, b.rows)

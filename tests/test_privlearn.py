@@ -96,7 +96,7 @@ def test_mechanism_accounting_closed_form(planted):
     mech = PrivLearn()
     params = mech.validate_params({"k": 2, "alpha": 0.25, "queries": 40, "degree": 1})
     eps = 2.0
-    res = mech.run(planted, wl, Budget(eps, 1e-6), params, RunContext(rng=np.random.default_rng(0)))
+    res = mech.run(planted, wl, Budget(eps, 1e-6), params, RunContext.seeded(0))
     assert res.epsilon_spent == eps and res.delta_spent == 0.0
     assert [s.epsilon for s in res.spends] == [eps] and res.spends[0].delta == 0.0
     assert res.public["laplace_scale"] == pytest.approx(40 / (eps * planted.n))
@@ -156,7 +156,7 @@ def test_recovers_planted_product_structure_at_large_epsilon():
     mech = PrivLearn()
     alpha = 0.2
     params = mech.validate_params({"k": 2, "alpha": alpha, "queries": 500, "degree": 1, "regularization": 1e-6})
-    res = mech.run(ds, wl, Budget(1e4, 0.0), params, RunContext(rng=np.random.default_rng(0)))
+    res = mech.run(ds, wl, Budget(1e4, 0.0), params, RunContext.seeded(0))
     cls = ConjunctionClass(ds.domain, 2)
     q = cls.enumerate()
     err = np.abs(res.synopsis.answer(q) - cls.answers(ds.codes, q))
@@ -198,7 +198,7 @@ def test_synopsis_refuses_queries_outside_its_class(planted):
     mech = PrivLearn()
     wl = Workload(planted.domain, ((0, 1),))
     params = mech.validate_params({"k": 2, "alpha": 0.3, "queries": 30, "degree": 1})
-    res = mech.run(planted, wl, Budget(1.0, 0.0), params, RunContext(rng=np.random.default_rng(0)))
+    res = mech.run(planted, wl, Budget(1.0, 0.0), params, RunContext.seeded(0))
     with pytest.raises(WorkloadError, match="outside the class"):
         res.synopsis.answer([[(0, 0), (1, 0), (2, 0)]])  # width 3 > k = 2
     with pytest.raises(WorkloadError, match="outside the class"):
@@ -213,7 +213,7 @@ def test_lower_answer_rule_is_post_processing_of_the_same_hypotheses(planted):
     runs = {}
     for rule in ("midpoint", "lower"):
         params = mech.validate_params({"k": 2, "alpha": 0.3, "queries": 30, "degree": 1, "answer": rule})
-        runs[rule] = mech.run(planted, wl, Budget(1.0, 0.0), params, RunContext(rng=np.random.default_rng(5)))
+        runs[rule] = mech.run(planted, wl, Budget(1.0, 0.0), params, RunContext.seeded(5))
     q = ConjunctionClass(planted.domain, 2, negations=False).enumerate()
     mid, low = runs["midpoint"].synopsis.answer(q), runs["lower"].synopsis.answer(q)
     half = 0.5 / (runs["lower"].public["thresholds"] + 1)  # inner buckets: half a spacing; the top one is wider

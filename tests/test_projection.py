@@ -108,7 +108,7 @@ def test_privacy_accounting_is_the_gaussian_measurements_alone():
     # The same noise as the direct Gaussian yardstick on the same workload and budget.
     direct = DirectGaussian().plan(ds.n, wl, Budget(eps, delta), {"postprocess": True})
     assert plan["sigma_counts"] == pytest.approx(direct["sigma_counts"], rel=1e-12)
-    res = mech.run(ds, wl, Budget(eps, delta), params, RunContext(rng=np.random.default_rng(0)))
+    res = mech.run(ds, wl, Budget(eps, delta), params, RunContext.seeded(0))
     assert len(res.spends) == 1
     assert res.spends[0].rho == pytest.approx(rho, rel=1e-12)
     assert (res.epsilon_spent, res.delta_spent) == (eps, delta)
@@ -124,9 +124,9 @@ def test_stopping_rule_reads_no_private_quantity():
     ds, wl = _setup(n=600)
     eps, delta, seed = 1.0, 1e-6, 11
     params = Projection.validate_params({"max_iterations": 300, "scip": "off", "stopping": "risk"})
-    res = Projection().run(ds, wl, Budget(eps, delta), params, RunContext(rng=np.random.default_rng(seed)))
+    res = Projection().run(ds, wl, Budget(eps, delta), params, RunContext.seeded(seed))
     # Replay with the true answers hidden: draw the same noise, then forget the data.
-    rng = np.random.default_rng(seed)
+    rng = RunContext.seeded(seed).rng
     sigma = Projection().plan(ds.n, wl, Budget(eps, delta), params)["sigma_answers"]
     true = wl.answers(ds.codes)
     noisy = true + rng.normal(0.0, sigma, size=true.shape)
@@ -234,7 +234,7 @@ def test_adaptive_accounting_adds_selections_and_measurements_to_the_budget(one_
     one = p * 2.0 / (2.0 * plan["sigma_one_way_counts"] ** 2) if one_way else 0.0
     assert one + 4 * per_round == pytest.approx(rho, rel=1e-12)
     assert plan["epsilon_select"] ** 2 / 8 == pytest.approx(0.1 * per_round, rel=1e-12)
-    res = AdaptiveProjection().run(ds, wl, Budget(eps, delta), params, RunContext(rng=np.random.default_rng(0)))
+    res = AdaptiveProjection().run(ds, wl, Budget(eps, delta), params, RunContext.seeded(0))
     assert res.public["rounds_run"] == 4
     assert res.spends[0].rho == pytest.approx(rho, rel=1e-12)
     assert res.epsilon_spent == eps and zcdp_to_eps_cks(res.spends[0].rho, delta) <= eps + 1e-9

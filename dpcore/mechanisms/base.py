@@ -22,6 +22,7 @@ from typing import Any, Callable, ClassVar, Sequence
 import numpy as np
 
 from ..errors import Cancelled, ParameterError
+from ..privacy.samplers import Randomness
 
 ProgressFn = Callable[[int, int, str, dict], None]
 
@@ -96,16 +97,32 @@ class Budget:
 class RunContext:
     """What a run needs besides data and parameters.
 
-    ``rng`` drives every random draw (real releases seed it from OS entropy).
+    ``noise`` (:class:`~dpcore.privacy.samplers.Randomness`) is the only source of draws that
+    protect privacy: noise on counts, perturbations, selections, and any random choice made
+    while reading private data.  ``rng`` is for randomness that protects nothing (rounding
+    released weights to rows, tie-breaks, starting points of the oracle's heuristics): it is
+    derived from ``noise`` (the seed in a demo, the OS otherwise).
     ``progress(t, T, message, info)`` is called between rounds; ``cancel`` is checked
     between oracle calls and rounds, and a set event raises :class:`Cancelled`.
     """
 
-    rng: np.random.Generator
+    noise: Randomness
+    rng: np.random.Generator = field(default=None)  # type: ignore[assignment]
     progress: ProgressFn | None = None
     cancel: threading.Event | None = None
     oracle_options: dict = field(default_factory=dict)
     executor: Any = None  # a dpcore.executors.Executor; None means in-process
+
+    def __post_init__(self) -> None:
+        if self.noise.cancel_check is None:
+            self.noise.cancel_check = self.check_cancel
+        if self.rng is None:
+            self.rng = self.noise.post_processing_generator()
+
+    @classmethod
+    def seeded(cls, seed: int, **kw) -> "RunContext":
+        """A reproducible demo/test context (its outputs carry no privacy guarantee)."""
+        return cls(noise=Randomness(seed), **kw)
 
     def report(self, t: int, T: int, message: str = "", **info) -> None:
         if self.progress is not None:
