@@ -43,6 +43,9 @@ class Dataset:
     domain: Domain
     name: str = "data"
     clipped: dict[str, int] = field(default_factory=dict)
+    #: SHA-256 of the source file's bytes (set by the loaders): the privacy ledger's key, so a new schema,
+    #: binning or workload on the same file still counts against the same total.
+    source_id: str | None = None
 
     def __post_init__(self) -> None:
         self.codes = np.ascontiguousarray(self.codes, dtype=np.int64)
@@ -55,6 +58,16 @@ class Dataset:
         return int(self.codes.shape[0])
 
     @property
+    def ledger_key(self) -> str:
+        """The key this table's spends are recorded under: the source bytes' digest, else (a table built in
+        memory) the digest of its codes, whatever the schema."""
+        if self.source_id:
+            return self.source_id
+        h = hashlib.sha256(np.asarray(self.codes.shape, dtype=np.int64).tobytes())
+        h.update(self.codes.tobytes())
+        return h.hexdigest()
+
+    @property
     def fingerprint(self) -> str:
         """A short id of this exact table+schema, for the per-dataset privacy ledger."""
         h = hashlib.sha256(self.codes.tobytes())
@@ -63,7 +76,7 @@ class Dataset:
 
     def project(self, names: list[str]) -> "Dataset":
         idx = [self.domain.index(n) for n in names]
-        return Dataset(self.codes[:, idx], self.domain.project(names), self.name)
+        return Dataset(self.codes[:, idx], self.domain.project(names), self.name, source_id=self.source_id)
 
     def decode(self, numeric: str = "interval") -> pd.DataFrame:
         return self.domain.decode(self.codes, numeric)
@@ -112,6 +125,7 @@ def read_table(source, filename: str | None = None) -> pd.DataFrame:
     """Read a CSV or Parquet table (path, bytes or file object) into a DataFrame."""
     raw, name = _read_bytes(source)
     name = filename or name
+    digest = source_digest(raw)
     if not raw or not raw.strip():
         raise DataError(f"{name}: the file is empty. Upload a table with a header row and data rows.")
     if raw[:4] == b"PAR1" or str(name).lower().endswith((".parquet", ".pq")):
@@ -156,7 +170,14 @@ def read_table(source, filename: str | None = None) -> pd.DataFrame:
             ) from None
         if len(df) > MAX_ROWS:
             raise DataError(f"{name}: more than {MAX_ROWS:,} rows; sample the table first.")
-    return validate_table(df, name)
+    df = validate_table(df, name)
+    df.attrs["source_digest"] = digest
+    return df
+
+
+def source_digest(raw: bytes) -> str:
+    """SHA-256 (hex) of a file's bytes: the identity of a private table in the privacy ledger."""
+    return hashlib.sha256(raw).hexdigest()
 
 
 def _check_header(header: list[str], name: str) -> None:
@@ -191,7 +212,7 @@ def load_dataset(table, domain: Domain, name: str = "data") -> Dataset:
     """Encode a raw table with a schema. ``table`` is a DataFrame, a path or bytes."""
     df = table if isinstance(table, pd.DataFrame) else read_table(table)
     codes, clipped = domain.encode(df)
-    return Dataset(codes, domain, name, clipped)
+    return Dataset(codes, domain, name, clipped, source_id=df.attrs.get("source_digest"))
 
 
 def load_domain(source) -> Domain:
@@ -214,7 +235,7 @@ def load_pgm(csv_path, domain_path=None) -> Dataset:
     if not np.issubdtype(codes.dtype, np.integer):
         raise DataError(f"{csv_path.name}: integer-coded data must contain only integer codes.")
     try:
-        return Dataset(codes, domain, csv_path.stem)
+        return Dataset(codes, domain, csv_path.stem, source_id=df.attrs.get("source_digest"))
     except DomainError as exc:
         raise DataError(f"{csv_path.name}: {exc}") from None
 
