@@ -101,9 +101,12 @@ def test_bad_budgets_are_refused(eps, delta):
         check_budget(eps, delta)
 
 
-def test_large_delta_warns():
-    warnings = check_budget(1.0, 0.01, n=1000)
-    assert warnings and "1/n" in warnings[0]
+def test_delta_of_at_least_one_over_n_is_refused_naming_n_and_the_limit():
+    for delta in (0.999, 0.5, 0.01, 1e-3):  # 1e-3 = 1/n exactly: refused too
+        with pytest.raises(BudgetError) as exc:
+            check_budget(1.0, delta, n=1000)
+        assert "1,000" in str(exc.value) and "0.001" in str(exc.value)
+    assert check_budget(1.0, 9.99e-4, n=1000) == []
     assert check_budget(1.0, 1e-7, n=1000) == []
 
 

@@ -46,17 +46,29 @@ def check_budget(epsilon: float, delta: float, n: int | None = None) -> list[str
         raise BudgetError(f"ε must be a positive finite number (got {epsilon}); typical values are 0.1 to 10.")
     if not math.isfinite(delta) or not 0 <= delta < 1:
         raise BudgetError(f"δ must be in [0, 1) (got {delta}); the usual choice is 1/n² or smaller.")
+    if n is not None:
+        check_delta(delta, n)
     warnings = []
-    if n is not None and delta >= 1.0 / n:
-        warnings.append(
-            f"δ = {delta:.3g} is at least 1/n = {1.0 / n:.3g}: a mechanism could then publish a whole record "
-            f"with non-negligible probability. Use δ ≤ 1/n² = {1.0 / n**2:.3g}."
-        )
     if epsilon > 10:
         warnings.append(
             f"ε = {epsilon:g} is very large: the guarantee is weak (e^ε ≈ {math.exp(min(epsilon, 700)):.3g})."
         )
     return warnings
+
+
+def check_delta(delta: float, n: int) -> None:
+    """Refuse δ ≥ 1/n: with such a δ a mechanism may publish a whole record with non-negligible probability.
+
+    ``n`` is the table's row count (public under replace-one neighbours), never a count after filtering."""
+    n = int(n)
+    if n < 1:
+        raise BudgetError("The table has no rows.")
+    if delta >= 1.0 / n:
+        raise BudgetError(
+            f"δ = {delta:.3g} is too large for a table of n = {n:,} rows: δ must be below 1/n = {1.0 / n:.3g} "
+            f"(a mechanism could otherwise publish a whole record). The default, 1/n² = {1.0 / n**2:.3g}, is the "
+            "usual choice."
+        )
 
 
 def default_delta(n: int) -> float:
