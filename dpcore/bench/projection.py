@@ -1,14 +1,9 @@
-"""Benchmarks of the projection mechanism, and of it against the tools a user would otherwise pick.
+"""Benchmarks of the projection mechanism.
 
 ``python -m dpcore bench projection`` -- the projection (and any other registered
 mechanism) against the direct Gaussian yardstick measured *in the same run*, on the
 64-marginal Adult workload, several ε and runs; checks the issue's targets.
-
-``python -m dpcore bench peers`` -- the same table with peers: MST and AIM from
-smartnoise-synth (private-pgm inside), run in a *separate* virtual environment because
-their pins (torch, an old mbi) must not enter the app's requirements.  Create it with
-``python -m dpcore bench peers --setup`` (or by hand, see :data:`SETUP_STEPS`); when it
-is missing the peers are skipped with a message that says so.
+(Peers -- MST, AIM -- live in :mod:`dpcore.bench.peers`.)
 
 Every figure here is an internal evaluation on the private data (not private), for the
 benchmark tables only.
@@ -16,57 +11,15 @@ benchmark tables only.
 
 from __future__ import annotations
 
-import json
 import os
 import shlex
 import statistics
-import subprocess
 import sys
-import tempfile
 import time
 from pathlib import Path
 
-import numpy as np
-
-from . import BENCHES, load_bench_data, machine
 from ..errors import DPCoreError
-
-#: Where the peers' virtual environment lives (override with DPCORE_PEERS_VENV).
-PEERS_VENV = Path(os.environ.get("DPCORE_PEERS_VENV", "/work/peers-venv"))
-#: How it is created.  torch first, from the CPU build on disk: without that step
-#: smartnoise-synth pulls several GB of CUDA packages.
-SETUP_STEPS = [
-    "{python} -m venv {venv}",
-    "{venv}/bin/pip install torch==2.13.0",
-    "{venv}/bin/pip install smartnoise-synth==1.0.8",
-]
-PEERS = ("mst", "aim")
-
-# The script the peers' interpreter runs: reads a job (JSON) and writes synthetic rows as CSV.
-PEER_RUNNER = r"""
-import json, sys, time, random
-import numpy as np, pandas as pd
-job = json.load(open(sys.argv[1]))
-np.random.seed(job["seed"]); random.seed(job["seed"])
-df = pd.read_csv(job["csv"])[job["columns"]]
-from snsynth.mst import MSTSynthesizer
-from snsynth.aim import AIMSynthesizer
-if job["synth"] == "mst":
-    synth = MSTSynthesizer(epsilon=job["epsilon"], delta=job["delta"])
-else:
-    cols = job["columns"]
-    workload = [tuple("col" + str(cols.index(c)) for c in m) for m in job["workload"]]
-    # AIM is given our workload (its default would be all 2-way marginals).
-    AIMSynthesizer.get_workload = staticmethod(lambda data, degree, max_cells, num_marginals=None: workload)
-    kw = {"rounds": job["rounds"]} if job.get("rounds") else {}
-    synth = AIMSynthesizer(epsilon=job["epsilon"], delta=job["delta"], **kw)
-t0 = time.perf_counter()
-synth.fit(df, categorical_columns=list(df.columns), preprocessor_eps=0.0)
-out = synth.sample(job["rows"])
-seconds = time.perf_counter() - t0
-pd.DataFrame(out, columns=df.columns).to_csv(job["out"], index=False)
-json.dump({"seconds": seconds}, open(job["out"] + ".json", "w"))
-"""
+from . import BENCHES, load_bench_data, machine
 
 
 # ------------------------------------------------------------------ workloads
@@ -250,148 +203,6 @@ def check_targets(records: list[dict]) -> dict:
     return {"per_run": checks, "all": {k: all(c[k] for c in checks if c[k] is not None) for k in keys}}
 
 
-# ------------------------------------------------------------------ bench peers
-def _add_peers(b):
-    _add_projection(b)
-    b.set_defaults(runs=1, mechanisms="projection,projection_adaptive")
-    b.add_argument("--peers", default="mst,aim", help="comma-separated: mst, aim (smartnoise-synth 1.0.8)")
-    b.add_argument("--peer-timeout", type=float, default=3600.0, help="seconds before a peer run is abandoned")
-    b.add_argument("--aim-rounds", type=int, default=None, help="AIM's rounds (default: its own, 16 × attributes)")
-    b.add_argument("--setup", action="store_true", help="create the peers' virtual environment and exit")
-
-
-def peers_python() -> Path | None:
-    py = PEERS_VENV / "bin" / "python"
-    if not py.exists():
-        return None
-    ok = subprocess.run([str(py), "-c", "import snsynth"], capture_output=True)
-    return py if ok.returncode == 0 else None
-
-
-def setup_peers() -> dict:
-    cmds = [c.format(python=shlex.quote(sys.executable), venv=shlex.quote(str(PEERS_VENV))) for c in SETUP_STEPS]
-    for c in cmds:
-        print(f"$ {c}", file=sys.stderr)
-        if subprocess.run(c, shell=True).returncode != 0:
-            raise DPCoreError(f"Setting up the peers' environment failed at: {c}")
-    return {"bench": "peers-setup", "venv": str(PEERS_VENV), "commands": cmds, "ok": peers_python() is not None}
-
-
-def run_peer(py: Path, ds, wl, synth: str, eps: float, seed: int, timeout: float, aim_rounds=None) -> dict:
-    """One peer run in the peers' interpreter; errors measured here on its rows."""
-    import pandas as pd
-
-    rec = {"mechanism": f"{synth.upper()} (smartnoise-synth 1.0.8)", "epsilon": eps, "run": seed}
-    with tempfile.TemporaryDirectory() as tmp:
-        tmp = Path(tmp)
-        cols = ds.domain.names
-        pd.DataFrame(ds.codes, columns=cols).to_csv(tmp / "data.csv", index=False)
-        job = {
-            "csv": str(tmp / "data.csv"),
-            "columns": cols,
-            "epsilon": eps,
-            "delta": 1.0 / ds.n**2,
-            "synth": synth,
-            "rows": ds.n,
-            "seed": seed,
-            "out": str(tmp / "synth.csv"),
-            "workload": [[cols[a] for a in m] for m in wl.marginals],
-            "rounds": aim_rounds,
-        }
-        (tmp / "job.json").write_text(json.dumps(job))
-        (tmp / "runner.py").write_text(PEER_RUNNER)
-        t0 = time.perf_counter()
-        try:
-            proc = subprocess.run(
-                [str(py), str(tmp / "runner.py"), str(tmp / "job.json")],
-                capture_output=True,
-                text=True,
-                timeout=timeout,
-            )
-        except subprocess.TimeoutExpired:
-            rec.update(
-                max_error=None,
-                mean_error=None,
-                seconds=round(time.perf_counter() - t0, 1),
-                rows=None,
-                note=f"did not finish within {timeout:g} s",
-            )
-            return rec
-        if proc.returncode != 0:
-            tail = (proc.stderr or "").strip().splitlines()[-1:] or ["(no message)"]
-            rec.update(max_error=None, mean_error=None, seconds=None, rows=None, note=f"failed: {tail[0][:200]}")
-            return rec
-        syn = pd.read_csv(tmp / "synth.csv")[cols].to_numpy(dtype=np.int64)
-        seconds = json.loads((tmp / "synth.csv.json").read_text())["seconds"]
-    true = wl.answers(ds.codes)
-    est = wl.answers(syn)
-    rec.update(
-        max_error=float(np.max(np.abs(true - est))),
-        mean_error=float(np.mean(np.abs(true - est))),
-        seconds=round(seconds, 2),
-        rows=int(syn.shape[0]),
-        note="add/remove-one neighbours (its own accounting); domain read from the data by its transformer",
-    )
-    return rec
-
-
-def bench_peers(args) -> dict:
-    if args.setup:
-        return setup_peers()
-    ds = load_bench_data(args.data)
-    wl = bench_workload(ds, args.workload)
-    epsilons = [float(e) for e in str(args.epsilons).split(",")]
-    mechs = [m.strip() for m in args.mechanisms.split(",") if m.strip()]
-    peers = [p.strip().lower() for p in args.peers.split(",") if p.strip()]
-    bad = [p for p in peers if p not in PEERS]
-    if bad:
-        raise DPCoreError(f"Unknown peer(s) {bad}; choose from {list(PEERS)}.")
-    params = _parse_params(args.param)
-    py = peers_python()
-    skipped = None
-    if peers and py is None:
-        skipped = (
-            f"peers skipped: no smartnoise-synth environment at {PEERS_VENV}. Create it with "
-            f"`python -m dpcore bench peers --setup` (or: {'; '.join(s.format(python='python3', venv=PEERS_VENV) for s in SETUP_STEPS)}), "
-            "or point DPCORE_PEERS_VENV at one."
-        )
-        print(skipped, file=sys.stderr)
-    records = []
-    for eps in epsilons:
-        for run in range(args.runs):
-            records.extend(_yardsticks(ds, wl, eps, run))
-            for mech in mechs:
-                records.append(_run_ours(ds, wl, mech, eps, run, _params_for(mech, params)))
-                print(
-                    f"  ε={eps:g} {mech}: max {records[-1]['max_error']:.4f} {records[-1]['seconds']:.1f}s",
-                    file=sys.stderr,
-                )
-            if py is not None:
-                for peer in peers:
-                    records.append(run_peer(py, ds, wl, peer, eps, run, args.peer_timeout, args.aim_rounds))
-                    r = records[-1]
-                    print(
-                        f"  ε={eps:g} {peer}: max {r['max_error']} {r['seconds']}s {r.get('note', '')}", file=sys.stderr
-                    )
-    result = {
-        "bench": "peers",
-        "workload": args.workload,
-        "n_marginals": wl.n_marginals,
-        "n_queries": wl.n_queries,
-        "epsilons": epsilons,
-        "runs": args.runs,
-        "machine": machine(),
-        "load_average": os.getloadavg()[0],
-        "rows": records,
-        "summary": summarise(records),
-    }
-    if skipped:
-        result["skipped"] = skipped
-    if args.markdown:
-        Path(args.markdown).write_text(markdown_table(result, "python -m dpcore bench peers " + _argv_tail()))
-    return result
-
-
 # ------------------------------------------------------------------ output
 def _argv_tail() -> str:
     argv = sys.argv[1:]
@@ -403,10 +214,14 @@ def _argv_tail() -> str:
 def markdown_table(result: dict, command: str) -> str:
     lines = [
         f"Command: `{command}`  ",
-        f"Machine: {result['machine']} (2 cores, Python 3.11); 1-minute load average at the end "
-        f"{result['load_average']:.1f} — other agents were using the CPU, so seconds are inflated.  ",
-        f"Workload: {result['workload']} ({result['n_marginals']} marginals, {result['n_queries']:,} queries), "
-        f"δ = 1/n², replace-one neighbours for dpcore's mechanisms; medians over {result['runs']} run(s).",
+        (
+            f"Machine: {result['machine']} (2 cores, Python 3.11); 1-minute load average at the end "
+            f"{result['load_average']:.1f} — other agents were using the CPU, so seconds are inflated.  "
+        ),
+        (
+            f"Workload: {result['workload']} ({result['n_marginals']} marginals, {result['n_queries']:,} queries), "
+            f"δ = 1/n², replace-one neighbours for dpcore's mechanisms; medians over {result['runs']} run(s)."
+        ),
         "",
         "| mechanism | ε | max error (median) | max error (worst) | mean error | seconds | CPU seconds | rows |",
         "|---|---|---|---|---|---|---|---|",
@@ -430,9 +245,4 @@ BENCHES["projection"] = (
     _add_projection,
     bench_projection,
     "projection vs the direct Gaussian yardstick on the Adult workload (issue 8 targets)",
-)
-BENCHES["peers"] = (
-    _add_peers,
-    bench_peers,
-    "our mechanisms vs MST/AIM (smartnoise-synth, separate venv) and the yardstick, same workload",
 )
