@@ -8,8 +8,9 @@ from scipy import stats
 
 from dpcore.errors import BudgetError
 from dpcore.mechanisms.base import Budget, RunContext
-from dpcore.mechanisms.direct import DirectGaussian, DirectLaplace, project_marginals, project_simplex
+from dpcore.mechanisms.direct import DirectGaussian, DirectLaplace, integer_counts, project_marginals, project_simplex
 from dpcore.privacy import zcdp_to_eps_cks
+from dpcore.privacy.samplers import Randomness
 from dpcore.release import run_release
 from dpcore.workload import Workload
 
@@ -36,6 +37,7 @@ def test_gaussian_noise_has_the_planned_std():
     mech = DirectGaussian()
     res = mech.run(ds, wl, budget, {"postprocess": False}, RunContext.seeded(0))
     noise = res.answers - wl.answers(ds.codes)
+    # the discrete Gaussian's variance equals σ² to within 1e-10 relative for σ ≥ 1 [CKS20]
     sigma = mech.plan(ds.n, wl, budget, {})["sigma_answers"]
     k = noise.size
     # (k-1) s²/σ² ~ χ²(k-1): two-sided 99.9% interval
@@ -47,6 +49,27 @@ def test_gaussian_noise_has_the_planned_std():
         and res.delta_spent == 1e-6
         and res.spends[0].rho == pytest.approx(mech.plan(ds.n, wl, budget, {})["rho"])
     )
+
+
+def _count_noise(res, wl, ds):
+    return (res.answers - wl.answers(ds.codes)) * ds.n
+
+
+@pytest.mark.parametrize("mech", [DirectGaussian, DirectLaplace])
+@pytest.mark.parametrize("ctx", [lambda: RunContext.seeded(4), lambda: RunContext(noise=Randomness())])
+def test_released_noise_is_integer_in_count_units(mech, ctx):
+    """[CKS20]: exact discrete noise on integer counts, seeded (demo) and cryptographic alike."""
+    ds, wl = _setup(n=700)
+    res = mech().run(ds, wl, Budget(1.0, 1e-6), {"postprocess": False}, ctx())
+    noise = _count_noise(res, wl, ds)
+    assert np.allclose(noise, np.rint(noise), atol=1e-6)
+    assert np.count_nonzero(np.rint(noise)) > noise.size // 2  # noise was added, not rounded away
+
+
+def test_integer_counts_refuses_answers_that_are_not_counts():
+    assert integer_counts(np.array([0.25, 0.75]), 4).tolist() == [1, 3]
+    with pytest.raises(ValueError):
+        integer_counts(np.array([0.3, 0.7]), 4)
 
 
 def test_gaussian_needs_delta():
@@ -95,7 +118,7 @@ def test_projection_never_increases_l2_error_per_marginal():
 def test_release_of_answers_only():
     ds, wl = _setup()
     for mech in ("gaussian", "laplace"):
-        rel = run_release(ds, wl, mech, 1.0, None, seed=0)
-        assert rel.rows is None and rel.released_answers.shape == (wl.n_queries,)
-        assert rel.evaluation["max_error"] < rel.evaluation["baselines"]["uniform"]["max_error"]
+        rel, internal = run_release(ds, wl, mech, 1.0, None, seed=0, ledger=None)
+        assert rel.rows is None and rel.answers.shape == (wl.n_queries,)
+        assert internal.report["max_error"] < internal.report["baselines"]["uniform"]["max_error"]
         assert b"answer" in rel.synthetic_csv()

@@ -20,10 +20,12 @@ from dpcore.mechanisms.dqrs import (
 )
 from dpcore.mechanisms.dualquery import QueryWeights
 from dpcore.privacy import zcdp_to_eps_cks
+from dpcore.privacy.samplers import Randomness
 from dpcore.release import run_release
 from dpcore.workload import Workload
 
 from .conftest import planted_dataset
+from .spy_noise import spy_context
 
 
 def params(**kw):
@@ -107,7 +109,7 @@ def test_rejection_sampling_yields_the_next_distribution():
     w.update(np.array([1]))  # the synthetic side over-answers query 1
     rng = np.random.default_rng(0)
     N = 300_000
-    old = w.sample(rng, N)  # from Q^t
+    old = w.sample(Randomness(10), N)  # from Q^t (a stream independent of the coins below)
     cells = np.array([2])  # x^t satisfies query 2
     payoff = w.payoff(old, cells)
     t = 3
@@ -127,14 +129,37 @@ def test_rejection_sampling_yields_the_next_distribution():
     assert stats.chisquare(counts, len(kept) * p_old).pvalue < 1e-6
 
 
+def test_fresh_draws_and_acceptance_coins_come_from_the_samplers():
+    """[VTBSW20] Alg. 4: after round t, m_t fresh draws and (once m_t < s) one coin per old sample, all
+    from ctx.noise."""
+    from dpcore.mechanisms.base import Budget
+    from dpcore.mechanisms.dqrs import DQRS
+
+    ds = planted_dataset(n=800)
+    wl = Workload.all_kway(ds.domain, 2)
+    ctx, spy = spy_context(4)
+    params = DQRS.validate_params({"samples": 40, "max_rounds": 8, "eta": 0.05, "time_limit": 5.0})
+    res = DQRS().run(ds, wl, Budget(1.0, 1e-6), params, ctx)
+    T = len(res.trace)
+    assert T == 8 and spy.calls["sample_log_weights"] == T - 1
+    fresh = [len(out) for name, out in spy.log if name == "sample_log_weights"]
+    assert fresh == [int(fresh_draws(t, 0.05, 40)) for t in range(1, T)]
+    coins = [len(out) for name, out in spy.log if name == "uniform"]
+    recycled = sum(1 for t in range(1, T) if fresh_draws(t, 0.05, 40) < 40)
+    # sample_log_weights inverts the CDF at uniforms (one call each), and after a recycling round one coin
+    # per slot of the previous sample (at most s: kept + fresh can fall short of s)
+    assert recycled > 0 and len(coins) == (T - 1) + recycled and max(coins) <= 40
+
+
 def test_planted_data_well_below_uniform():
     ds = planted_dataset(n=4000)
     wl = Workload.all_kway(ds.domain, 2)
-    rel = run_release(ds, wl, "dqrs", 1.0, None, {"samples": 50, "max_rounds": 100}, seed=0)
-    ev = rel.evaluation
+    rel, internal = run_release(ds, wl, "dqrs", 1.0, None, {"samples": 50, "max_rounds": 100}, seed=0, ledger=None)
+    ev = internal.report
     assert ev["max_error"] < 0.4 * ev["baselines"]["uniform"]["max_error"]
-    assert rel.rows.shape == (100, 4) and rel.result.epsilon_spent <= 1.0
-    assert rel.result.epsilon_spent == pytest.approx(dqrs_epsilon(100, 0.1, 50, 4000, 1 / 4000**2, "zcdp"))
+    spent = rel.card["privacy"]["epsilon_spent"]  # rounded up to 4 digits, never above the budget
+    assert rel.rows.shape == (100, 4) and spent <= 1.0
+    assert spent == pytest.approx(dqrs_epsilon(100, 0.1, 50, 4000, 1 / 4000**2, "zcdp"), rel=1e-3)
     trace = ev["trace"]
     # recycling happens once (2γ_t + 4η) < 1: after that the kept + fresh pool is cut to s
     assert trace[0]["kept"] == 0 and trace[0]["fresh"] == 50

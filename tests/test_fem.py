@@ -9,15 +9,17 @@ import threading
 import numpy as np
 import pytest
 
-from .conftest import planted_dataset
 from dpcore.errors import BudgetError, Cancelled, ParameterError
 from dpcore.executors import LocalProcessExecutor
 from dpcore.mechanisms import registry
-from dpcore.mechanisms.base import Budget
+from dpcore.mechanisms.base import Budget, RunContext
 from dpcore.mechanisms.fem import FEM, SepFEM, auto_rounds, epsilon0_for, rounds_for
 from dpcore.privacy import eps_to_zcdp, zcdp_to_eps_cks
 from dpcore.release import run_release
 from dpcore.workload import Workload, max_error, uniform_baseline
+
+from .conftest import planted_dataset
+from .spy_noise import spy_context
 
 N_ADULT = 48842
 DELTA_ADULT = 1.0 / N_ADULT**2
@@ -97,14 +99,15 @@ def test_automatic_rounds_rule_and_cap(planted_wl):
 
 def test_run_spends_what_the_rounds_cost(planted_wl):
     ds, wl = planted_wl
-    rel = run_release(ds, wl, "fem", 1.0, None, {"rounds": 6, "samples": 4}, seed=0, executor=None)
-    res = rel.result
+    params = fem_params(rounds=6, samples=4)
+    res = FEM().run(ds, wl, Budget(1.0, 1.0 / ds.n**2), params, RunContext.seeded(0))
     T, eps0 = res.public["rounds"], res.public["epsilon0"]
     assert T == 6 and len(res.trace) == 6
     assert res.spends[0].rho == pytest.approx(6 * eps0**2 / 8, rel=1e-12)
-    assert res.epsilon_spent == pytest.approx(zcdp_to_eps_cks(6 * eps0**2 / 8, rel.budget.delta), rel=1e-9)
+    assert res.epsilon_spent == pytest.approx(zcdp_to_eps_cks(6 * eps0**2 / 8, 1.0 / ds.n**2), rel=1e-9)
     assert res.epsilon_spent <= 1.0
     assert res.rows.shape == (6 * 4, len(ds.domain))
+    rel, _ = run_release(ds, wl, "fem", 1.0, None, {"rounds": 6, "samples": 4}, seed=0, executor=None, ledger=None)
     # Nothing derived from the private data on the card.
     assert set(rel.card["derived_public_parameters"]) <= {
         "rounds",
@@ -168,29 +171,41 @@ def test_progress_each_round_and_cancel_between_rounds(planted_wl):
             cancel.set()
 
     with pytest.raises(Cancelled):
-        run_release(ds, wl, "fem", 1.0, None, {"rounds": 10, "samples": 3}, seed=0, progress=progress, cancel=cancel)
+        run_release(
+            ds,
+            wl,
+            "fem",
+            1.0,
+            None,
+            {"rounds": 10, "samples": 3},
+            seed=0,
+            progress=progress,
+            cancel=cancel,
+            ledger=None,
+        )
     assert seen == [(0, 10), (1, 10), (2, 10)]
 
 
 def test_trace_for_the_teaching_page(planted_wl):
     ds, wl = planted_wl
-    rel = run_release(ds, wl, "sepfem", 1.0, None, {"rounds": 4, "samples": 3}, seed=1)
-    assert [r["round"] for r in rel.result.trace] == [1, 2, 3, 4]
-    for r in rel.result.trace:
+    _, internal = run_release(ds, wl, "sepfem", 1.0, None, {"rounds": 4, "samples": 3}, seed=1, ledger=None)
+    trace = internal.report["trace"]
+    assert [r["round"] for r in trace] == [1, 2, 3, 4]
+    for r in trace:
         assert isinstance(r["query"], str) and "a" in r["query"]
         assert 0 <= r["max_error_round"] <= 1
-    assert rel.result.oracle_stats["calls"] == 12
+    assert internal.report["oracle"]["calls"] == 12
 
 
 # ------------------------------------------------------------------ determinism, accuracy
 def test_same_seed_same_rows_serial_and_process_pool(planted_wl):
     ds, wl = planted_wl
     params = {"rounds": 5, "samples": 6}
-    serial = run_release(ds, wl, "fem", 1.0, None, params, seed=42, executor=None).result.rows
+    serial = run_release(ds, wl, "fem", 1.0, None, params, seed=42, executor=None, ledger=None)[0].rows
     with LocalProcessExecutor(2) as ex:
-        pooled = run_release(ds, wl, "fem", 1.0, None, params, seed=42, executor=ex).result.rows
+        pooled = run_release(ds, wl, "fem", 1.0, None, params, seed=42, executor=ex, ledger=None)[0].rows
     np.testing.assert_array_equal(serial, pooled)
-    other = run_release(ds, wl, "fem", 1.0, None, params, seed=43, executor=None).result.rows
+    other = run_release(ds, wl, "fem", 1.0, None, params, seed=43, executor=None, ledger=None)[0].rows
     assert not np.array_equal(serial, other)
 
 
@@ -203,11 +218,35 @@ def test_beats_uniform_baseline_on_planted_data(mech, planted_wl):
     uniform = max_error(true, uniform_baseline(wl))
     assert uniform > 0.25
     errors = [
-        run_release(ds, wl, mech, 1.0, None, {"samples": 20}, seed=seed).evaluation["max_error"] for seed in range(3)
+        run_release(ds, wl, mech, 1.0, None, {"samples": 20}, seed=seed, ledger=None)[1].report["max_error"]
+        for seed in range(3)
     ]
     # Measured when written: fem 0.14-0.19, sepfem 0.13-0.17 against 0.394 for uniform.
     assert max(errors) < 0.65 * uniform, (errors, uniform)
     assert np.mean(errors) < 0.55 * uniform, (errors, uniform)
+
+
+@pytest.mark.parametrize("cls, perturbation", [(FEM, "exponential"), (SepFEM, "bulk_laplace")])
+def test_every_draw_goes_through_the_samplers(cls, perturbation, planted_wl):
+    """[VTBSW20] Alg. 1: T selections by the exponential mechanism and one (s, D) perturbation matrix a
+    round, all from ctx.noise (none from ctx.rng)."""
+    ds, wl = planted_wl
+    ctx, spy = spy_context(5)
+    res = cls().run(ds, wl, Budget(1.0, 1e-6), cls.validate_params({"rounds": 3, "samples": 2}), ctx)
+    assert spy.calls["exponential_mechanism"] == 3
+    assert spy.calls[perturbation] == 3
+    D = sum(ds.domain.shape)
+    assert spy.last[perturbation].shape == (2, D)
+    assert res.rows.shape == (6, len(ds.domain))
+
+
+def test_a_cryptographic_run_selects_with_opendp(planted_wl):
+    from dpcore.mechanisms.base import RunContext
+    from dpcore.privacy.samplers import Randomness
+
+    ds, wl = planted_wl
+    res = FEM().run(ds, wl, Budget(1.0, 1e-6), fem_params(rounds=3, samples=2), RunContext(noise=Randomness()))
+    assert len(res.trace) == 3 and res.rows.shape == (6, len(ds.domain))
 
 
 def test_registry_lists_both():

@@ -14,6 +14,7 @@ from dpcore.mechanisms.base import Budget, RunContext
 from dpcore.mechanisms.oraclequery import (
     OracleQuery,
     OracleQueryPRSMA,
+    UncertifiedSolve,
     conjunction_from_literals,
     objective,
     per_round_budget,
@@ -27,6 +28,7 @@ from dpcore.query_classes import ConjunctionClass
 from dpcore.workload import Workload
 
 from .conftest import planted_dataset
+from .spy_noise import spy_context
 
 
 # ------------------------------------------------------------------ the learner's oracle
@@ -49,7 +51,7 @@ def test_ip_and_exhaustive_find_the_brute_force_optimum(seed, k):
     q = conjunction_from_literals(shape, lits, k)
     assert ConjunctionClass(ds.domain, k).membership(q).all()
     assert objective(shape, records, w, eta, q)[0] == pytest.approx(best, abs=1e-6)
-    lits2, res2 = worst_conjunction_exhaustive(shape, records, w, k, eta)
+    _lits2, res2 = worst_conjunction_exhaustive(shape, records, w, k, eta)
     assert res2.objective == pytest.approx(best, abs=1e-9)
 
 
@@ -64,7 +66,7 @@ def test_without_noise_the_learner_returns_the_worst_conjunction():
     records = np.concatenate([ds.codes, synth])
     for sign, negated in ((1.0, False), (-1.0, True)):
         w = sign * np.concatenate([np.full(ds.n, -1.0), np.full(2, ds.n / 2)])
-        lits, res = worst_conjunction_ip(shape, records, w, 2)
+        lits, _res = worst_conjunction_ip(shape, records, w, 2)
         q = conjunction_from_literals(shape, lits, 2)
         q_signed = type(q)(q.attrs, q.values, np.array([negated]))
         got = cls.answers(ds.codes, q_signed) - cls.answers(synth, q_signed)
@@ -134,17 +136,43 @@ def test_run_at_huge_epsilon_plays_the_worst_query_each_round(planted):
 
 
 def test_uncertified_oracle_stops_the_oracle_dependent_variant(planted):
+    """[NRW19] Thm 6 needs exact answers: an uncertified solve (real SCIP, stopped at its time limit) ends
+    the run with a typed error after the noise was drawn and the data read -- nothing is released, and the
+    message says the run stays charged."""
     wl = Workload(planted.domain, ((0, 1),))
     m = OracleQuery()
     params = m.validate_params({"k": 3, "rounds": 1, "samples": 1, "oracle": "scip"})
-    with pytest.raises(OracleError, match="nothing was released"):
-        m.run(
-            planted,
-            wl,
-            Budget(1.0, 0.0),
-            params,
-            RunContext.seeded(0, oracle_options={"time_limit": 0.001}),
-        )
+    ctx, spy = spy_context(0, oracle_options={"time_limit": 0.001})
+    with pytest.raises(UncertifiedSolve, match="nothing was released") as exc:
+        m.run(planted, wl, Budget(1.0, 0.0), params, ctx)
+    assert isinstance(exc.value, OracleError) and "charged" in str(exc.value)
+    assert spy.calls["laplace"] == 1  # the RSPM noise had been drawn: the run touched the data
+
+
+@pytest.mark.parametrize("variant, draw", [("rspm", "laplace"), ("gaussian_rspm", "gaussian")])
+def test_every_draw_goes_through_the_samplers(planted, variant, draw):
+    """Per round: the data player's (s, D) perturbation, one separator-noise vector of D entries per learner
+    call (OpenDP's vetted sampler) and one exponential-mechanism choice, all from ctx.noise."""
+    wl = Workload(planted.domain, ((0, 1),))
+    m = OracleQuery()
+    T, s, D = 2, 3, sum(planted.domain.shape)
+    params = m.validate_params({"k": 2, "rounds": T, "samples": s, "variant": variant})
+    ctx, spy = spy_context(1)
+    m.run(planted, wl, Budget(4.0, 1e-6), params, ctx)
+    assert spy.calls["bulk_laplace"] == T and spy.calls[draw] == 2 * T
+    assert all(np.shape(out) == (D,) for name, out in spy.log if name == draw)
+    assert spy.calls["exponential_mechanism"] == T
+
+
+def test_prsma_draws_partition_noise_and_pick_from_the_samplers(planted):
+    wl = Workload(planted.domain, ((0, 1),))
+    m = OracleQueryPRSMA()
+    params = m.validate_params({"k": 2, "rounds": 1, "samples": 2})
+    ctx, spy = spy_context(2)
+    m.run(planted, wl, Budget(90.0, 0.9), params, ctx)
+    assert spy.calls["permutation"] == 2  # one random partition per learner call
+    # per learner call: one noise vector per run made, plus the scalar count noise
+    assert spy.calls["laplace"] >= 2 * 2 and any(np.ndim(out) == 0 for name, out in spy.log if name == "laplace")
 
 
 def test_prsma_plan_refuses_with_the_number_of_calls(adult):
@@ -188,7 +216,5 @@ def test_executor_gives_the_same_release(planted):
     m = OracleQuery()
     params = m.validate_params({"k": 2, "rounds": 2, "samples": 3})
     a = m.run(planted, wl, Budget(5.0, 0.0), params, RunContext.seeded(3))
-    b = m.run(
-        planted, wl, Budget(5.0, 0.0), params, RunContext.seeded(3, executor=SerialExecutor())
-    )
+    b = m.run(planted, wl, Budget(5.0, 0.0), params, RunContext.seeded(3, executor=SerialExecutor()))
     np.testing.assert_array_equal(a.rows, b.rows)

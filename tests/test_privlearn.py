@@ -14,6 +14,7 @@ from dpcore.data import Dataset
 from dpcore.errors import BudgetError, ParameterError, WorkloadError
 from dpcore.mechanisms.base import Budget, RunContext
 from dpcore.mechanisms.privlearn import BOTTOM, PrivLearn, ThresholdOracle, fit_ptf, monomial_keys
+from dpcore.privacy.samplers import Randomness
 from dpcore.query_classes import ConjunctionClass, Conjunctions
 from dpcore.workload import Workload
 
@@ -21,7 +22,7 @@ from .conftest import planted_dataset, tiny_domain
 
 
 def _oracle(ds, epsilon, alpha, bound, seed=0, k=2):
-    return ThresholdOracle(ds.codes, ConjunctionClass(ds.domain, k), epsilon, alpha, bound, np.random.default_rng(seed))
+    return ThresholdOracle(ds.codes, ConjunctionClass(ds.domain, k), epsilon, alpha, bound, Randomness(seed))
 
 
 # ------------------------------------------------------------------ threshold oracle
@@ -42,6 +43,20 @@ def test_laplace_scale_is_b_over_eps_n():
     noise = np.concatenate(draws)
     assert stats.kstest(noise, stats.laplace(scale=oracle.scale).cdf).pvalue > 1e-3
     assert stats.kstest(noise, stats.laplace(scale=2 * oracle.scale).cdf).pvalue < 1e-3
+
+
+@pytest.mark.parametrize("seed", [5, None])
+def test_oracle_noise_is_integer_in_count_units(seed):
+    """The geometric mechanism on integer counts: n·(A_q − f(q)) is a whole number (demo and
+    cryptographic source alike)."""
+    ds = planted_dataset(n=500)
+    cls = ConjunctionClass(ds.domain, 2)
+    q = cls.enumerate()
+    oracle = _oracle(ds, 0.7, 0.1, 3 * len(q), seed=seed)
+    noise = (oracle._values(q) - cls.answers(ds.codes, q)) * ds.n
+    assert np.allclose(noise, np.rint(noise), atol=1e-6)
+    assert oracle.scale_counts == pytest.approx(3 * len(q) / 0.7)
+    assert np.count_nonzero(np.rint(noise)) > 0.95 * len(q)
 
 
 def test_one_draw_per_query_reused_across_thresholds():
@@ -120,7 +135,7 @@ def test_lp_learner_separates_and_solvers_agree():
     labels = (score >= 0).astype(int)
     out = {}
     for solver in ("highs", "scip"):
-        feats, w, b, info = fit_ptf(keys, labels, 1e-6, solver)
+        _feats, _w, _b, info = fit_ptf(keys, labels, 1e-6, solver)
         assert info["train_error"] == 0.0
         out[solver] = info["objective"]
     assert out["highs"] == pytest.approx(out["scip"], rel=1e-5, abs=1e-9)

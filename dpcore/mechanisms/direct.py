@@ -5,6 +5,14 @@ The yardstick every synthetic-data mechanism is compared against (ALGORITHMS.md,
 histogram has L1 sensitivity 2 and L2 sensitivity sqrt(2), so the whole workload of
 |W| marginals has L1 sensitivity 2|W| and L2 sensitivity sqrt(2|W|).
 Post-processing (clip at 0, renormalise each marginal to sum 1) costs nothing.
+
+The noise is exact and integer: the marginals are measured as integer counts (n · answer),
+perturbed with the discrete Gaussian or discrete Laplace of [CKS20] drawn by ``ctx.noise``
+(OpenDP's samplers from a cryptographic source; never floating-point noise, which is open to
+Mironov's 2012 attack), and divided by n.  The accounting is the continuous mechanisms': the
+discrete Gaussian with scale σ on integer counts of L2 sensitivity Δ is Δ²/(2σ²)-zCDP ([CKS20]
+§2, and Rényi divergences add over independent coordinates), the discrete Laplace with scale b on
+counts of L1 sensitivity Δ₁ is Δ₁/b-DP.
 """
 
 from __future__ import annotations
@@ -15,6 +23,18 @@ import numpy as np
 
 from ..privacy import check_budget, eps_to_zcdp, gaussian_sigma_for_rho
 from .base import Budget, Mechanism, MechanismResult, Param, RunContext, SpendRecord
+
+
+def integer_counts(answers: np.ndarray, n: int) -> np.ndarray:
+    """The counts n · answer of normalised counting-query answers, as exact integers.
+
+    Exact noise needs exact counts: a value that is not (to rounding) a whole number means the
+    answers were not counts over n rows, and adding integer noise to it would misstate the mechanism."""
+    scaled = np.asarray(answers, dtype=np.float64) * n
+    counts = np.rint(scaled)
+    if scaled.size and np.max(np.abs(scaled - counts)) > 1e-5:
+        raise ValueError("integer_counts: the answers are not counts over n rows")
+    return counts.astype(np.int64)
 
 
 def project_simplex(v: np.ndarray) -> np.ndarray:
@@ -76,8 +96,9 @@ class DirectGaussian(Mechanism):
     def run(self, dataset, workload, budget, params, ctx: RunContext) -> MechanismResult:
         plan = self.plan(dataset.n, workload, budget, params)
         ctx.report(0, 1, "measuring every marginal")
-        true = workload.answers(dataset.codes)
-        noisy = true + ctx.rng.normal(0.0, plan["sigma_answers"], size=true.shape)
+        counts = integer_counts(workload.answers(dataset.codes), dataset.n)
+        # [CKS20]: discrete Gaussian noise in count units, σ_counts = σ_answers · n
+        noisy = (counts + ctx.noise.discrete_gaussian(plan["sigma_counts"], counts.size)) / dataset.n
         answers = project_marginals(workload, noisy) if params.get("postprocess", True) else noisy
         ctx.report(1, 1, "done")
         return MechanismResult(
@@ -111,8 +132,9 @@ class DirectLaplace(Mechanism):
 
     def run(self, dataset, workload, budget, params, ctx: RunContext) -> MechanismResult:
         plan = self.plan(dataset.n, workload, budget, params)
-        true = workload.answers(dataset.codes)
-        noisy = true + ctx.rng.laplace(0.0, plan["laplace_scale_counts"] / dataset.n, size=true.shape)
+        counts = integer_counts(workload.answers(dataset.codes), dataset.n)
+        # the geometric mechanism: discrete Laplace noise in count units, ε = 2|W| / scale
+        noisy = (counts + ctx.noise.discrete_laplace(plan["laplace_scale_counts"], counts.size)) / dataset.n
         answers = project_marginals(workload, noisy) if params.get("postprocess", True) else noisy
         return MechanismResult(
             spends=[SpendRecord(budget.epsilon, 0.0, None, "Laplace measurement of every marginal")],

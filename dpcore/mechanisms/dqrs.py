@@ -25,6 +25,10 @@ are uniform (free).  After round t (t = 1..T-1) the run touches the data twice:
    never larger).
 3. The oracle, the free attributes and the random cut to s are post-processing.
 
+Every draw of steps 1–2 comes from ``ctx.noise``: the fresh draws by ``sample_log_weights``, the
+accept/reject coins by comparing cryptographic 53-bit uniforms with the acceptance probability
+(exact to 2^-53 per test; no vetted Bernoulli sampler for an arbitrary probability is used).
+
 When ``m_t ≥ s`` (early rounds, or η ≥ 1/4) recycling cannot help: we draw s fresh
 samples (exactly DualQuery's step) and run no tests, which is both cheaper and an
 exact sample of Q^{t+1}.  All mechanisms compose adaptively; accountants:
@@ -44,6 +48,7 @@ Privacy holds whatever SCIP returns ("robust").
 from __future__ import annotations
 
 import math
+from typing import ClassVar
 
 import numpy as np
 
@@ -54,12 +59,11 @@ from .dualquery import (
     DEFAULT_TIME_LIMIT,
     DualQuery,
     QueryWeights,
+    _label,
     accountant_label,
-    largest_rounds,
     oracle_record,
     record_cells,
     time_limit_from,
-    _label,
 )
 
 #: Bisection ceiling for T (the per-T cost is O(T)).
@@ -192,7 +196,7 @@ class DQRS(DualQuery):
     )
     recommended = False
     # Bundled Adult, 8 two-way marginals, ε = 1: ~6 s; the trace shows samples being kept and recycled.
-    teaching_preset = {"eta": 0.2, "samples": 50, "max_rounds": 60, "time_limit": 2.0}
+    teaching_preset: ClassVar[dict] = {"eta": 0.2, "samples": 50, "max_rounds": 60, "time_limit": 2.0}
     theorem = "seed 001 Algorithm 4, Lemma 9"
     t_ceiling = DQRS_T_CEILING  # the per-T cost is O(T)
 
@@ -248,9 +252,10 @@ class DQRS(DualQuery):
                 payoff = weights.payoff(sample, cells)  # A_D(x^t, q) for the old samples
                 weights.update(cells)  # now Q^{t+1}
                 m = int(fresh_draws(t, eta, s))
-                fresh = weights.sample(ctx.rng, m)  # m EM draws at ε = 2ηt/n
+                fresh = weights.sample(ctx.noise, m)  # m EM draws at ε = 2ηt/n
                 if m < s:
-                    accept = ctx.rng.random(len(sample)) < acceptance_probability(payoff, eta, t)  # ε_rs(t) each
+                    coins = ctx.noise.uniform(len(sample))
+                    accept = coins < acceptance_probability(payoff, eta, t)  # ε_rs(t) each
                     kept = sample[accept]
                     pool = np.concatenate([kept, fresh])
                     if len(pool) > s:

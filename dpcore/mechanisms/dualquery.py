@@ -10,7 +10,9 @@ are the draws from the MW distribution: in round t (1-based) the distribution is
 sensitivity is (t-1)/n, so each of the s draws of round t is the exponential
 mechanism with ``ε_t = 2η(t-1)/n`` (seed 004, proof of Thm 4.2).  Everything else
 (the oracle, the random free attributes) is post-processing, so privacy does not
-depend on SCIP solving exactly ("robust").  Composition over the s(T-1) non-trivial
+depend on SCIP solving exactly ("robust").  The draws come from ``ctx.noise``
+(``sample_log_weights``: inverse CDF of cryptographic 53-bit uniforms; no vetted sampler
+exists for many draws from a Gibbs distribution, see docs/privacy.md).  Composition over the s(T-1) non-trivial
 draws (round 1 is uniform and free):
 
 * δ = 0, basic composition:   ``ε = η T (T-1) s / n``                  (seed 004, Thm 4.2)
@@ -31,12 +33,14 @@ queries the synthetic records under-answer, ``Q^{t+1}_q ∝ Q^t_q exp(η (q(D) -
 from __future__ import annotations
 
 import math
+from typing import ClassVar
 
 import numpy as np
 
 from ..errors import BudgetError, OracleError
 from ..oracles.best_response import OracleResult, OracleStats, best_response, clauses_from_queries, local_search_record
-from ..privacy import check_budget, sample_log_weights, zcdp_to_eps_cks
+from ..privacy import check_budget, zcdp_to_eps_cks
+from ..privacy.samplers import Randomness
 from .base import Budget, Mechanism, MechanismResult, Param, RunContext, SpendRecord
 
 #: Search ceiling for T: far beyond any budget a user would give (ε = 10 buys < 500
@@ -125,8 +129,9 @@ class QueryWeights:
     def log_weights(self) -> np.ndarray:
         return self.eta * np.concatenate([self.score, -self.score])
 
-    def sample(self, rng: np.random.Generator, size: int) -> np.ndarray:
-        return sample_log_weights(rng, self.log_weights(), size)
+    def sample(self, noise: Randomness, size: int) -> np.ndarray:
+        """``size`` i.i.d. draws from the distribution: each an exponential-mechanism draw ([GGHRW14] Thm 4.2)."""
+        return noise.sample_log_weights(self.log_weights(), size)
 
     def payoff(self, qids: np.ndarray, record_cells: np.ndarray) -> np.ndarray:
         """A_D(x, q) = q(D) - q(x) for flat ids of Q ∪ ¬Q, x given by the cells it satisfies."""
@@ -268,7 +273,7 @@ class DualQuery(Mechanism):
     recommended = False  # the projection is the recommended default for rows (issue 8)
     # Bundled Adult, 8 two-way marginals, ε = 1: ~3 s, max error ~0.12 vs 0.85 for uniform.  A large η
     # (seed 004's sparse-data value) moves the weights visibly within 20 rounds.
-    teaching_preset = {"eta": 2.0, "samples": 100, "max_rounds": 20, "time_limit": 2.0}
+    teaching_preset: ClassVar[dict] = {"eta": 2.0, "samples": 100, "max_rounds": 20, "time_limit": 2.0}
 
     theorem = "seed 004 Thm 4.2/4.3"
     t_ceiling = T_CEILING
@@ -320,7 +325,7 @@ class DualQuery(Mechanism):
         for t in range(1, T + 1):
             ctx.check_cancel()
             heavy = weights.heaviest()
-            qids = weights.sample(ctx.rng, s)  # seed 004 Thm 4.2: s EM draws at ε_t = 2η(t-1)/n
+            qids = weights.sample(ctx.noise, s)  # seed 004 Thm 4.2: s EM draws at ε_t = 2η(t-1)/n
             ctx.check_cancel()
             record, res, n_clauses = oracle_record(workload, qids, ctx.rng, time_limit, stats, warm_start=prev)
             cells = record_cells(workload, record)

@@ -14,7 +14,12 @@ separate one-hot records, seed 001 Def. 4.1)::
 
 **Privacy guarantee.** Only the T exponential-mechanism draws read the private
 data; the data player sees the released queries and public noise (seed 001 Thm 6),
-so the guarantee holds whatever SCIP returns (time-outs included).  Replace-one
+so the guarantee holds whatever SCIP returns (time-outs included).  Every draw comes
+from ``ctx.noise``: the selections from OpenDP's exponential mechanism (report-noisy-max
+with Gumbel noise, vetted against floating-point attacks), the (s, D) perturbation
+matrices from ``exponential``/``bulk_laplace`` on cryptographic uniforms (no vetted
+sampler exists for them, and they protect nothing: they randomise the data player, which
+never reads D).  Replace-one
 neighbours, score sensitivity 1/n.  Default accountant: each draw is ε0²/8-zCDP
 (bounded-range analysis of the exponential mechanism, Cesar & Rogers 2021), T draws
 are T·ε0²/8-zCDP, converted to (ε, δ) with Canonne–Kamath–Steinke.  Option
@@ -60,13 +65,15 @@ import itertools
 import math
 import os
 import time
+from typing import ClassVar
 
 import numpy as np
 
 from ..errors import BudgetError, ParameterError
 from ..oracles.best_response import OracleStats
 from ..oracles.ftpl import ClauseHistory, FTPLBatch, release_models, solve_batch
-from ..privacy import advanced_composition_fem, check_budget, eps_to_zcdp, exponential_mechanism, zcdp_to_eps_cks
+from ..privacy import advanced_composition_fem, check_budget, eps_to_zcdp, zcdp_to_eps_cks
+from ..privacy.samplers import Randomness
 from .base import Budget, Mechanism, MechanismResult, Param, RunContext, SpendRecord
 
 #: Default SCIP time limit per FTPL sample (seconds); ctx.oracle_options may override it.
@@ -166,9 +173,9 @@ def rounds_for(eps0: float, budget: Budget, accountant: str) -> int:
         # Seed 001 Thm 3: (ε0²/2) u² + ε0 sqrt(2L) u = ε with u = sqrt(T).
         L = math.log(1.0 / budget.delta)
         u = (-eps0 * math.sqrt(2 * L) + math.sqrt(2 * L * eps0**2 + 2 * eps0**2 * budget.epsilon)) / eps0**2
-        T = int(math.floor(u * u * (1 + 1e-12)))
+        T = math.floor(u * u * (1 + 1e-12))
     else:
-        T = int(math.floor(rho_budget(budget) / (eps0**2 / 8.0) * (1 + 1e-12)))
+        T = math.floor(rho_budget(budget) / (eps0**2 / 8.0) * (1 + 1e-12))
     while T > 0 and spent_epsilon(eps0, T, budget.delta, accountant) > budget.epsilon:
         T -= 1
     return T
@@ -219,7 +226,7 @@ class FEM(Mechanism):
         "ε = Tε0²/2 + ε0 sqrt(2T ln 1/δ)."
     )
     parameters = _PARAMETERS
-    teaching_preset = {"rounds": 8, "samples": 8}
+    teaching_preset: ClassVar[dict] = {"rounds": 8, "samples": 8}
 
     #: FTPL perturbation: "exponential" (subtracted, seed 001 Alg. 2) or "laplace" (added, Alg. 3).
     perturbation = "exponential"
@@ -261,13 +268,13 @@ class FEM(Mechanism):
                         f"ε ≥ {need:.4g}, or set rounds explicitly (each round is then very noisy)."
                     )
                 cap = int(params.get("max_rounds", 150))
-                T = min(int(math.floor(raw)), cap)
+                T = min(math.floor(raw), cap)
                 rule = f"T = n·sqrt(8ρ)/(2 ln 2|Q|) = {raw:.1f}" + (
                     f", capped at max_rounds = {cap}" if raw >= cap + 1 else ""
                 )
             eps0 = epsilon0_for(T, budget, acc)
         s = int(params.get("samples", 50))
-        burn = int(math.floor(float(params.get("burn_in", 0.0)) * T))
+        burn = math.floor(float(params.get("burn_in", 0.0)) * T)
         eps_spent = spent_epsilon(eps0, T, budget.delta, acc)
         out = {
             "rounds": T,
@@ -318,7 +325,7 @@ class FEM(Mechanism):
             for t in range(1, T + 1):
                 ctx.check_cancel()
                 # All noise is drawn here, in the parent, so every executor gives the same records.
-                linear = self._perturbation(rng, beta, (s, D))
+                linear = self._perturbation(ctx.noise, beta, (s, D))
                 records, results = self._samples(history, linear, time_limit, gap, executor, workers, ctx, prev)
                 prev = records
                 for r in results:
@@ -327,7 +334,7 @@ class FEM(Mechanism):
                 err = true - synth
                 # Score q(D) - q(D̂^t) on Q, and on ¬Q the negation (¬q(D) - ¬q(D̂) = -(q(D) - q(D̂))).
                 scores = np.concatenate([err, -err])
-                q = exponential_mechanism(rng, scores, eps0, 1.0 / n)
+                q = ctx.noise.exponential_mechanism(scores, eps0, 1.0 / n)
                 history = self._add_query(history, workload, q)
                 if t > burn:
                     kept.append(records)
@@ -395,9 +402,9 @@ class FEM(Mechanism):
         )
 
     # ------------------------------------------------------------ pieces
-    def _perturbation(self, rng: np.random.Generator, scale: float, size) -> np.ndarray:
+    def _perturbation(self, noise: Randomness, scale: float, size) -> np.ndarray:
         # seed 001 Alg. 2: maximise sum q_i(x) - <x, σ>, σ ~ Exp(β)^D.
-        return -rng.exponential(scale, size=size)
+        return -noise.exponential(scale, size)
 
     @staticmethod
     def _add_query(history: ClauseHistory, workload, q: int) -> ClauseHistory:
@@ -428,7 +435,7 @@ class FEM(Mechanism):
             # A few contiguous chunks per worker: each task reuses its worker's cached model.
             n_chunks = min(s, 2 * workers)
             bounds = np.linspace(0, s, n_chunks + 1).astype(int)
-            tasks = [FTPLBatch(history, linear[a:b], time_limit, gap, warm) for a, b in zip(bounds[:-1], bounds[1:])]
+            tasks = [FTPLBatch(history, linear[a:b], time_limit, gap, warm) for a, b in itertools.pairwise(bounds)]
             results = list(itertools.chain.from_iterable(executor.map(solve_batch, tasks)))
             ctx.check_cancel()
         records = np.stack([r.record for r in results]).astype(np.int64)
@@ -460,6 +467,6 @@ class SepFEM(FEM):
     )
     perturbation = "laplace"
 
-    def _perturbation(self, rng: np.random.Generator, scale: float, size) -> np.ndarray:
+    def _perturbation(self, noise: Randomness, scale: float, size) -> np.ndarray:
         # seed 001 Alg. 3: maximise sum q_i(x) + sum_k σ_k x_k, σ_k ~ Lap(η) on the D literals.
-        return rng.laplace(0.0, scale, size=size)
+        return noise.bulk_laplace(scale, size)

@@ -16,8 +16,12 @@ datasets for which it is possible to maintain a distribution over records, MWEM
 likely remains the state of the art").
 
 Privacy guarantee: pure ε-DP (δ = 0) by basic composition of T rounds, each an
-(ε/2T)-DP exponential mechanism plus an (ε/2T)-DP Laplace measurement; the MW
-updates and the sampling are post-processing.  Replace-one neighbours.  No oracle.
+(ε/2T)-DP exponential mechanism plus an (ε/2T)-DP measurement; the MW updates and the
+sampling are post-processing.  Replace-one neighbours.  No oracle.  Both draws come from
+``ctx.noise``: the selection is OpenDP's exponential mechanism (report-noisy-max with Gumbel
+noise), the measurement is exact: the selected cell's integer count plus discrete Laplace noise
+of scale 2T/ε in count units (the geometric mechanism, (ε/2T)-DP for a count of sensitivity 1),
+divided by n.
 """
 
 from __future__ import annotations
@@ -27,8 +31,9 @@ import math
 import numpy as np
 
 from ..errors import DomainError
-from ..privacy import check_budget, exponential_mechanism
+from ..privacy import check_budget
 from .base import Budget, Mechanism, MechanismResult, Param, RunContext, SpendRecord
+from .direct import integer_counts
 
 #: Default refusal threshold: 10^7 records is 80 MB of float64 weights.
 DEFAULT_MAX_DOMAIN = 10_000_000
@@ -118,6 +123,7 @@ class MWEM(Mechanism):
         n, T = dataset.n, plan["rounds"]
         eps_half = budget.epsilon / (2.0 * T)
         true = workload.answers(dataset.codes)
+        counts = integer_counts(true, n)
         shape = workload.domain.shape
         A = np.full(shape, 1.0 / math.prod(shape))
         measured: list[tuple[int, float]] = []
@@ -126,8 +132,8 @@ class MWEM(Mechanism):
             ctx.check_cancel()
             est = distribution_answers(workload, A)
             err = np.abs(true - est)
-            q = exponential_mechanism(ctx.rng, err, eps_half, 1.0 / n)  # ε/2T, sensitivity 1/n
-            m = true[q] + ctx.rng.laplace(0.0, 1.0 / (n * eps_half))  # ε/2T
+            q = ctx.noise.exponential_mechanism(err, eps_half, 1.0 / n)  # ε/2T, sensitivity 1/n
+            m = (counts[q] + int(ctx.noise.discrete_laplace(1.0 / eps_half, 1)[0])) / n  # ε/2T on the count
             measured.append((int(q), float(m)))
             for qid, val in measured:  # replay every measurement (Hardt et al. §3)
                 sl = cell_slice(workload, qid, A.ndim)
@@ -138,6 +144,8 @@ class MWEM(Mechanism):
                 {
                     "round": t,
                     "selected_query": workload.query_label(int(q)),
+                    "selected_qid": int(q),
+                    "measurement": float(m),  # the noisy answer (released by MWEM's analysis: DP)
                     "max_error_before": float(err.max()),
                     "mean_error_before": float(err.mean()),
                 }

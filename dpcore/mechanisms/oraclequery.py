@@ -26,8 +26,8 @@ Variants (seed 000 Theorem 10), each per round = 2 learner calls + 1 selection:
   and the selection get ε_L = ε_sel = ε₀/3.  δ = 0: basic composition, ε₀ = ε/T.
   δ > 0: zCDP, ρ = T (2·ε_L²/2 + ε_sel²/8) (pure ε ⇒ ε²/2-zCDP; EM ⇒ ε²/8-zCDP),
   CKS conversion.  The heuristic of Remark 2 / the exact-learner assumption of case 3.
-  **Oracle-dependent**: a call without SCIP's optimality certificate stops the run and
-  nothing is released.
+  **Oracle-dependent**: a call without SCIP's optimality certificate stops the run with
+  :class:`UncertifiedSolve` and nothing is released (see "Uncertified solves" below).
 * ``gaussian_rspm`` -- Thm 10 case 1: Gaussian RSPM, (ε_L, δ_L) per call with the
   calibration of :func:`dpcore.learning.rspm.gaussian_sigma`; rounds are (3ε_L, 2δ_L)
   (basic), T rounds by the better of basic composition and advanced composition
@@ -44,6 +44,24 @@ choices not fixed by seed 000 are ours and documented at their definition:
 T and s are small defaults for a 2-core machine (FEM's published s is 50–100, seed 001 §6);
 the FTPL scale η = 0.5 is sepFEM's measured default in :mod:`dpcore.mechanisms.fem`.
 Output: the union of D̂^1..D̂^T (the average play), as FEM.
+
+**Where the randomness comes from.**  Every draw is made by ``ctx.noise`` (the samplers
+module): the RSPM separator noise by OpenDP's vetted Laplace / Gaussian samplers (one vector of
+m₁ = D entries per learner call), the selection between the two candidates by OpenDP's
+exponential mechanism, PRSMA's random partition, per-run noise, count noise and final pick by
+the same source, and the data player's (s, D) FTPL perturbations by ``bulk_laplace`` (they
+protect nothing: the data player never reads D).  PRSMA's count noise stays a continuous
+(OpenDP) Laplace, not a discrete one: Thm 8's test ``T̃ > (1/ε*)(1 + ln 1/δ*)`` is analysed
+with the continuous Laplace's tail, which a discrete Laplace of the same scale can exceed by a
+factor up to 2/(1 + e^{-ε*}); the count itself is never released, only the pass/fail outcome.
+
+**Uncertified solves** ([NRW19] Thm 6; issue 12, finding 9).  Whether SCIP certifies an
+optimum depends on the data, and RSPM's guarantee holds only for certified optima.  A run of an
+RSPM variant therefore releases nothing once a call is uncertified: it raises
+:class:`UncertifiedSolve` (an :class:`~dpcore.errors.OracleError`), after the noise was drawn
+and the data read, so the run stays charged to the ledger it was reserved on.  That a run failed
+is visible, and it depends on the data: the error says so, and the robust variant
+(``oraclequery_prsma``) or the exhaustive oracle (always certified) avoids it.
 """
 
 from __future__ import annotations
@@ -51,18 +69,24 @@ from __future__ import annotations
 import itertools
 import math
 import time
+from typing import ClassVar
 
 import numpy as np
 
 from ..errors import BudgetError, OracleError, ParameterError
 from ..learning import prsma as prsma_mod
 from ..learning.rspm import gaussian_sigma
-from ..oracles.best_response import ClauseSet, OracleStats, OracleResult, best_response
-from ..privacy import advanced_composition, check_budget, eps_to_zcdp, exponential_mechanism
+from ..oracles.best_response import ClauseSet, OracleResult, OracleStats, best_response
+from ..privacy import advanced_composition, check_budget, eps_to_zcdp
+from ..privacy.samplers import Randomness
 from ..query_classes import ConjunctionClass, Conjunctions
 from .base import Budget, Mechanism, MechanismResult, Param, RunContext, SpendRecord
 
 VARIANTS = ("rspm", "gaussian_rspm", "prsma")
+
+
+class UncertifiedSolve(OracleError):
+    """An oracle-dependent learner call was not certified optimal: the run releases nothing (it stays charged)."""
 
 
 # ---------------------------------------------------------------- the learner's oracle
@@ -372,7 +396,7 @@ class OracleQuery(Mechanism):
             advanced=True,
         ),
     )
-    teaching_preset = {"k": 2, "rounds": 4, "samples": 3}
+    teaching_preset: ClassVar[dict] = {"k": 2, "rounds": 4, "samples": 3}
 
     def _variant(self, params) -> str:
         return self.fixed_variant or str(params.get("variant", "rspm"))
@@ -446,7 +470,7 @@ class OracleQuery(Mechanism):
         return worst_conjunction_ip(shape, records, weights, k, eta, time_limit=time_limit)
 
     def _learn(
-        self, variant, b, shape, real, synth, k, sign, rng, time_limit, stats, params_oracle="auto"
+        self, variant, b, shape, real, synth, k, sign, noise: Randomness, time_limit, stats, params_oracle="auto"
     ) -> np.ndarray | None:
         """One private learner call: the literal set of a conjunction minimising sign·L(S) (+ noise)."""
         n, s = real.shape[0], synth.shape[0]
@@ -455,30 +479,31 @@ class OracleQuery(Mechanism):
         base = np.concatenate([np.full(n, -1.0), np.full(s, n / s)]) * sign
         if variant in ("rspm", "gaussian_rspm"):
             if variant == "rspm":
-                eta = rng.laplace(0.0, 2.0 * m1 / b["eps_learner"], size=m1)  # seed 000 RSPM: Lap(2m/ε)
+                eta = noise.laplace(2.0 * m1 / b["eps_learner"], m1)  # seed 000 RSPM: Lap(2m/ε)
             else:
-                eta = rng.normal(0.0, gaussian_sigma(m1, b["eps_learner"], b["delta_learner"]), size=m1)
+                eta = noise.gaussian(gaussian_sigma(m1, b["eps_learner"], b["delta_learner"]), m1)
             chosen, res = self._solve(params_oracle, shape, records, base, k, eta, time_limit)
             stats.add(res)
             if not res.optimal:
-                raise OracleError(
+                raise UncertifiedSolve(
                     f"SCIP did not certify the query player's optimum (status {res.status}, gap {res.gap:.3g}); "
                     f"the {variant} variant is private only for exact answers (seed 000 Thm 6), so the run stopped "
-                    "and nothing was released. Raise the time limit, lower k, or use the robust PRSMA variant."
+                    "and nothing was released. The run read the data and stays charged to the privacy ledger; "
+                    "whether a solve is certified depends on the data, so retrying is a new charged run. Raise the "
+                    "time limit, use oracle = exhaustive (always exact), lower k, or use the robust PRSMA variant."
                 )
             return chosen
         # PRSMA around Laplace RSPM (seed 000 §III.B listing; Thm 8 parameters)
         p = prsma_mod.plan(n, b["eps_learner"], b["delta_learner"])
-        perm = rng.permutation(n)[: p.parts * p.part_size].reshape(p.parts, p.part_size)
-        etas = rng.laplace(0.0, 2.0 * m1 / p.eps_prime, size=(p.parts, p.repetitions, m1))
-        z = rng.laplace(0.0, 1.0 / p.eps_star)
-        pick = rng.random()
+        perm = noise.permutation(n)[: p.parts * p.part_size].reshape(p.parts, p.part_size)
         passed, pool = 0, []
         for i, idx in enumerate(perm):
             part_records = np.concatenate([real[idx], synth])
             part_w = np.concatenate([np.full(idx.size, -1.0), np.full(s, idx.size / s)]) * sign
             outs, ok = [], True
-            for eta in etas[i]:
+            for _ in range(p.repetitions):
+                # drawn run by run: a part's runs stop at its first ⊥, and the later draws could not matter
+                eta = noise.laplace(2.0 * m1 / p.eps_prime, m1)
                 chosen, res = self._solve(params_oracle, shape, part_records, part_w, k, eta, time_limit)
                 stats.add(res)
                 if not res.optimal:  # ⊥: the part fails, its remaining runs cannot matter
@@ -488,9 +513,10 @@ class OracleQuery(Mechanism):
             if ok:
                 passed += 1
                 pool.extend(outs)
+        z = noise.laplace(1.0 / p.eps_star)  # continuous (OpenDP): Thm 8 uses its tail (module docstring)
         if passed + z <= p.threshold or not pool:
             return None  # PRSMA outputs ⊥ (a private outcome)
-        return pool[min(int(pick * len(pool)), len(pool) - 1)]
+        return pool[int(noise.integers(len(pool)))]
 
     # ------------------------------------------------------------ run
     def run(self, dataset, workload, budget, params, ctx: RunContext) -> MechanismResult:
@@ -503,7 +529,7 @@ class OracleQuery(Mechanism):
         n = dataset.n
         cls = ConjunctionClass(dataset.domain, k)
         time_limit = ctx.oracle_options.get("time_limit", 60.0)
-        rng = ctx.rng
+        noise = ctx.noise
         eta_ftpl = plan["ftpl_laplace_scale"]
         oracle = str(params.get("oracle", "auto"))
         stats, br_stats = OracleStats(), OracleStats()
@@ -517,7 +543,7 @@ class OracleQuery(Mechanism):
                 np.array([key[2] for key in chosen], bool),
                 np.array(list(chosen.values()), float),
             )
-            sigmas = rng.laplace(0.0, eta_ftpl, size=(s, D))
+            sigmas = noise.bulk_laplace(eta_ftpl, (s, D))
             ctx.check_cancel()
             # the s best responses are independent: through the executor, noise drawn above in the parent
             tasks = [(shape, clauses, sigmas[j], time_limit) for j in range(s)]
@@ -532,10 +558,10 @@ class OracleQuery(Mechanism):
             rows.append(synth)
             # query player: the worst conjunction for D̂^t, privately, on each side of the negation
             ctx.check_cancel()
-            pos = self._learn(variant, b, shape, dataset.codes, synth, k, +1.0, rng, time_limit, stats, oracle)
+            pos = self._learn(variant, b, shape, dataset.codes, synth, k, +1.0, noise, time_limit, stats, oracle)
             ctx.check_cancel()
-            neg = self._learn(variant, b, shape, dataset.codes, synth, k, -1.0, rng, time_limit, stats, oracle)
-            cands, labels = [], []
+            neg = self._learn(variant, b, shape, dataset.codes, synth, k, -1.0, noise, time_limit, stats, oracle)
+            cands = []
             for lits, negated in ((pos, False), (neg, True)):
                 if lits is not None and lits.size:
                     q = conjunction_from_literals(shape, lits, k)
@@ -548,7 +574,7 @@ class OracleQuery(Mechanism):
                     np.concatenate([c.negated for c in cands]),
                 )
                 err = cls.answers(dataset.codes, batch, check=False) - cls.answers(synth, batch, check=False)
-                i = exponential_mechanism(rng, err, b["eps_select"], 1.0 / n) if len(cands) > 1 else 0
+                i = noise.exponential_mechanism(err, b["eps_select"], 1.0 / n) if len(cands) > 1 else 0
                 q = batch.take([i])
                 key = (
                     tuple(int(a) for a in q.attrs[0] if a >= 0),

@@ -22,7 +22,10 @@ synopsis that answers any member of the class, not rows.
 Privacy: ε-DP (pure; δ = 0) through the threshold oracle alone (seed 002 Lemma 4.1:
 b distinct queries, each f^D(q) of sensitivity 1/n under replace-one neighbours, each
 with Laplace noise of scale b/(εn), is the Laplace mechanism on a b-vector of L1
-sensitivity b/n; Lemma 4.4: nothing else reads D).  The query distribution, the
+sensitivity b/n; Lemma 4.4: nothing else reads D).  The noise is exact: the oracle
+measures the integer count n·f^D(q) and adds discrete Laplace noise of scale b/ε drawn by
+``ctx.noise`` (the geometric mechanism: a b-vector of counts of L1 sensitivity b with
+scale b/ε is ε-DP), then divides by n.  The query distribution, the
 learner and the synopsis are post-processing.  Robust: no solver result can change
 the privacy guarantee.
 
@@ -42,13 +45,16 @@ from __future__ import annotations
 import itertools
 import math
 import time
+from typing import ClassVar
 
 import numpy as np
 
 from ..errors import BudgetError, OracleError, ParameterError
 from ..privacy import check_budget
+from ..privacy.samplers import Randomness
 from ..query_classes import ConjunctionClass, Conjunctions, as_conjunctions
 from .base import Budget, Mechanism, MechanismResult, Param, RunContext, SpendRecord
+from .direct import integer_counts
 
 #: The oracle's answer "too close to the threshold to say" (⊥ in seed 002 Fig. 1).
 BOTTOM = -1
@@ -79,7 +85,7 @@ class ThresholdOracle:
         epsilon: float,
         alpha: float,
         bound: int,
-        rng: np.random.Generator,
+        noise: Randomness,
     ) -> None:
         if epsilon <= 0 or alpha <= 0 or bound < 1:
             raise ParameterError("The threshold oracle needs ε > 0, α > 0 and a query bound ≥ 1.")
@@ -90,8 +96,9 @@ class ThresholdOracle:
         self.alpha = float(alpha)
         self.bound = int(bound)
         self.scale = self.bound / (self.epsilon * self.n)  # seed 002 Fig. 1: Lap(b / εn)
+        self.scale_counts = self.bound / self.epsilon  # the same scale in count units
         self.band = 2.0 * self.alpha / 3.0  # ⊥ when |A_q − t| < 2α/3
-        self._rng = rng
+        self._noise = noise
         self._noisy: dict[bytes, float] = {}
         self.terminated = False
 
@@ -101,7 +108,7 @@ class ThresholdOracle:
 
     def _values(self, q: Conjunctions) -> np.ndarray:
         """A_q for each query, NaN where the oracle refuses (bound reached)."""
-        keys = [row.tobytes() for row in q.keys()]
+        keys = [row.tobytes() for row in q.keys()]  # noqa: SIM118 (Conjunctions.keys, not a dict)
         out = np.full(len(keys), np.nan)
         if self.terminated:
             return out
@@ -118,9 +125,9 @@ class ThresholdOracle:
             new_pos.append(i)
             new_keys.append(key)
         if new_pos:
-            true = self._class.answers(self._codes, q.take(np.array(new_pos)), check=False)
-            noise = self._rng.laplace(0.0, self.scale, size=len(new_pos))
-            for key, a in zip(new_keys, true + noise):
+            counts = integer_counts(self._class.answers(self._codes, q.take(np.array(new_pos)), check=False), self.n)
+            noisy = (counts + self._noise.discrete_laplace(self.scale_counts, len(new_pos))) / self.n
+            for key, a in zip(new_keys, noisy):
                 self._noisy[key] = float(a)
         for i in range(stop):
             out[i] = self._noisy[keys[i]]
@@ -472,13 +479,13 @@ class PrivLearn(Mechanism):
             advanced=True,
         ),
     )
-    teaching_preset = {"k": 2, "alpha": 0.2, "degree": 2}
+    teaching_preset: ClassVar[dict] = {"k": 2, "alpha": 0.2, "degree": 2}
 
     # ------------------------------------------------------------ planning
     @staticmethod
     def max_queries(epsilon: float, n: int, n_thresholds: int) -> int:
         """Largest b whose Laplace scale b/(εn) is at most the threshold spacing 1/(k_T + 1)."""
-        return int(math.floor(epsilon * n / (n_thresholds + 1)))
+        return math.floor(epsilon * n / (n_thresholds + 1))
 
     def plan(self, n, workload, budget: Budget, params) -> dict:
         check_budget(budget.epsilon, budget.delta)
@@ -559,7 +566,7 @@ class PrivLearn(Mechanism):
         cls = ConjunctionClass(dataset.domain, k)
         rng = ctx.rng
         # Step 2: b query descriptions from G = mixture of the workload's cells and the uniform class (public).
-        n_wl = int(round(float(params["workload_share"]) * b))
+        n_wl = round(float(params["workload_share"]) * b)
         parts = []
         if n_wl:
             cells = Conjunctions.from_workload(workload)
@@ -572,7 +579,7 @@ class PrivLearn(Mechanism):
             np.concatenate([p.negated for p in parts]),
         )
         # Step 1: the oracle, TO(D, α/7, b) -- the only object that reads dataset.codes.
-        oracle = ThresholdOracle(dataset.codes, cls, budget.epsilon, alpha / 7.0, b, rng)
+        oracle = ThresholdOracle(dataset.codes, cls, budget.epsilon, alpha / 7.0, b, ctx.noise)
         keys = monomial_keys(cls, sample, degree)
         thresholds = np.arange(1, n_thr + 1) / (n_thr + 1.0)
         hypotheses, trace, constant = [], [], None

@@ -55,7 +55,7 @@ class ClauseHistory:
     def __len__(self) -> int:
         return len(self.attrs)
 
-    def add(self, attrs, values, negated: bool) -> "ClauseHistory":
+    def add(self, attrs, values, negated: bool) -> ClauseHistory:
         """The history with one more selection of the clause (attrs = values), negated or not."""
         attrs = tuple(int(a) for a in attrs)
         values = tuple(int(v) for v in values)
@@ -261,7 +261,7 @@ WARM = False
 REDUCED = True
 
 #: key -> model, a few most recent runs per worker process (bounded memory).
-_MODELS: "OrderedDict[str, _Model]" = OrderedDict()
+_MODELS: OrderedDict[str, _Model] = OrderedDict()
 _MAX_MODELS = 4
 
 
@@ -352,16 +352,18 @@ def replay(shape, steps, samples: int, scale: float, seed: int = 0, perturbation
     change in machine load hits them alike.  All see the same noise; the records must agree.
     """
     global TUNED, WARM, REDUCED
+    from ..privacy.samplers import Randomness
     from .best_response import ClauseSet, best_response
 
-    rng = np.random.default_rng(seed)
+    # A speed measurement on a recorded run (no private data is read): a seeded source, as in FEM's demos.
+    draws = Randomness(seed)
     shape = tuple(int(v) for v in shape)
     D = sum(shape)
     noise = [
         (
-            -rng.exponential(scale, (samples, D))
+            -draws.exponential(scale, (samples, D))
             if perturbation == "exponential"
-            else rng.laplace(0.0, scale, (samples, D))
+            else draws.bulk_laplace(scale, (samples, D))
         )
         for _ in steps
     ]
@@ -411,7 +413,8 @@ if __name__ == "__main__":  # python -m dpcore.oracles.ftpl REPORT.json SHAPE_JS
     import json
     import sys
 
-    report = json.load(open(sys.argv[1]))
+    with open(sys.argv[1]) as fh:
+        report = json.load(fh)
     trace = report["internal_evaluation"]["trace"]
     steps = [(tuple(r["clause_attrs"]), tuple(r["clause_values"]), bool(r["clause_negated"])) for r in trace]
     pub = report["release_card"]["derived_public_parameters"]
