@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+import tempfile
 from pathlib import Path
 
 import numpy as np
@@ -10,6 +12,9 @@ import pytest
 
 from dpcore.data import Dataset, bundled_adult
 from dpcore.domain import Attribute, Domain
+
+# Every test (and every CLI or app process a test starts) charges a throwaway workspace, never the user's.
+os.environ["DPCORE_WORKSPACE"] = tempfile.mkdtemp(prefix="dpcore-test-workspace-")
 
 ROOT = Path(__file__).resolve().parent.parent
 SHARED_DATA = ROOT.parent / "shared" / "data"
@@ -78,3 +83,11 @@ def random_table() -> pd.DataFrame:
             "flag": rng.choice(["y", "n"], 200),
         }
     )
+
+
+@pytest.fixture
+def workspace(tmp_path):
+    """A fresh, empty workspace folder."""
+    from dpcore.workspace import Workspace
+
+    return Workspace(tmp_path / "ws")
