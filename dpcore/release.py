@@ -1,22 +1,26 @@
-"""Run one mechanism end to end: Dataset + Workload + budget -> :class:`Release`.
+"""Run one mechanism end to end: Dataset + Workload + budget -> (:class:`Release`, :class:`InternalEvaluation`).
 
-The release keeps two reports apart (see :mod:`dpcore.report`):
+Two objects, kept apart (see :mod:`dpcore.report`):
 
-* the **public release card** -- mechanism, parameters, ε, δ, the neighbour
-  relation, the accountant, the domain and its provenance.  Only public inputs and
-  quantities derived from them.  Never the RNG seed, never an error figure;
-* the **internal evaluation** -- errors measured on the private data, the per-round
-  trace and oracle statistics.  Not differentially private: for the data owner only.
+* :class:`Release` -- what may be published: the **public release card** (mechanism, parameters, ε, δ, the
+  neighbour relation, the accountant, the schema and its provenance, and the guarantee) and the released rows,
+  answers or synopsis.  Only public inputs and quantities derived from them.  Never the RNG seed, an error
+  figure, a timing or a solver statistic;
+* :class:`InternalEvaluation` -- errors measured on the private data, the true answers, the per-round trace and
+  oracle statistics.  Not differentially private: for the data owner only.
 
-A run that fails or is cancelled raises; no Release (and no card) exists for it and
-nothing is written to the ledger.
+The privacy ledger is charged BEFORE the mechanism touches the data (:meth:`dpcore.privacy.ledger.Ledger.reserve`,
+which also enforces the dataset's cap); a run that then fails or is cancelled stays charged.  A run with a fixed
+seed is a demo: it is charged too (it read the data) and its card says its guarantee is "none".
 """
 
 from __future__ import annotations
 
 import threading
 import time
+import uuid
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -24,51 +28,82 @@ import pandas as pd
 from .errors import BudgetError, DPCoreError
 from .mechanisms import registry
 from .mechanisms.base import Budget, MechanismResult, RunContext
-from .privacy import PrivacyLedger, Spend, check_budget, default_delta
+from .privacy import check_budget, default_delta
 from .privacy.samplers import Randomness
-from .report import evaluation_report, release_card
+from .report import INTERNAL_LABEL, evaluation_report, release_card
 from .workload import Workload, uniform_baseline
 
 
 @dataclass
 class Release:
+    """The public output of one run: what may be published, with its card."""
+
+    run_id: str
     mechanism: str
     params: dict
     budget: Budget
     delta_defaulted: bool
-    result: MechanismResult
     dataset_name: str
     dataset_id: str
     n: int
     workload: Workload
-    true_answers: np.ndarray
-    released_answers: np.ndarray | None
-    seconds: float
     card: dict
-    evaluation: dict
-    ledger_entries: list[Spend] = field(default_factory=list)
+    guarantee: str
+    seconds: float
+    rows: np.ndarray | None = None
+    weights: np.ndarray | None = None
+    #: Answers to the workload: released directly, or computed from the released rows (post-processing).
+    answers: np.ndarray | None = None
+    synopsis: Any = None
+    model: Any = None
+    public: dict = field(default_factory=dict)
+    #: What the run's accountant charged, step by step (public: functions of public parameters).
+    spends: list = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
 
     @property
-    def rows(self) -> np.ndarray | None:
-        return self.result.rows
+    def demo(self) -> bool:
+        return self.guarantee == "none"
 
     def decoded_rows(self, numeric: str = "interval", rng: np.random.Generator | None = None) -> pd.DataFrame | None:
-        if self.result.rows is None:
+        if self.rows is None:
             return None
-        return self.workload.domain.decode(self.result.rows, numeric, rng)
+        return self.workload.domain.decode(self.rows, numeric, rng)
 
     def synthetic_csv(self, numeric: str = "interval") -> bytes:
         df = self.decoded_rows(numeric)
         if df is None:
-            return answers_table(self.workload, self.released_answers).to_csv(index=False).encode()
+            return answers_table(self.workload, self.answers).to_csv(index=False).encode()
         return df.to_csv(index=False).encode()
+
+    def write_synthetic_csv(self, path, chunk_rows: int = 500_000) -> None:
+        """Write the synthetic rows (or the released answers) as CSV to ``path``, a chunk at a time, so a
+        release of millions of rows never sits in memory as text."""
+        if self.rows is None:
+            answers_table(self.workload, self.answers).to_csv(path, index=False)
+            return
+        with open(path, "w", newline="", encoding="utf-8") as fh:
+            for start in range(0, max(1, self.rows.shape[0]), chunk_rows):
+                part = self.workload.domain.decode(self.rows[start : start + chunk_rows], "interval")
+                part.to_csv(fh, index=False, header=start == 0)
 
     def synopsis_json(self) -> dict | None:
         """The released synopsis (public: DP-derived numbers and public parameters only)."""
-        return None if self.result.synopsis is None else self.result.synopsis.to_json()
+        return None if self.synopsis is None else self.synopsis.to_json()
+
+
+@dataclass
+class InternalEvaluation:
+    """INTERNAL: how close the release is to the private data.  Not differentially private — never publish."""
+
+    report: dict
+    true_answers: np.ndarray
+    released_answers: np.ndarray | None
+    label: str = INTERNAL_LABEL
 
     def errors(self) -> np.ndarray:
+        if self.released_answers is None:
+            raise DPCoreError("This release has no answers to compare.")
         return np.abs(self.true_answers - self.released_answers)
 
 
@@ -129,6 +164,16 @@ def plan_release(
     return mech_cls().plan(dataset_n, workload, budget, mech_cls.validate_params(params))
 
 
+#: Marker for "use the ledger of the default workspace" (``--workspace`` / $DPCORE_WORKSPACE / user folder).
+DEFAULT_LEDGER: Any = object()
+
+
+def default_ledger():
+    from .privacy.ledger import Ledger
+
+    return Ledger()
+
+
 def run_release(
     dataset,
     workload: Workload,
@@ -142,15 +187,21 @@ def run_release(
     cancel: threading.Event | None = None,
     oracle_options: dict | None = None,
     executor=None,
-    ledger: PrivacyLedger | None = None,
+    ledger=DEFAULT_LEDGER,
+    run_id: str | None = None,
+    budget_cap: float | None = None,
     n_rows: int | None = None,
     class_width: int | None = None,
-) -> Release:
-    """Run ``mechanism`` and build the release.  ``seed=None`` draws from OS entropy.
+) -> tuple[Release, InternalEvaluation]:
+    """Run ``mechanism`` and build the release and its internal evaluation.
 
-    ``class_width`` = k also evaluates the release on the implicit class of all
-    conjunctions of width ≤ k (internal, sampled); mechanisms that answer that class
-    directly (a parameter ``k``) get k unless ``params`` sets it.
+    ``seed=None`` (every real release) draws privacy noise from the cryptographic source; a seed makes the run
+    a reproducible demo whose card says its guarantee is "none".  ``ledger`` is the workspace ledger charged
+    before the data is touched (default: the default workspace's); ``None`` charges nothing and is for
+    benchmarks and tests only.  ``budget_cap`` sets the dataset's ε cap (the CLI's ``--budget``).
+    ``class_width`` = k also evaluates the release on the implicit class of all conjunctions of width ≤ k
+    (internal, sampled); mechanisms that answer that class directly (a parameter ``k``) get k unless ``params``
+    sets it.
     """
     mech_cls = registry.get(mechanism)
     if workload.domain != dataset.domain:
@@ -165,26 +216,40 @@ def run_release(
             raise DPCoreError(f"{mech_cls.title} does not let you choose the number of rows.")
         vparams["rows"] = mech_cls.param("rows").validate(n_rows)
     mech = mech_cls()
-    mech.plan(dataset.n, workload, budget, vparams)  # fail fast on impossible budgets
+    mech.plan(dataset.n, workload, budget, vparams)  # fail fast on impossible budgets (public figures only)
+    run_id = run_id or new_run_id()
+    if ledger is DEFAULT_LEDGER:
+        ledger = default_ledger()
+    if ledger is not None:  # charged before the mechanism reads a single row
+        ledger.reserve(
+            dataset=dataset.ledger_key,
+            name=dataset.name,
+            n=dataset.n,
+            run=run_id,
+            mechanism=mech_cls.name,
+            epsilon=budget.epsilon,
+            delta=budget.delta,
+            budget=budget_cap,
+            note="demo (fixed seed)" if seed is not None else "",
+        )
+    noise = Randomness(seed)  # None -> cryptographic; a seed makes the run a demo
     ctx = RunContext(
-        noise=Randomness(seed),  # None -> cryptographic; a seed makes the run a demo
-        progress=progress,
-        cancel=cancel,
-        oracle_options=dict(oracle_options or {}),
-        executor=executor,
+        noise=noise, progress=progress, cancel=cancel, oracle_options=dict(oracle_options or {}), executor=executor
     )
     t0 = time.perf_counter()
     result = mech.run(dataset, workload, budget, vparams, ctx)
     seconds = time.perf_counter() - t0
     _check_spent(result, budget)
+    if ledger is not None:
+        ledger.settle(run_id, result.spends, result.accountant)
 
-    true = workload.answers(dataset.codes)
     if result.rows is not None:
         released = workload.answers(result.rows, result.weights)
     elif result.answers is not None:
         released = np.asarray(result.answers, dtype=float)
     else:
         released = None
+    guarantee = noise.guarantee
     card = release_card(
         mech_cls,
         vparams,
@@ -194,8 +259,37 @@ def run_release(
         dataset,
         workload,
         n_rows_released=(None if result.rows is None else int(result.rows.shape[0])),
+        guarantee=guarantee,
     )
-    evaluation = evaluation_report(
+    rel = Release(
+        run_id=run_id,
+        mechanism=mech_cls.name,
+        params=vparams,
+        budget=budget,
+        delta_defaulted=defaulted,
+        dataset_name=dataset.name,
+        dataset_id=dataset.ledger_key,
+        n=dataset.n,
+        workload=workload,
+        card=card,
+        guarantee=guarantee,
+        seconds=seconds,
+        rows=result.rows,
+        weights=result.weights,
+        answers=released,
+        synopsis=result.synopsis,
+        model=result.model,
+        public=dict(result.public),
+        spends=list(result.spends),
+        warnings=warnings,
+    )
+    return rel, evaluate_release(dataset, workload, mech_cls, result, released, seconds, vparams, class_width)
+
+
+def evaluate_release(dataset, workload, mech_cls, result, released, seconds, vparams, class_width=None):
+    """INTERNAL: the errors of a release on the private data (not differentially private)."""
+    true = workload.answers(dataset.codes)
+    report = evaluation_report(
         mech_cls,
         workload,
         true,
@@ -207,30 +301,12 @@ def run_release(
     # A mechanism with its own class (parameter k) is measured on that class; others on the one asked.
     class_width = vparams.get("k", class_width)
     if class_width is not None and mech_cls.output in ("synopsis", "rows"):
-        evaluation["class_error"] = class_error(dataset, result, int(class_width))
-    rel = Release(
-        mechanism=mech_cls.name,
-        params=vparams,
-        budget=budget,
-        delta_defaulted=defaulted,
-        result=result,
-        dataset_name=dataset.name,
-        dataset_id=dataset.fingerprint,
-        n=dataset.n,
-        workload=workload,
-        true_answers=true,
-        released_answers=released,
-        seconds=seconds,
-        card=card,
-        evaluation=evaluation,
-        warnings=warnings,
-    )
-    if ledger is not None:
-        for s in result.spends:
-            rel.ledger_entries.append(
-                ledger.record(Spend(rel.dataset_id, mech_cls.name, s.epsilon, s.delta, s.rho, s.note))
-            )
-    return rel
+        report["class_error"] = class_error(dataset, result, int(class_width))
+    return InternalEvaluation(report=report, true_answers=true, released_answers=released)
+
+
+def new_run_id() -> str:
+    return time.strftime("%Y%m%d-%H%M%S-") + uuid.uuid4().hex[:8]
 
 
 def _check_spent(result: MechanismResult, budget: Budget) -> None:

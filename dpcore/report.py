@@ -21,6 +21,7 @@ import numpy as np
 
 from . import __version__
 from .privacy import NEIGHBOURS
+from .privacy.samplers import GUARANTEE_DP, GUARANTEE_NONE, SEEDED_REASON
 from .workload import marginal_max, marginal_tv, max_error, mean_error
 
 INTERNAL_LABEL = "INTERNAL EVALUATION — computed on the private data; NOT differentially private — do not publish."
@@ -55,12 +56,38 @@ def domain_for_card(domain) -> list[dict]:
     return out
 
 
+def promise(card: dict) -> str:
+    """'What this release promises', in plain words: the paragraph a card opens with."""
+    p = card["privacy"]
+    if p["guarantee"] == GUARANTEE_NONE:
+        return ("This is a DEMO, not a private release: it was made with a fixed random seed, so anyone who knows the "
+                "seed can reproduce the noise and remove it. It promises no privacy. Do not publish it.")
+    text = (f"Whoever sees this output learns almost nothing about any one person in the table: changing one "
+            f"person's record would change the chance of any result by at most a factor of e^{p['epsilon_spent']:g} "
+            f"≈ {math.exp(min(p['epsilon_spent'], 700)):.3g}, except with probability δ = {p['delta_spent']:.3g}. "
+            f"The table's size (n = {card['data']['n']:,}) is treated as public.")
+    if not p["robust_to_solver_failure"]:
+        text += " This mechanism's promise also needs the solver to find exact optima (see the privacy section)."
+    if card["data"].get("schema_covered") is False:
+        text += (" The value lists and bounds of some columns were read from the data without privacy: the promise "
+                 "does not cover them.")
+    return text
+
+
 def release_card(
-    mech_cls, params: dict, budget, delta_defaulted: bool, result, dataset, workload, n_rows_released: int | None
+    mech_cls,
+    params: dict,
+    budget,
+    delta_defaulted: bool,
+    result,
+    dataset,
+    workload,
+    n_rows_released: int | None,
+    guarantee: str = GUARANTEE_DP,
 ) -> dict:
     inferred = dataset.domain.inferred
     card = {
-        "format": "dpcore-release-card/1",
+        "format": "dpcore-release-card/2",
         "dpcore_version": __version__,
         "created": _dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
         "mechanism": {
@@ -87,6 +114,7 @@ def release_card(
             "accounting": mech_cls.accounting,
             "neighbouring_relation": NEIGHBOURS,
             "robust_to_solver_failure": mech_cls.privacy == "robust",
+            "guarantee": guarantee,
         },
         "data": {
             "n": dataset.n,
@@ -104,12 +132,15 @@ def release_card(
             "Error figures are computed on the private data and are deliberately not on this card.",
         ],
     }
+    if guarantee == GUARANTEE_NONE:
+        card["privacy"]["guarantee_reason"] = SEEDED_REASON
     if inferred:
+        card["data"]["schema_covered"] = False
         card["notes"].append(
             "Some value sets were read off the private data: the release is not differentially "
             "private with respect to those value sets."
         )
-    return card
+    return {"promise": promise(card), **card}
 
 
 def evaluation_report(
@@ -146,6 +177,8 @@ def card_summary(card: dict) -> str:
     """A readable plain-text summary of a release card."""
     p = card["privacy"]
     lines = [
+        "What this release promises: " + card.get("promise", ""),
+        "",
         f"Mechanism: {card['mechanism']['title']} ({card['mechanism']['source']})",
         f"Privacy: (ε = {p['epsilon_spent']:g}, δ = {p['delta_spent']:.3g})-differential privacy "
         f"[{p['accountant']}]; δ {p['delta_choice']}.",

@@ -2,6 +2,7 @@
 
 import json
 import math
+import os
 import subprocess
 import sys
 
@@ -32,7 +33,7 @@ def run_cli(*args, cwd):
         capture_output=True,
         text=True,
         timeout=300,
-        env={"PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin"},
+        env={"PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin", "DPCORE_WORKSPACE": os.environ["DPCORE_WORKSPACE"]},
     )
 
 

@@ -11,8 +11,8 @@ from dpcore.data import Dataset, load_dataset
 from dpcore.domain import infer_domain
 from dpcore.errors import BudgetError, Cancelled, DPCoreError
 from dpcore.mechanisms.base import Budget, MechanismResult
-from dpcore.privacy import PrivacyLedger
 from dpcore.cli.release import cli_report
+from dpcore.privacy.ledger import Ledger
 from dpcore.release import _check_spent, answers_table, plan_release, run_release
 from dpcore.report import INTERNAL_LABEL, card_summary
 from dpcore.workload import Workload
@@ -23,15 +23,27 @@ SEED = 918_273_645
 
 
 @pytest.fixture(scope="module")
-def release():
+def outcome(tmp_path_factory):
     ds = planted_dataset(n=1500)
     wl = Workload.all_kway(ds.domain, 2)
-    return run_release(
-        ds, wl, "dualquery", 1.0, None, {"samples": 40, "max_rounds": 8, "eta": 0.4}, seed=SEED, ledger=PrivacyLedger()
+    ledger = Ledger(str(tmp_path_factory.mktemp("ws")))
+    rel, internal = run_release(
+        ds, wl, "dualquery", 1.0, None, {"samples": 40, "max_rounds": 8, "eta": 0.4}, seed=SEED, ledger=ledger
     )
+    return rel, internal, ledger
 
 
-def test_card_has_no_seed_no_errors_no_timings(release):
+@pytest.fixture(scope="module")
+def release(outcome):
+    return outcome[0]
+
+
+@pytest.fixture(scope="module")
+def internal(outcome):
+    return outcome[1]
+
+
+def test_card_has_no_seed_no_errors_no_timings(release, internal):
     text = json.dumps(release.card, default=float)
     assert str(SEED) not in text
     keys = set(all_keys(release.card))
@@ -51,7 +63,7 @@ def test_card_has_no_seed_no_errors_no_timings(release):
     }
     assert not keys & forbidden
     # and none of the error figures appears as a value either
-    for v in (release.evaluation["max_error"], release.evaluation["mean_error"]):
+    for v in (internal.report["max_error"], internal.report["mean_error"]):
         assert repr(v) not in text
 
 
@@ -64,10 +76,12 @@ def test_card_states_the_guarantee(release):
     assert "Privacy holds even if the solver fails." in card_summary(release.card)
 
 
-def test_evaluation_is_labelled_internal(release):
-    ev = release.evaluation
+def test_evaluation_is_labelled_internal(release, internal):
+    ev = internal.report
     assert ev["label"] == INTERNAL_LABEL and "NOT differentially private" in ev["label"]
-    assert ev["max_error"] == pytest.approx(np.abs(release.true_answers - release.released_answers).max())
+    assert internal.label == INTERNAL_LABEL
+    assert ev["max_error"] == pytest.approx(internal.errors().max())
+    assert np.array_equal(internal.released_answers, release.answers)
     assert {"zeros", "uniform"} <= set(ev["baselines"]) and ev["oracle"]["calls"] == 8
     assert len(ev["trace"]) == 8 and len(ev["per_marginal"]) == release.workload.n_marginals
 
@@ -81,14 +95,35 @@ def test_rows_decode_back_to_labels(release):
     assert release.synthetic_csv().decode().splitlines()[0] == "a0,a1,a2,a3"
 
 
-def test_ledger_gets_the_spend(release):
-    assert len(release.ledger_entries) == 1
-    e = release.ledger_entries[0]
-    assert e.epsilon == release.result.epsilon_spent and e.dataset == release.dataset_id
+def test_the_release_object_carries_nothing_private(release):
+    """Private values live in the InternalEvaluation only."""
+    assert not {"true_answers", "evaluation", "result"} & set(vars(release))
 
 
-def test_cli_report_fields_and_delta_note(release):
-    rep = cli_report(release)
+def test_ledger_gets_the_spend(outcome):
+    release, _, ledger = outcome
+    entries = ledger.entries(release.dataset_id)
+    assert len(entries) == 1 and entries[0]["status"] == "settled" and entries[0]["run"] == release.run_id
+    assert entries[0]["epsilon"] == pytest.approx(release.card["privacy"]["epsilon_spent"], rel=1e-3)
+
+
+def test_seeded_release_is_a_demo_and_a_real_one_is_private(tmp_path):
+    ds = planted_dataset(n=400)
+    wl = Workload.all_kway(ds.domain, 2)
+    led = Ledger(str(tmp_path))
+    demo, _ = run_release(ds, wl, "gaussian", 1.0, seed=3, ledger=led)
+    real, _ = run_release(ds, wl, "gaussian", 1.0, ledger=led)
+    assert demo.card["privacy"]["guarantee"] == "none" and "seed" in demo.card["privacy"]["guarantee_reason"]
+    assert demo.card["promise"].startswith("This is a DEMO") and demo.demo
+    assert (
+        real.card["privacy"]["guarantee"] == "differential privacy" and "guarantee_reason" not in real.card["privacy"]
+    )
+    assert not real.demo and "DEMO" not in card_summary(real.card)
+    assert led.total(ds.ledger_key)["runs"] == 2  # a demo read the data too: it is charged
+
+
+def test_cli_report_fields_and_delta_note(release, internal):
+    rep = cli_report(release, internal)
     for key in (
         "mechanism",
         "epsilon",
@@ -106,27 +141,29 @@ def test_cli_report_fields_and_delta_note(release):
     assert INTERNAL_LABEL in rep["label"]
 
 
-def test_cancel_gives_no_release_and_no_ledger_entry():
+def test_a_cancelled_run_gives_no_release_but_stays_charged(tmp_path):
+    """It was charged before it touched the data, and it did touch it."""
     ds = planted_dataset(n=800)
     wl = Workload.all_kway(ds.domain, 2)
     ev = threading.Event()
     ev.set()
-    ledger = PrivacyLedger()
+    ledger = Ledger(str(tmp_path))
     with pytest.raises(Cancelled):
         run_release(ds, wl, "dqrs", 1.0, None, {"samples": 20}, seed=0, cancel=ev, ledger=ledger)
-    assert ledger.entries() == []
+    [entry] = ledger.entries(ds.ledger_key)
+    assert entry["status"] == "reserved" and entry["epsilon"] == 1.0 and entry["delta"] == pytest.approx(1 / 800**2)
 
 
 def test_inferred_schema_values_stay_off_the_card():
     df = pd.DataFrame({"city": ["Oslo", "Lima", "Pune", "Oslo"] * 50, "kind": ["a", "b"] * 100})
     ds = load_dataset(df, infer_domain(df), "t")
     wl = Workload.all_kway(ds.domain, 2)
-    rel = run_release(ds, wl, "gaussian", 1.0, None, seed=0)
+    rel, _ = run_release(ds, wl, "gaussian", 1.0, None, seed=0)
     text = json.dumps(rel.card)
     assert "Lima" not in text and "Pune" not in text
     assert "inferred from the private data" in rel.card["data"]["schema_provenance"]
     assert rel.card["output"]["rows"] is None
-    table = answers_table(wl, rel.released_answers)
+    table = answers_table(wl, rel.answers)
     assert len(table) == wl.n_queries and "city=Lima ∧ kind=a" in set(table["cell"])
 
 
@@ -149,3 +186,5 @@ def test_bad_inputs():
         run_release(ds, wl, "dualquery", 1.0, n_rows=10)
     with pytest.raises(BudgetError, match="smallest ε"):
         plan_release(ds.n, wl, "dualquery", 1e-6, None, {})
+    with pytest.raises(BudgetError, match="1/n"):
+        run_release(ds, wl, "gaussian", 1.0, 0.5)

@@ -13,8 +13,8 @@ from .conftest import planted_dataset
 def test_synopsis_release_has_class_error_and_public_synopsis():
     ds = planted_dataset(n=3000, shape=(3, 2, 4, 3))
     wl = Workload.all_kway(ds.domain, 2)
-    rel = run_release(ds, wl, "privlearn", 50.0, params={"k": 2, "alpha": 0.2}, seed=0)
-    ce = rel.evaluation["class_error"]
+    rel, internal = run_release(ds, wl, "privlearn", 50.0, params={"k": 2, "alpha": 0.2}, seed=0)
+    ce = internal.report["class_error"]
     assert ce["n_samples"] == 10_000 and 0 <= ce["mean_error"] <= ce["max_error"] <= 1
     syn = rel.synopsis_json()
     text = json.dumps(syn) + json.dumps(rel.card)
@@ -26,20 +26,20 @@ def test_synopsis_release_has_class_error_and_public_synopsis():
 def test_rows_mechanism_with_a_class_width_is_measured_on_the_class():
     ds = planted_dataset(n=500, shape=(3, 2, 3))
     wl = Workload.all_kway(ds.domain, 2)
-    rel = run_release(ds, wl, "oraclequery", 50.0, params={"k": 2, "rounds": 3, "samples": 4}, seed=1)
-    assert rel.rows is not None and rel.evaluation["class_error"]["max_error"] >= 0
+    rel, internal = run_release(ds, wl, "oraclequery", 50.0, params={"k": 2, "rounds": 3, "samples": 4}, seed=1)
+    assert rel.rows is not None and internal.report["class_error"]["max_error"] >= 0
     assert "class_error" not in json.dumps(rel.card)
 
 
 def test_class_width_evaluates_any_rows_release_and_sets_k_only_where_it_exists():
     ds = planted_dataset(n=400, shape=(3, 2, 3))
     wl = Workload.all_kway(ds.domain, 2)
-    rel = run_release(ds, wl, "fem", 5.0, params={"rounds": 3, "samples": 3}, seed=0, class_width=3, executor=None)
-    assert rel.evaluation["class_error"]["class"] == "all conjunctions of width ≤ 3"
-    own = run_release(ds, wl, "privlearn", 50.0, params={"alpha": 0.2}, seed=0, class_width=2)
-    assert own.params["k"] == 2 and own.evaluation["class_error"]["class"].endswith("≤ 2")
-    answers_only = run_release(ds, wl, "gaussian", 1.0, seed=0, class_width=2)
-    assert "class_error" not in answers_only.evaluation
+    _, internal = run_release(ds, wl, "fem", 5.0, params={"rounds": 3, "samples": 3}, seed=0, class_width=3, executor=None)
+    assert internal.report["class_error"]["class"] == "all conjunctions of width ≤ 3"
+    own, own_internal = run_release(ds, wl, "privlearn", 50.0, params={"alpha": 0.2}, seed=0, class_width=2)
+    assert own.params["k"] == 2 and own_internal.report["class_error"]["class"].endswith("≤ 2")
+    _, answers_only = run_release(ds, wl, "gaussian", 1.0, seed=0, class_width=2)
+    assert "class_error" not in answers_only.report
 
 
 def test_cli_release_of_a_synopsis_over_the_implicit_class(tmp_path):
