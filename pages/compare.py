@@ -45,9 +45,9 @@ st.session_state[state.COMPARE_RUNS] = current
 titles = {r.id: r.title for r in records}
 chosen = st.multiselect("Runs", ids, key=state.COMPARE_RUNS, format_func=titles.get)
 errs = {
-    runner.find_run(i).title: runner.find_run(i).release.errors()
+    runner.find_run(i).title: runner.find_run(i).internal.errors()
     for i in chosen
-    if runner.find_run(i).release.released_answers is not None
+    if runner.find_run(i).release.answers is not None
 }
 if errs:
     st.altair_chart(charts.histogram_overlay(errs), width="stretch")

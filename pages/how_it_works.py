@@ -66,7 +66,7 @@ else:
             f"**Demo run {record.id}: {rel.seconds:.1f} s, ε spent "
             f"{fmt_eps(rel.card['privacy']['epsilon_spent'])} of 1**"
         )
-        trace = results.trace_frame(rel)
+        trace = results.trace_frame(record.internal)
         st.markdown(
             "*The game, round by round* — each row is one round: the query the query player picked and "
             "how far the synthetic data still is from the real data."
@@ -86,7 +86,7 @@ else:
         st.markdown("*The ε ledger of this run*")
         st.dataframe(teaching.ledger_steps(rel), hide_index=True)
         st.caption(f"Accountant: {rel.card['privacy']['accountant']}. {mech.accounting}")
-        ev = rel.evaluation
+        ev = record.internal.report
         if ev.get("max_error") is not None:
             st.metric(
                 "Max error at the end",

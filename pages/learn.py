@@ -35,7 +35,7 @@ DEFAULTS = {
     K + "balance": True,
     K + "test_fraction": 0.3,
     K + "max_rows": 0,
-    K + "fix_seed": True,
+    K + "fix_seed": False,  # a fixed seed makes the noise reproducible: never the default
     K + "seed": 0,
     K + "delta_custom": False,
     K + "delta": 1e-8,
@@ -229,6 +229,34 @@ def _inputs():
     return enc, epsilons, settings, rng, data, figures
 
 
+def _charge_first(figures: list[dict], runs: int) -> bool:
+    """Charge every planned run to the workspace ledger before any of them reads the data."""
+    import uuid
+
+    from dpcore.errors import BudgetError
+
+    batch = uuid.uuid4().hex[:8]
+    try:
+        for f in figures:
+            if f["privacy"] == "none":
+                continue
+            for r in range(runs):
+                state.ledger().reserve(
+                    dataset=ds.ledger_key,
+                    name=ds.name,
+                    n=ds.n,
+                    run=f"learn-{batch}-{f['method']}-{f['epsilon']:g}-{r}",
+                    mechanism=f"learn:{f['method']}",
+                    epsilon=f["epsilon"],
+                    delta=float(f.get("delta") or 0.0),
+                    note="private learning",
+                )
+    except BudgetError as exc:
+        show_error(exc)
+        return False
+    return True
+
+
 job: LearnJob | None = st.session_state.get(JOB)
 running = job is not None and not job.done
 try:
@@ -245,7 +273,9 @@ if enc is not None:
     )
     with st.expander("Public pre-run figures per method and ε"):
         st.dataframe(pd.DataFrame(figures), hide_index=True)
-    if st.button("Run", type="primary", disabled=running, icon=":material/play_arrow:"):
+    if st.button("Run", type="primary", disabled=running, icon=":material/play_arrow:") and _charge_first(
+        figures, int(runs)
+    ):
         seed = int(rng.integers(0, 2**63 - 1))
         st.session_state[JOB] = _start(
             data,
@@ -281,23 +311,6 @@ if job is not None and job.done:
         show_error(job.error)
     elif job.result is not None:
         ev = job.result
-        if not getattr(job, "charged", False):
-            # Every private run touched the training rows: charge each to the session ledger once.
-            from dpcore.privacy import Spend
-
-            for r in ev.records:
-                if r.get("epsilon_spent"):
-                    state.ledger().record(
-                        Spend(
-                            ds.fingerprint,
-                            f"learn:{r['method']}",
-                            r["epsilon_spent"],
-                            r["delta_spent"],
-                            note=f"private learning, run {r['run'] + 1}",
-                        )
-                    )
-            st.session_state.setdefault(state.DATASET_NAMES, {}).setdefault(ds.fingerprint, ds.name)
-            job.charged = True
         summary = pd.DataFrame(ev.summary())
         st.subheader("Test accuracy over ε")
         st.caption(

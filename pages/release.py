@@ -149,7 +149,7 @@ else:
     for w in check_budget(epsilon, delta if delta is not None else d_default, dataset.n):
         show_warning(w)
     d_used = d_default if delta is None else delta
-    tot = state.ledger().total(dataset.fingerprint)
+    tot = state.ledger().total(dataset.ledger_key)
     p1, p2, p3 = st.columns(3)
     p1.metric(
         "This run spends at most",
@@ -161,16 +161,16 @@ else:
     )
     p2.metric(
         "Spent on this dataset so far",
-        f"ε = {fmt_eps(tot['epsilon_basic'])}",
-        f"δ = {fmt_delta(tot['delta_basic'])} · {tot['runs']} run(s)",
+        f"ε = {fmt_eps(tot['epsilon'])}",
+        f"δ = {fmt_delta(tot['delta'])} · {tot['runs']} run(s)",
         delta_color="off",
         delta_arrow="off",
         help="Basic composition over this session's completed runs on this exact table and schema.",
     )
     p3.metric(
         "Total after this run",
-        f"ε = {fmt_eps(tot['epsilon_basic'] + epsilon)}",
-        f"δ = {fmt_delta(tot['delta_basic'] + d_used)} (basic composition)",
+        f"ε = {fmt_eps(tot['epsilon'] + epsilon)}",
+        f"δ = {fmt_delta(tot['delta'] + d_used)} (basic composition)",
         delta_color="off",
         delta_arrow="off",
         help="Basic composition (ε's and δ's add). The sidebar also shows the zCDP total; the smaller holds.",

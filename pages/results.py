@@ -21,7 +21,7 @@ run_labels = {r.id: f"{r.title} — ε = {fmt_eps(r.release.budget.epsilon)}" fo
 st.selectbox("Run", ids, key=state.RESULT_RUN, format_func=run_labels.get)
 record = runner.find_run(state.get(state.RESULT_RUN))
 rel = record.release
-ev = rel.evaluation
+ev = record.internal.report
 card = rel.card
 
 st.caption(
@@ -94,7 +94,7 @@ with st.expander("Release card summary (public)"):
 # ---------------------------------------------------------------- internal evaluation
 st.subheader("Accuracy (internal evaluation)")
 st.warning(INTERNAL_LABEL, icon=":material/lock:")
-if rel.released_answers is None:
+if rel.answers is None:
     st.info("This mechanism's output cannot be evaluated on the workload.")
     st.stop()
 
@@ -154,7 +154,7 @@ st.caption(
 )
 
 st.markdown("**Error of every query**")
-st.altair_chart(charts.error_histogram(rel.errors()), width="stretch")
+st.altair_chart(charts.error_histogram(record.internal.errors()), width="stretch")
 st.caption("Answers are shares of rows, so an error of 0.01 means one percentage point.")
 
 st.markdown("**Error per marginal**")
@@ -171,12 +171,12 @@ st.altair_chart(charts.per_marginal_bars(ev["per_marginal"], metric), width="str
 st.markdown("**Real vs released, one marginal**")
 names = [rel.workload.marginal_name(j) for j in range(rel.workload.n_marginals)]
 j = st.selectbox("Marginal", range(len(names)), format_func=lambda i: names[i], key=f"marginal_pick:{record.id}")
-cells, n_cells = results.marginal_cells(rel, j)
+cells, n_cells = results.marginal_cells(rel, record.internal, j)
 st.altair_chart(charts.real_vs_synthetic(cells), width="stretch")
 if n_cells > len(cells):
     st.caption(f"Showing the {len(cells)} largest of {n_cells:,} cells.")
 
-trace = results.trace_frame(rel)
+trace = results.trace_frame(record.internal)
 st.markdown("**Per-round trace**")
 if trace.empty:
     st.caption("This mechanism has no rounds to trace.")

@@ -22,7 +22,8 @@ def _wait(at, timeout=90.0):
     raise TimeoutError("the learning run did not finish")
 
 
-def test_learn_page_runs_methods_and_offers_the_model():
+def test_learn_page_runs_methods_and_offers_the_model(tmp_path, monkeypatch):
+    monkeypatch.setenv("DPCORE_WORKSPACE", str(tmp_path / "ws"))
     at = AppTest.from_file(PAGE, default_timeout=60)
     at.run()
     assert not at.exception
@@ -45,11 +46,19 @@ def test_learn_page_runs_methods_and_offers_the_model():
     assert [h.value for h in at.subheader][:1] == ["Test accuracy over ε"]
     assert len(at.get("plotly_chart")) == 2
     assert at.get("download_button"), "the learned model can be downloaded"
-    # both private runs are charged to the session ledger, once, at ε = 1 each (pure ε methods)
+    # both private runs were charged to the workspace ledger before they ran, once, at ε = 1 each (pure ε)
+    from dpcore.privacy.ledger import Ledger
+
+    entries = Ledger().entries()
+    assert sorted(e["mechanism"] for e in entries) == ["learn:dplr", "learn:rspm"]
+    assert all(e["epsilon"] == 1.0 and e["delta"] == 0.0 for e in entries)
+
+
+def test_learn_page_never_fixes_the_seed_by_default():
+    """A fixed seed makes every run draw the same noise, which can then be subtracted."""
+    at = AppTest.from_file(PAGE, default_timeout=60)
     at.run()
-    entries = at.session_state["ledger"].entries()
-    assert sorted(e.mechanism for e in entries) == ["learn:dplr", "learn:rspm"]
-    assert all(e.epsilon == 1.0 and e.delta == 0.0 for e in entries)
+    assert at.session_state["learn:fix_seed"] is False
 
 
 def test_learn_page_asks_for_the_positive_class_of_a_multivalued_label():

@@ -13,7 +13,8 @@ from ui import apptest, runner, state
 
 
 @pytest.fixture
-def at():
+def at(tmp_path, monkeypatch):
+    monkeypatch.setenv("DPCORE_WORKSPACE", str(tmp_path / "ws"))  # each test its own workspace and ledger
     with apptest.navigation_only():
         app = apptest.new_app().run()
         app.switch_page("pages/release.py").run()
@@ -50,7 +51,7 @@ def start_and_wait(app, timeout=60.0):
 
 
 def ledger(app):
-    return app.session_state[state.LEDGER].entries() if state.LEDGER in app.session_state else []
+    return state.ledger().entries()
 
 
 @pytest.mark.parametrize("epsilon", [0.0, -1.0])
@@ -75,13 +76,13 @@ def test_gaussian_release_results_and_downloads(at):
     job = start_and_wait(at)
     assert job.record is not None and errors(at) == []
     assert any("Run 1 finished" in s.value for s in at.success)
-    assert len(ledger(at)) == 1 and ledger(at)[0].epsilon == pytest.approx(1.0)
+    assert len(ledger(at)) == 1 and ledger(at)[0]["epsilon"] == pytest.approx(1.0)
 
     at.switch_page("pages/results.py").run()
     assert not at.exception and errors(at) == []
     labels = {m.label: m.value for m in at.metric}
     rel = job.release
-    assert labels["Max error"] == f"{rel.evaluation['max_error']:.4f}"
+    assert labels["Max error"] == f"{job.internal.report['max_error']:.4f}"
     assert labels["Direct Gaussian (max)"] == "—"  # the run is the yardstick itself
     assert any(INTERNAL_LABEL in w.value for w in at.warning)
     record = at.session_state[state.RUNS][0]
@@ -105,8 +106,8 @@ def test_fem_release_has_rows_and_the_yardstick_is_not_charged(at):
     record = at.session_state[state.RUNS][0]
     rel = record.release
     assert "max_error" in record.yardstick  # the internal what-if was computed ...
-    assert len(ledger(at)) == len(rel.result.spends)  # ... and not charged
-    assert sum(e.epsilon for e in ledger(at)) <= 1.0 + 1e-9
+    assert len(ledger(at)) == len(rel.spends)  # ... and not charged
+    assert sum(e["epsilon"] for e in ledger(at)) <= 1.0 + 1e-9
     rows = pd.read_csv(io.BytesIO(record.downloads["synthetic"]))
     assert list(rows.columns) == rel.workload.domain.names
     assert len(rows) == rel.rows.shape[0] > 0
@@ -115,7 +116,7 @@ def test_fem_release_has_rows_and_the_yardstick_is_not_charged(at):
     assert "direct Gaussian at the same ε, δ (internal what-if)" in list(headline["answers from"])
 
 
-def test_cancel_stops_the_run_releases_nothing_and_charges_nothing(at):
+def test_cancel_stops_the_run_releases_nothing_and_stays_charged(at):
     choose(at, "fem", rounds=5000, samples=50)
     at.number_input(key=state.EPSILON).set_value(50.0).run()  # enough budget for 5000 rounds
     assert errors(at) == []
@@ -131,7 +132,9 @@ def test_cancel_stops_the_run_releases_nothing_and_charges_nothing(at):
     apptest.wait_for_job(at, state.JOB, timeout=30)
     assert job.cancelled and job.release is None
     assert any("cancelled" in i.value for i in at.info)
-    assert at.session_state[state.RUNS] == [] and ledger(at) == []
+    assert at.session_state[state.RUNS] == []
+    # charged before it touched the data, and it did touch it: the charge stays
+    assert [(e["epsilon"], e["status"]) for e in ledger(at)] == [(50.0, "reserved")]
     at.switch_page("pages/results.py").run()
     assert any("No finished run yet" in i.value for i in at.info)
 
@@ -170,8 +173,8 @@ def test_compare_reset_and_session_isolation(at):
     assert list(table["mechanism"]) == ["gaussian", "laplace"]
     sidebar = at.sidebar.dataframe[0].value
     assert sidebar.loc["basic", "ε"] == "2"  # 1 + 1 under basic composition
-    assert any(c.value == "2 completed run(s)" for c in at.sidebar.caption)
-    # zCDP: the Gaussian run's ρ plus the Laplace run's ε²/2, converted at the summed δ.
+    assert any(c.value == "2 charged run(s)" for c in at.sidebar.caption)
+    # zCDP: the Gaussian run's ρ plus the Laplace run's ε²/2, converted at the fixed δ = 1/n².
     from dpcore.privacy import eps_to_zcdp, zcdp_to_eps_cks
 
     delta = 1 / 32561**2
@@ -181,7 +184,8 @@ def test_compare_reset_and_session_isolation(at):
         other = apptest.new_app().run()
         other.switch_page("pages/compare.py").run()
         assert any("No finished run yet" in i.value for i in other.info)
-        assert not other.sidebar.dataframe  # nothing spent in the other session
+        # the ledger is the workspace's, not the session's: another session sees the same total
+        assert other.sidebar.dataframe[0].value.loc["basic", "ε"] == "2"
     next(b for b in at.sidebar.button if b.label == "Reset session").click().run()
     assert not at.exception
     at.switch_page("pages/compare.py").run()
@@ -202,15 +206,15 @@ def test_teaching_preset_shows_the_game_and_the_ledger(at):
     job = apptest.wait_for_job(at, state.TEACH_JOB, timeout=60)
     assert job.record is not None, [e.value for e in at.error]
     assert job.spec["seed_fixed"] and job.kind == "teaching"
-    trace = job.release.evaluation["trace"]
+    trace = job.internal.report["trace"]
     assert len(trace) > 0
     frames = [d.value for d in at.dataframe]
     assert any(len(f) == len(trace) for f in frames)  # the round-by-round table
     steps = next(f for f in frames if "ε so far (basic)" in f.columns)
-    assert steps["ε so far (basic)"].iloc[-1] == pytest.approx(sum(s.epsilon for s in job.release.result.spends))
+    assert steps["ε so far (basic)"].iloc[-1] == pytest.approx(sum(s.epsilon for s in job.release.spends))
     assert steps["ε so far (basic)"].iloc[-1] <= 1.0 + 1e-9
     # The demo is a real run on the bundled data: it is charged to the session's ledger.
-    assert sum(e.epsilon for e in ledger(at)) == pytest.approx(steps["ε so far (basic)"].iloc[-1])
+    assert sum(e["epsilon"] for e in ledger(at)) == pytest.approx(steps["ε so far (basic)"].iloc[-1])
 
 
 def test_every_registered_mechanism_gets_its_widgets_from_its_parameter_list(at):
@@ -244,7 +248,7 @@ def test_implicit_class_workload_runs_privlearn_and_shows_the_class_error(at):
     at.switch_page("pages/results.py").run()
     assert not at.exception and errors(at) == []
     labels = {m.label: m.value for m in at.metric}
-    ce = job.release.evaluation["class_error"]
+    ce = job.internal.report["class_error"]
     assert ce["class"] == "all conjunctions of width ≤ 2"
     assert labels["Max error on sampled class queries"] == f"{ce['max_error']:.4f}"
     record = at.session_state[state.RUNS][0]

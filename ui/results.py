@@ -40,7 +40,7 @@ def yardstick(record) -> dict:
         out = {"note": "The Gaussian yardstick needs δ > 0; this run used δ = 0."}
     else:
         try:
-            what_if = run_release(
+            what_if, what_if_eval = run_release(
                 record.dataset,
                 rel.workload,
                 "gaussian",
@@ -50,7 +50,7 @@ def yardstick(record) -> dict:
                 seed=None,
                 ledger=None,
             )
-            out = {"max_error": what_if.evaluation["max_error"], "mean_error": what_if.evaluation["mean_error"]}
+            out = {"max_error": what_if_eval.report["max_error"], "mean_error": what_if_eval.report["mean_error"]}
         except DPCoreError as exc:
             out = {"note": f"The yardstick could not be computed: {exc}"}
     record.yardstick = out
@@ -58,7 +58,7 @@ def yardstick(record) -> dict:
 
 
 def headline(record) -> pd.DataFrame:
-    ev = record.release.evaluation
+    ev = record.internal.report
     rows = [{"answers from": "this release", "max error": ev["max_error"], "mean error": ev["mean_error"]}]
     for name, label in (("zeros", "all zeros (release nothing)"), ("uniform", "uniform distribution")):
         b = ev["baselines"].get(name)
@@ -76,13 +76,13 @@ def headline(record) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
-def marginal_cells(release, j: int) -> tuple[pd.DataFrame, int]:
+def marginal_cells(release, internal, j: int) -> tuple[pd.DataFrame, int]:
     """Real and released shares of marginal j's cells (the largest MAX_CELLS_SHOWN by real share)."""
     wl = release.workload
     m = wl.marginals[j]
     labels = [wl.domain[a].labels() for a in m]
-    real = wl.marginal_table(release.true_answers, j).ravel()
-    est = wl.marginal_table(release.released_answers, j).ravel()
+    real = wl.marginal_table(internal.true_answers, j).ravel()
+    est = wl.marginal_table(release.answers, j).ravel()
     shape = wl.marginal_shape(j)
     order = np.argsort(-np.maximum(real, est), kind="stable")[:MAX_CELLS_SHOWN]
     cells = []
@@ -92,9 +92,9 @@ def marginal_cells(release, j: int) -> tuple[pd.DataFrame, int]:
     return pd.DataFrame({"cell": cells, "real": real[order], "released": est[order]}), int(real.size)
 
 
-def trace_frame(release) -> pd.DataFrame:
+def trace_frame(internal) -> pd.DataFrame:
     """The per-round trace; non-numeric columns as text (labels may hold user values)."""
-    trace = pd.DataFrame(release.evaluation.get("trace") or [])
+    trace = pd.DataFrame(internal.report.get("trace") or [])
     for col in trace.columns:
         if not pd.api.types.is_numeric_dtype(trace[col]):
             trace[col] = trace[col].map(lambda v: "" if v is None else str(v))
@@ -114,7 +114,7 @@ def downloads(record) -> dict:
     if not record.downloads:
         rel = record.release
         card = rel.card
-        ev = dict(rel.evaluation)
+        ev = dict(record.internal.report)
         ev["label"] = INTERNAL_LABEL
         record.downloads = {
             "synthetic": rel.synthetic_csv(),
@@ -132,7 +132,7 @@ def compare_table(records) -> pd.DataFrame:
     rows = []
     for r in records:
         rel = r.release
-        ev = rel.evaluation
+        ev = r.internal.report
         rows.append(
             {
                 "run": r.title,
@@ -147,7 +147,7 @@ def compare_table(records) -> pd.DataFrame:
                 "max_error": ev["max_error"],
                 "mean_error": ev["mean_error"],
                 "seconds": rel.seconds,
-                "output": (f"{rel.result.rows.shape[0]:,} rows" if rel.result.rows is not None else "answers"),
+                "output": (f"{rel.rows.shape[0]:,} rows" if rel.rows is not None else "answers"),
             }
         )
     return pd.DataFrame(rows)

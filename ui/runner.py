@@ -47,6 +47,7 @@ class RunJob:
         self.started = time.monotonic()
         self.finished: float | None = None
         self.release: Release | None = None
+        self.internal = None  # the InternalEvaluation (private: this session only)
         self.error: str | None = None
         self.cancelled = False
         self.done = False
@@ -93,6 +94,7 @@ class RunRecord:
     dataset_name: str
     spec: dict
     dataset: object = None  # the private Dataset the run used (this session only)
+    internal: object = None  # its InternalEvaluation (private: this session only)
     created: float = field(default_factory=time.time)
     yardstick: dict | None = None  # the internal direct-Gaussian what-if, computed on demand
     downloads: dict = field(default_factory=dict)  # encoded download files, built once
@@ -141,7 +143,7 @@ def start_release_job(
         try:
             if registry.get(mechanism).uses_oracle:
                 executor = executor_from_spec(executor_spec)
-            job.release = run_release(
+            job.release, job.internal = run_release(
                 dataset,
                 workload,
                 mechanism,
@@ -204,6 +206,7 @@ def collect_finished() -> None:
                 names.get(rel.dataset_id, rel.dataset_name),
                 job.spec,
                 job.dataset,
+                internal=job.internal,
             )
             state.runs().append(record)
             job.record = record

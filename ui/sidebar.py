@@ -11,22 +11,19 @@ from .text import fmt_delta, fmt_eps
 
 def ledger_tables() -> list[tuple[str, int, pd.DataFrame]]:
     """Per dataset: (name, runs, table of ε and δ under basic composition and under zCDP)."""
-    led = state.ledger()
-    names = state.get(state.DATASET_NAMES, {})
     out = []
-    for ds in led.datasets():
-        tot = led.total(ds)
+    for tot in state.ledger().summary():
         table = pd.DataFrame(
             {
-                "ε": [fmt_eps(tot["epsilon_basic"]), fmt_eps(tot["epsilon_zcdp"])],
+                "ε": [fmt_eps(tot["epsilon"]), fmt_eps(tot["epsilon_zcdp"])],
                 "δ": [
-                    fmt_delta(tot["delta_basic"]),
-                    fmt_delta(tot["delta_basic"]) if tot["epsilon_zcdp"] is not None else "—",
+                    fmt_delta(tot["delta"]),
+                    fmt_delta(tot["delta_zcdp"]) if tot["epsilon_zcdp"] is not None else "—",
                 ],
             },
             index=["basic", "zCDP"],
         )
-        out.append((names.get(ds, ds), tot["runs"], table))
+        out.append((tot["name"], tot["runs"], table))
     return out
 
 
@@ -42,12 +39,12 @@ def render(summary: dict | None) -> None:
         st.subheader(
             "Privacy ledger",
             help=(
-                "Every completed release of this session, totalled per dataset. Basic composition adds the ε's and "
-                "δ's (always valid). zCDP adds the runs' ρ (pure-ε runs count ε²/2) and converts back to ε at the "
-                "summed δ with the Canonne–Kamath–Steinke bound; it is usually tighter for many Gaussian-noise runs "
-                "and looser for a few pure-ε runs, and '—' when a run was not accounted in zCDP or no δ was spent. "
-                "Both are valid bounds: the smaller one holds. Cancelled or failed runs cost nothing: they released "
-                "nothing."
+                "Every run charged to this workspace (from the app, the CLI or Python), totalled per dataset; it "
+                "survives reloads and restarts. Basic composition adds the ε's and δ's (always valid). zCDP adds the "
+                "runs' ρ (pure-ε runs count ε²/2) and converts back to ε at δ = 1/n² with the Canonne–Kamath–Steinke "
+                "bound; it is usually tighter for many Gaussian-noise runs and '—' when a run was not accounted in "
+                "zCDP. Both are valid bounds: the smaller one holds. A run is charged before it reads the data, so a "
+                "cancelled or failed run stays charged."
             ),
         )
         tables = ledger_tables() if state.has_spent() else []
@@ -55,7 +52,7 @@ def render(summary: dict | None) -> None:
             st.caption("Nothing spent yet.")
         for name, runs, table in tables:
             st.text(name)
-            st.caption(f"{runs} completed run(s)")
+            st.caption(f"{runs} charged run(s)")
             st.dataframe(table, width="stretch")
         for key in (state.JOB, state.TEACH_JOB):
             job = st.session_state.get(key)

@@ -98,19 +98,30 @@ def get(key: str, fallback: Any = None) -> Any:
     return st.session_state.get(key, fallback)
 
 
-def ledger():
-    """This session's :class:`~dpcore.privacy.PrivacyLedger` (created on first use:
-    the accounting module pulls in scipy, which the first page does not need)."""
-    if LEDGER not in st.session_state:
-        from dpcore.privacy import PrivacyLedger
+def workspace():
+    """The workspace this server uses ($DPCORE_WORKSPACE, else the per-user data folder): shared by every
+    session of this server and by the CLI, so a reload or restart loses nothing."""
+    from dpcore.workspace import resolve
 
-        st.session_state[LEDGER] = PrivacyLedger()
-    return st.session_state[LEDGER]
+    return _open_workspace(str(resolve(None)))
+
+
+@st.cache_resource(show_spinner=False)
+def _open_workspace(path: str):
+    from dpcore.workspace import Workspace
+
+    return Workspace(path)
+
+
+def ledger():
+    """The persistent privacy ledger of the workspace (the accounting module pulls in scipy: loaded on use)."""
+    from dpcore.privacy.ledger import Ledger
+
+    return Ledger(workspace())
 
 
 def has_spent() -> bool:
-    led = st.session_state.get(LEDGER)
-    return led is not None and bool(led.entries())
+    return bool(ledger().summary())
 
 
 def job_exists() -> bool:

@@ -48,7 +48,7 @@ def preset_params(mech_cls) -> dict:
 def ledger_steps(release) -> pd.DataFrame:
     """The run's privacy spends in order, with the running total (basic composition)."""
     rows, total = [], 0.0
-    for i, s in enumerate(release.result.spends, 1):
+    for i, s in enumerate(release.spends, 1):
         total += s.epsilon
         rows.append(
             {
