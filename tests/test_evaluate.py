@@ -1,0 +1,229 @@
+"""The internal fidelity report: arithmetic on hand-computable tables, keys and labels, awkward tables."""
+
+from __future__ import annotations
+
+import json
+import math
+
+import numpy as np
+import pandas as pd
+import pytest
+from scipy.stats import spearmanr
+from scipy.stats.contingency import association
+
+from dpcore.domain import Attribute, Domain
+from dpcore.errors import DataError
+from dpcore.evaluate import COPY_RATE_LABEL, LABEL, cramers_v, evaluate, quantile_edges, tvd
+
+REAL = pd.DataFrame({"a": ["x", "x", "y", "y"], "b": ["p", "p", "q", "q"]})
+SYN = pd.DataFrame({"a": ["x", "y", "y", "y"], "b": ["p", "q", "p", "q"]})
+HOLD = pd.DataFrame({"a": ["x", "y"], "b": ["q", "q"]})
+
+
+def test_tvd_and_cramers_v_closed_forms():
+    assert tvd([0.5, 0.5], [0.25, 0.75]) == pytest.approx(0.25)
+    assert tvd([1, 0], [0, 1]) == pytest.approx(1.0)
+    # 2x2: V = |ad - bc| / sqrt((a+b)(c+d)(a+c)(b+d)) (the phi coefficient)
+    assert cramers_v(np.array([[1, 0], [1, 2]])) == pytest.approx(2 / math.sqrt(12))
+    assert cramers_v(np.array([[2, 0], [0, 2]])) == pytest.approx(1.0)
+    assert cramers_v(np.array([[1, 1], [1, 1]])) == pytest.approx(0.0)
+    assert cramers_v(np.array([[3, 4]])) == 0.0  # one category on a side: no association can show
+    rng = np.random.default_rng(0)
+    for shape in ((3, 4), (5, 2), (6, 6)):
+        t = rng.integers(1, 30, size=shape)
+        assert cramers_v(t) == pytest.approx(association(t, method="cramer"), rel=1e-12)
+
+
+def test_hand_computed_report():
+    r = evaluate(REAL, SYN, holdout=HOLD)
+    # 1-way: a is (.5, .5) vs (.25, .75) -> 0.25; b is (.5, .5) vs (.5, .5) -> 0
+    per_col = {c["column"]: c["tvd"] for c in r["one_way_tvd"]["columns"]}
+    assert per_col == pytest.approx({"a": 0.25, "b": 0.0})
+    assert r["one_way_tvd"]["mean"] == pytest.approx(0.125)
+    assert r["one_way_tvd"]["max"] == pytest.approx(0.25)
+    # 2-way: real {xp: .5, yq: .5}, synthetic {xp: .25, yq: .5, yp: .25} -> ½(.25 + 0 + .25)
+    assert r["two_way_tvd"]["mean"] == pytest.approx(0.25)
+    assert r["two_way_tvd"]["max"] == pytest.approx(0.25)
+    assert r["two_way_tvd"]["pairs"] == [{"columns": ["a", "b"], "tvd": pytest.approx(0.25)}]
+    # Cramér's V: real perfectly associated (1); synthetic [[1, 0], [1, 2]] -> 2/sqrt(12)
+    (pair,) = r["association_diff"]["pairs"]
+    assert pair["measure"] == "cramers_v"
+    assert pair["real"] == pytest.approx(1.0)
+    assert pair["synthetic"] == pytest.approx(2 / math.sqrt(12))
+    assert pair["diff"] == pytest.approx(1 - 2 / math.sqrt(12))
+    # copy rate: synthetic xp, yq, yp, yq -> 3 of 4 rows are real rows; holdout xq, yq -> 1 of 2
+    assert r["copy_rate"]["synthetic"] == pytest.approx(0.75)
+    assert r["copy_rate"]["holdout"] == pytest.approx(0.5)
+    assert r["copy_rate"]["optimistic"] is False
+    assert r["three_way_tvd"]["triples_evaluated"] == 0
+
+
+def test_keys_labels_and_json():
+    r = evaluate(REAL, SYN)
+    for key in ("one_way_tvd", "two_way_tvd", "three_way_tvd", "association_diff", "ml_efficacy", "copy_rate"):
+        assert key in r
+    for key in ("mean", "max", "pairs"):
+        assert key in r["two_way_tvd"]
+    assert r["label"] == LABEL and "INTERNAL" in r["label"] and r["internal"] is True
+    assert r["copy_rate"]["label"] == COPY_RATE_LABEL == "a sanity signal, not a privacy measure"
+    # Without a holdout the copy and ML figures come from a split of REAL and say they are optimistic.
+    assert r["copy_rate"]["optimistic"] is True and "OPTIMISTIC" in r["copy_rate"]["reference"]
+    assert "skipped" in r["ml_efficacy"]
+    json.dumps(r, allow_nan=False)
+
+
+def _mixed(n: int, seed: int, shift: float = 0.0) -> pd.DataFrame:
+    rng = np.random.default_rng(seed)
+    x = rng.normal(size=n)
+    y = (x + rng.normal(scale=0.7, size=n) + shift > 0).astype(int)
+    df = pd.DataFrame(
+        {
+            "num": x * 10 + 40,
+            "count": rng.integers(0, 200, n),
+            "cat": np.where(x > 0.3, "hi", np.where(x < -0.3, "lo", "mid")),
+            "when": pd.Timestamp("2021-01-01") + pd.to_timedelta(rng.integers(0, 700, n), unit="D"),
+            "label": np.where(y == 1, "yes", "no"),
+        }
+    )
+    df.loc[rng.random(n) < 0.05, "num"] = np.nan
+    df.loc[rng.random(n) < 0.05, "cat"] = None
+    return df
+
+
+def test_tvd_matches_explicit_crosstab_and_spearman_matches_scipy():
+    real, syn = _mixed(400, 0), _mixed(300, 1, shift=0.5)
+    schema = Domain(
+        (
+            Attribute("num", "numeric", lower=0, upper=80, bins=8, missing=True),
+            Attribute("count", "numeric", lower=0, upper=200, bins=4),
+            Attribute("cat", "categorical", ("hi", "lo", "mid"), missing=True),
+            Attribute("when", "categorical", tuple(sorted(set(real["when"].astype(str))))),
+            Attribute("label", "categorical", ("no", "yes")),
+        )
+    )
+    r = evaluate(real, syn, schema=schema)
+    assert {c["name"]: c["binned_by"] for c in r["columns"]}["num"] == "schema"
+    # cat x label, computed the slow way with pandas
+    a = real[["cat", "label"]].fillna("NA").value_counts(normalize=True)
+    b = syn[["cat", "label"]].fillna("NA").value_counts(normalize=True)
+    expected = 0.5 * a.sub(b, fill_value=0).abs().sum()
+    got = {tuple(c[:2]): c[2] for c in r["two_way_tvd"]["all"]}
+    assert got[("cat", "label")] == pytest.approx(expected, abs=1e-12)
+    # Spearman on the numeric pair (count is numeric; num has missing cells, so test count vs when on
+    # data without schema where both are numeric and complete)
+    r2 = evaluate(real[["count", "when"]], syn[["count", "when"]])
+    (pair,) = r2["association_diff"]["pairs"]
+    assert pair["measure"] == "spearman_rho"
+    rho_r = spearmanr(real["count"], real["when"].astype("int64")).statistic
+    rho_s = spearmanr(syn["count"], syn["when"].astype("int64")).statistic
+    assert pair["real"] == pytest.approx(rho_r, abs=1e-12)
+    assert pair["synthetic"] == pytest.approx(rho_s, abs=1e-12)
+
+
+def test_identical_tables_score_zero_and_ml_runs():
+    real = _mixed(600, 2)
+    r = evaluate(real, real.copy(), holdout=_mixed(300, 3), target="label")
+    assert r["one_way_tvd"]["max"] == pytest.approx(0.0)
+    assert r["two_way_tvd"]["max"] == pytest.approx(0.0)
+    assert r["three_way_tvd"]["max"] == pytest.approx(0.0)
+    assert r["association_diff"]["max"] == pytest.approx(0.0, abs=1e-12)
+    assert r["copy_rate"]["synthetic"] == pytest.approx(1.0)
+    models = r["ml_efficacy"]["models"]
+    assert set(models) == {"logistic_regression", "gradient_boosting"}
+    for m in models.values():
+        # the label is a noisy threshold of num: a model trained on real rows must beat chance clearly
+        assert m["train_on_real"]["auc"] > 0.75
+        assert m["train_on_synthetic"]["auc"] == pytest.approx(m["train_on_real"]["auc"])
+    assert r["ml_efficacy"]["optimistic"] is False
+
+
+def test_ml_efficacy_sees_a_synthetic_table_that_lost_the_signal():
+    real, hold = _mixed(800, 4), _mixed(400, 5)
+    syn = real.copy()
+    syn["label"] = np.random.default_rng(6).permutation(syn["label"].to_numpy())  # label independent of features
+    r = evaluate(real, syn, holdout=hold, target="label")
+    for m in r["ml_efficacy"]["models"].values():
+        assert m["auc_gap"] > 0.15
+
+
+def test_unseen_values_interval_labels_and_unreadable_cells():
+    real = pd.DataFrame({"age": np.arange(100) % 60 + 20, "g": ["a", "b"] * 50})
+    # dpcore decodes numeric bins as "[35, 40)" by default: those read as the interval's midpoint
+    syn = pd.DataFrame({"age": ["[20, 30)", "[70, 80]", "oops", None] * 25, "g": ["a", "c", "b", "a"] * 25})
+    r = evaluate(real, syn)
+    assert any("could not be read" in n for n in r["notes"])
+    per_col = {c["column"]: c["tvd"] for c in r["one_way_tvd"]["columns"]}
+    # g: real a .5 b .5; synthetic a .5, b .25, unseen c .25 -> ½(0 + .25 + .25)
+    assert per_col["g"] == pytest.approx(0.25)
+
+
+def test_quantile_edges_split_a_point_mass():
+    v = np.r_[np.zeros(920), np.arange(1, 81) * 100.0]
+    e = quantile_edges(v, 10)
+    assert e[0] == 0 and e.size > 3  # 0 keeps a bin, the rest is cut further
+
+
+def test_bad_input_is_a_typed_error():
+    with pytest.raises(DataError, match="missing"):
+        evaluate(REAL, SYN[["a"]])
+    with pytest.raises(DataError, match="Target"):
+        evaluate(REAL, SYN, target="nope")
+    with pytest.raises(DataError, match="no rows"):
+        evaluate(REAL, SYN.iloc[:0])
+    with pytest.raises(DataError, match="holdout"):
+        evaluate(REAL, SYN, holdout=HOLD.rename(columns={"b": "c"}))
+
+
+def test_single_column_and_constant_columns():
+    r = evaluate(pd.DataFrame({"a": [1, 1, 2]}), pd.DataFrame({"a": [2, 2, 2]}))
+    assert r["two_way_tvd"]["mean"] is None and r["two_way_tvd"]["pairs"] == []
+    assert r["one_way_tvd"]["max"] == pytest.approx(2 / 3)
+    r = evaluate(pd.DataFrame({"a": [1] * 5, "b": list("abcde")}), pd.DataFrame({"a": [1] * 5, "b": list("aaaaa")}))
+    assert r["association_diff"]["max"] == pytest.approx(0.0)  # a constant column has no association
+    json.dumps(r, allow_nan=False)
+
+
+def test_wide_table_100_rows_400_columns_is_fast_and_states_its_sample():
+    import time
+
+    rng = np.random.default_rng(0)
+
+    def table(seed):
+        g = np.random.default_rng(seed)
+        cols = {}
+        for j in range(400):
+            kind = j % 4
+            if kind == 0:
+                cols[f"c{j}"] = g.choice(["a", "b", None], 100)
+            elif kind == 1:
+                cols[f"i{j}"] = g.integers(0, 10_000, 100)
+            elif kind == 2:
+                cols[f"r{j}"] = np.where(g.random(100) < 0.1, np.nan, g.normal(size=100))
+            else:
+                cols[f"d{j}"] = (pd.Timestamp("2020-01-01") + pd.to_timedelta(g.integers(0, 999, 100), "D")).astype(str)
+        return pd.DataFrame(cols)
+
+    real, syn = table(1), table(2)
+    t0 = time.perf_counter()
+    r = evaluate(real, syn, target="c0", seed=int(rng.integers(100)))
+    assert time.perf_counter() - t0 < 60
+    two = r["two_way_tvd"]
+    assert two["pairs_total"] == 400 * 399 // 2
+    assert 0 < two["pairs_evaluated"] <= two["pairs_total"]
+    if two["sampled"]:
+        assert str(r["settings"]["seed"]) in two["sample"]
+    assert r["three_way_tvd"]["sampled"] and "seed" in r["three_way_tvd"]["sample"]
+    assert {c["kind"] for c in r["columns"]} == {"categorical", "numeric", "date"}
+    assert "matrices" not in r["association_diff"]  # too wide for the matrices
+    json.dumps(r, allow_nan=False)
+
+
+def test_pairs_sample_is_reproducible_and_stated():
+    g = np.random.default_rng(9)
+    real = pd.DataFrame({f"c{j}": g.integers(0, 3, 50) for j in range(35)})  # 595 pairs
+    syn = pd.DataFrame({f"c{j}": g.integers(0, 3, 50) for j in range(35)})
+    a = evaluate(real, syn, pair_work_budget=1, seed=3, ml=False)
+    b = evaluate(real, syn, pair_work_budget=1, seed=3, ml=False)
+    assert a["two_way_tvd"]["sampled"] and a["two_way_tvd"]["pairs_evaluated"] == 500
+    assert "seed 3" in a["two_way_tvd"]["sample"]
+    assert a["two_way_tvd"] == b["two_way_tvd"]
