@@ -67,7 +67,7 @@ def bench_implicit(args) -> dict:
                 for run in range(args.runs):
                     t0 = time.perf_counter()
                     try:
-                        rel = run_release(
+                        rel, internal = run_release(
                             ds,
                             wl,
                             m,
@@ -77,6 +77,7 @@ def bench_implicit(args) -> dict:
                             seed=run,
                             oracle_options=oracle_options,
                             executor=executor,
+                            ledger=None,  # a benchmark on public data publishes no card
                         )
                     except DPCoreError as exc:  # e.g. PRSMA's plan at δ = 1/n²: record the refusal, go on
                         print(f"{m} ε={eps:g}: refused: {exc}", flush=True)
@@ -96,11 +97,10 @@ def bench_implicit(args) -> dict:
                         )
                         break
                     secs = time.perf_counter() - t0
-                    res = rel.result
-                    if res.synopsis is not None:
-                        est = res.synopsis.answer(queries)
-                    elif res.rows is not None:
-                        est = cls.answers(res.rows, queries, res.weights, check=False)
+                    if rel.synopsis is not None:
+                        est = rel.synopsis.answer(queries)
+                    elif rel.rows is not None:
+                        est = cls.answers(rel.rows, queries, rel.weights, check=False)
                     else:
                         est = None
                     err = None if est is None else np.abs(true_q - est)
@@ -108,10 +108,10 @@ def bench_implicit(args) -> dict:
                         {
                             "class_max": None if err is None else float(err.max()),
                             "class_mean": None if err is None else float(err.mean()),
-                            "wl_max": rel.evaluation["max_error"],
-                            "wl_mean": rel.evaluation["mean_error"],
+                            "wl_max": internal.report["max_error"],
+                            "wl_mean": internal.report["mean_error"],
                             "seconds": secs,
-                            "calls": int(res.oracle_stats.get("calls", 0) or 0),
+                            "calls": int((internal.report.get("oracle") or {}).get("calls", 0) or 0),
                             "spent": rel.card["privacy"]["epsilon_spent"],
                         }
                     )
