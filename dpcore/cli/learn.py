@@ -1,7 +1,15 @@
-"""``python -m dpcore learn``: private classifiers over a grid of ε, with test accuracy per method."""
+"""``python -m dpcore learn``: private classifiers over a grid of ε, with test accuracy per method.
+
+Private by default: every run's noise comes from the cryptographic source; ``--seed`` makes the whole
+evaluation a reproducible demo whose models say their guarantee is "none".  δ must be below 1/n (n the
+table's rows; default 1/n²).  ``--models`` writes one model file per private method and ε (its first
+run, chosen without looking at accuracy), each carrying its guarantee; the non-private reference is
+never written.
+"""
 
 from __future__ import annotations
 
+import argparse
 import json
 import sys
 from pathlib import Path
@@ -9,7 +17,14 @@ from pathlib import Path
 import numpy as np
 
 from ..learning import NEIGHBOURS
-from ..learning.features import ADULT_LABEL, ADULT_POSITIVE, ADULT_SEVEN, FeatureEncoding, prepare
+from ..learning.features import (
+    ADULT_LABEL,
+    ADULT_POSITIVE,
+    ADULT_SEVEN,
+    DEFAULT_BALANCE_EPSILON,
+    FeatureEncoding,
+    prepare,
+)
 
 
 def add_parser(subparsers) -> None:
@@ -37,11 +52,31 @@ def add_parser(subparsers) -> None:
     )
     p.add_argument("--epsilons", default="0.5,1,2,4")
     p.add_argument("--runs", type=int, default=5)
-    p.add_argument("--delta", type=float, default=None, help="default 1/n² of the training set")
-    p.add_argument("--seed", type=int, default=None, help="RNG seed for a reproducible demo (default: OS entropy)")
     p.add_argument(
-        "--no-balance", action="store_true", help="keep the class ratio (default: balanced subset, as seed 003 §5)"
+        "--delta",
+        type=float,
+        default=None,
+        help="δ of the (ε, δ) methods: below 1/n, n the table's rows (default 1/n²)",
     )
+    p.add_argument(
+        "--seed",
+        type=int,
+        default=None,
+        help="fixed seed: a reproducible DEMO whose models carry no privacy guarantee (default: cryptographic noise)",
+    )
+    p.add_argument(
+        "--balance",
+        action="store_true",
+        help="train on a balanced subset ([NRVW20] §5) sized by a DP count of the positive class; each run's ε "
+        "includes that count's share and the learner runs at (ε - share)/2 (group privacy)",
+    )
+    p.add_argument(
+        "--balance-epsilon",
+        type=float,
+        default=DEFAULT_BALANCE_EPSILON,
+        help=f"ε share of the DP count behind --balance (default {DEFAULT_BALANCE_EPSILON:g})",
+    )
+    p.add_argument("--no-balance", action="store_true", help=argparse.SUPPRESS)  # the default since issue 12
     p.add_argument("--test-fraction", type=float, default=0.3)
     p.add_argument("--max-rows", type=int, default=None, help="subsample to at most this many rows first")
     p.add_argument("--bound", type=int, default=2, help="integer weights in {-bound..bound} (units of τ)")
@@ -52,7 +87,11 @@ def add_parser(subparsers) -> None:
     p.add_argument("--prsma-max-calls", type=int, default=20_000)
     p.add_argument("--executor", default="serial", help="serial (default), local, or ray[:ADDRESS]")
     p.add_argument("--out", default=None, help="write every run and the summary as JSON")
-    p.add_argument("--models", default=None, help="folder: one model JSON per method and ε (first run)")
+    p.add_argument(
+        "--models",
+        default=None,
+        help="folder: one model JSON per private method and ε (its first run), each with its guarantee",
+    )
     p.add_argument("--json", action="store_true", help="print the summary as one JSON object on the last line")
     p.add_argument("--quiet", action="store_true")
 
@@ -65,6 +104,7 @@ def load_learning_dataset(data: str, domain: str | None):
 
 def run(args) -> int:
     from ..learning.evaluate import LearnSettings, evaluate, parse_epsilons, parse_methods, plan  # scipy: load on use
+    from ..privacy.samplers import Randomness
 
     ds = load_learning_dataset(args.data, args.domain)
     is_adult = str(args.data) in ("adult", "adult_census", "bundled")
@@ -88,8 +128,17 @@ def run(args) -> int:
     enc = FeatureEncoding.build(ds.domain, label, features, positive)
     methods = parse_methods(args.methods)
     epsilons = parse_epsilons(args.epsilons)
-    rng = np.random.default_rng(args.seed)
-    data = prepare(ds, enc, rng, balance=not args.no_balance, test_fraction=args.test_fraction, max_rows=args.max_rows)
+    noise = Randomness(args.seed)  # None -> cryptographic; a seed makes every model a demo
+    rng = np.random.default_rng(args.seed)  # the split: public positions, never the data
+    data = prepare(
+        ds,
+        enc,
+        rng,
+        balance=args.balance,
+        test_fraction=args.test_fraction,
+        max_rows=args.max_rows,
+        balance_epsilon=args.balance_epsilon,
+    )
     settings = LearnSettings(
         bound=args.bound,
         tau=args.tau,
@@ -99,12 +148,23 @@ def run(args) -> int:
         lam=args.lam,
         prsma_max_calls=args.prsma_max_calls,
     )
-    figures = plan(data, methods, epsilons, settings, ds.domain)
+    figures = plan(data, methods, epsilons, settings, ds.domain)  # refuses δ ≥ 1/n, naming n and the limit
     say = (lambda *a: None) if args.quiet else (lambda *a: print(*a, file=sys.stderr))
-    say(f"training rows {data.n_train:,}, test rows {len(data.y_test):,}, features {enc.d} ({', '.join(enc.names)})")
+    if noise.seeded:
+        print(
+            "DEMO: --seed fixes the noise, so these models carry no privacy guarantee (guarantee: none).",
+            file=sys.stderr,
+        )
+    say(
+        f"table rows n = {ds.n:,}; training rows {data.n_train:,}"
+        + (" before the balanced subset's DP count" if args.balance else "")
+        + f", test rows {len(data.y_test):,}, features {enc.d} ({', '.join(enc.names)})"
+    )
     say(f"neighbours: {NEIGHBOURS}")
     calls = sum(f["oracle_calls"] for f in figures) * args.runs
     say(f"planned: {len(methods)} method(s) × {len(epsilons)} ε × {args.runs} run(s), about {calls:,} oracle calls")
+    total_eps, total_delta = _planned_cost(methods, epsilons, args.runs, settings, data.n_public)
+    say(f"privacy cost of this evaluation: ε = {total_eps:g}, δ = {total_delta:.3g} (basic composition of all runs)")
 
     def progress(done, total, message):
         say(f"  [{done}/{total}] {message}")
@@ -118,7 +178,7 @@ def run(args) -> int:
             epsilons,
             args.runs,
             settings,
-            rng,
+            noise,
             executor=None if ex.name == "serial" else ex,
             progress=progress,
         )
@@ -155,19 +215,51 @@ def run(args) -> int:
             json.dumps({**ev.to_dict(), "encoding": enc.to_dict(), "plan": figures}, indent=2, default=float)
         )
     if args.models:
-        folder = Path(args.models)
-        folder.mkdir(parents=True, exist_ok=True)
-        seen = set()
-        for r in ev.records:
-            key = (r["method"], r["epsilon"])
-            if key in seen or r.get("model") is None:
-                continue
-            seen.add(key)
-            name = f"{r['method']}_eps{r['epsilon']:g}.json" if r["epsilon"] is not None else f"{r['method']}.json"
-            (folder / name).write_text(r["model"].to_json(enc))
+        written = write_models(ev, enc, Path(args.models))
+        say(f"wrote {len(written)} model file(s) to {args.models} (the non-private reference is never written)")
     if args.json:
-        print(json.dumps({"summary": summary, "failures": fails, "n_train": ev.n_train}, default=float))
+        print(
+            json.dumps(
+                {
+                    "summary": summary,
+                    "failures": fails,
+                    "guarantee": ev.guarantee,
+                    "n_table": ev.n_table,
+                    "n_train": ev.n_train,
+                },
+                default=float,
+            )
+        )
     return 0
+
+
+def _planned_cost(methods, epsilons, runs, settings, n_table) -> tuple[float, float]:
+    from ..learning.evaluate import spent
+
+    eps = delta = 0.0
+    for m in methods:
+        if m == "nonprivate":
+            continue
+        for e in epsilons:
+            e_run, d_run = spent(m, e, settings, n_table)
+            eps += runs * e_run
+            delta += runs * d_run
+    return eps, delta
+
+
+def write_models(ev, encoding, folder: Path) -> list[Path]:
+    """One file per private (method, ε): its first run with a model, written without looking at accuracy."""
+    folder.mkdir(parents=True, exist_ok=True)
+    seen, written = set(), []
+    for r in ev.records:
+        key = (r["method"], r["epsilon"])
+        if key in seen or r.get("model") is None or r["method"] == "nonprivate" or r["epsilon"] is None:
+            continue
+        seen.add(key)
+        path = folder / f"{r['method']}_eps{r['epsilon']:g}.json"
+        path.write_text(r["model"].to_json(encoding, selected_after_test_accuracy=False))
+        written.append(path)
+    return written
 
 
 def _fmt(v) -> str:

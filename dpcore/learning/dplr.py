@@ -24,6 +24,7 @@ import numpy as np
 from scipy.optimize import minimize
 
 from ..errors import BudgetError, ParameterError
+from ..privacy.samplers import Randomness
 from .model import LearnedModel
 
 LOGISTIC_C = 0.25
@@ -41,18 +42,20 @@ def perturbation_parameters(epsilon: float, n: int, lam: float, c: float = LOGIS
     return epsilon / 2.0, c / (n * math.expm1(epsilon / 4.0)) - lam
 
 
-def draw_perturbation(rng: np.random.Generator, d: int, eps_p: float) -> np.ndarray:
-    """b with density ∝ exp(-(eps'/2)||b||): a Gamma(d, 2/eps') norm times a uniform direction."""
-    direction = rng.normal(size=d)
-    direction /= np.linalg.norm(direction)
-    return rng.gamma(shape=d, scale=2.0 / eps_p) * direction
+def draw_perturbation(source: Randomness, d: int, eps_p: float) -> np.ndarray:
+    """b with density ∝ exp(-(eps'/2)||b||): a Gamma(d, 2/eps') norm times a uniform direction.
+
+    d is a whole number, so the Gamma norm is a sum of d exponentials (exact in distribution); no vetted
+    floating-point sampler exists for either factor, so both come from the samplers module's cryptographic
+    uniforms (docs/privacy.md)."""
+    return source.gamma_integer_shape(d, 2.0 / eps_p) * source.unit_vector(d)
 
 
 def dplr(
     X: np.ndarray,
     y: np.ndarray,
     epsilon: float,
-    rng: np.random.Generator,
+    source: Randomness,
     *,
     lam: float = 1e-3,
     columns: list[str] | None = None,
@@ -62,7 +65,7 @@ def dplr(
     Z = X / math.sqrt(d)  # ||z|| <= 1 for binary x
     s = 2.0 * np.asarray(y, dtype=float) - 1.0
     eps_p, Delta = perturbation_parameters(epsilon, n, lam)
-    b = draw_perturbation(rng, d, eps_p)
+    b = draw_perturbation(source, d, eps_p)
     reg = lam + Delta
 
     def objective(f):

@@ -2,9 +2,18 @@
 
 Used by ``python -m dpcore learn``, ``python -m dpcore bench learn`` and the Learn page.  Each run
 trains on the (private) training split only; its test accuracy is an internal evaluation figure,
-not differentially private and not for publication.  Runs are independent: each gets its own
-generator seeded from the parent generator *before* any task runs, so the results do not depend on
-the executor that runs them.
+not differentially private and not for publication.
+
+Randomness (issue 12, finding 8): every run draws its noise from a
+:class:`~dpcore.privacy.samplers.Randomness` of its own.  By default each is cryptographic (made in
+the process that runs it: nothing to pass, nothing to reproduce).  Given a seeded Randomness (a
+demo), the runs' seeds are drawn from it before any run starts, so a demo's results do not depend
+on the executor -- and every model of a demo says its guarantee is "none".
+
+δ (issue 12, finding 10): δ must be below 1/n, n the table's row count (public under replace-one
+neighbours; never a count after splitting or balancing); the default is 1/n².  Every published figure
+(σ, ε′, PRSMA's parts, the training-set size) is a function of public values (finding 3; see
+:mod:`dpcore.learning.features` for the balanced option).
 """
 
 from __future__ import annotations
@@ -15,8 +24,10 @@ from dataclasses import asdict, dataclass, field
 
 import numpy as np
 
-from ..errors import Cancelled, ParameterError
+from ..errors import BudgetError, Cancelled, ParameterError
 from ..oracles.learners import check_mip_size, halfspace_oracle, loss_weights
+from ..privacy import check_delta
+from ..privacy.samplers import GUARANTEE_DP, GUARANTEE_NONE, Randomness
 from . import dplr as dplr_mod
 from . import opdisc as opdisc_mod
 from . import prsma as prsma_mod
@@ -92,7 +103,7 @@ METHODS: dict[str, MethodInfo] = {
 
 @dataclass
 class LearnSettings:
-    """Method parameters (public).  ``delta=None`` means 1/n² of the training set."""
+    """Method parameters (public).  ``delta=None`` means 1/n², n the table's row count."""
 
     bound: int = 2  # weights are integers in {-bound..bound} (units of τ)
     tau: float = 1.0
@@ -101,6 +112,21 @@ class LearnSettings:
     time_limit: float = 60.0  # seconds per SCIP call
     lam: float = 1e-3  # DP-LR regulariser
     prsma_max_calls: int = prsma_mod.DEFAULT_MAX_CALLS
+
+    def __post_init__(self) -> None:
+        if self.delta is not None:
+            d = float(self.delta)
+            if not math.isfinite(d) or not 0 < d < 1:
+                raise BudgetError(
+                    f"δ must be a number strictly between 0 and 1 (got {self.delta}); the default is 1/n²."
+                )
+
+    def delta_for(self, n: int) -> float:
+        """The run's δ for a table of ``n`` rows: the one given, refused unless below 1/n, else 1/n²."""
+        if self.delta is None:
+            return 1.0 / float(n) ** 2
+        check_delta(self.delta, n)
+        return float(self.delta)
 
     def to_dict(self) -> dict:
         return asdict(self)
@@ -127,9 +153,13 @@ def parse_epsilons(text) -> list[float]:
 def plan(
     data: LearningData, methods: list[str], epsilons: list[float], settings: LearnSettings, domain=None
 ) -> list[dict]:
-    """Public pre-run figures per method and ε; raises a typed error for runs that cannot work."""
+    """Public pre-run figures per method and ε; raises a typed error for runs that cannot work.
+
+    Every figure is a function of public values: n_train (the split's size, or 2m after a balanced draw),
+    the table's n, ε, δ and the settings.  Before a balanced draw, n_train is the whole split's (an upper
+    bound) and the learner's (ε_L, δ_L) already account for the balancing."""
     n, d = data.X_train.shape
-    delta = settings.delta if settings.delta is not None else 1.0 / n**2
+    delta = settings.delta_for(data.n_public)
     opdisc_mod.check_grid(d, settings.bound, settings.tau, settings.D)
     points = n if domain is None else min(n, data.encoding.max_distinct_points(domain))
     if any(m != "dplr" for m in methods):
@@ -138,22 +168,27 @@ def plan(
     for m in methods:
         for eps in epsilons:
             row = {"method": m, "epsilon": eps, "oracle_calls": 1, "privacy": METHODS[m].privacy}
+            if m != "nonprivate" and data.balance_epsilon is not None:
+                eps_l, delta_l = data.learner_privacy(eps, delta)
+                row.update(learner_epsilon=eps_l, learner_delta=delta_l, balance_epsilon=data.balance_epsilon)
+            else:
+                eps_l, delta_l = eps, delta
             if m == "opdisc":
                 row.update(
                     delta=delta,
-                    sigma=opdisc_mod.noise_sigma(eps, delta, settings.tau, settings.D, d + 1),
-                    sigma_paper=opdisc_mod.opdisc_sigma(eps, delta, settings.tau, settings.D),
+                    sigma=opdisc_mod.noise_sigma(eps_l, delta_l, settings.tau, settings.D, d + 1),
+                    sigma_paper=opdisc_mod.opdisc_sigma(eps_l, delta_l, settings.tau, settings.D),
                 )
             elif m in ("rspm", "rspm-gauss", "rspm-conj"):
                 kind = "conjunction" if m == "rspm-conj" else "halfspace"
                 msize = rspm_mod.separator_size(kind, d, settings.bound)
                 row.update(separator_size=msize)
                 if m == "rspm-gauss":
-                    row.update(delta=delta, sigma=rspm_mod.gaussian_sigma(msize, eps, delta))
+                    row.update(delta=delta, sigma=rspm_mod.gaussian_sigma(msize, eps_l, delta_l))
                 else:
-                    row.update(laplace_scale=rspm_mod.laplace_scale(msize, eps))
+                    row.update(laplace_scale=rspm_mod.laplace_scale(msize, eps_l))
             elif m == "prsma":
-                p = prsma_mod.plan(n, eps, delta, settings.prsma_max_calls)
+                p = prsma_mod.plan(n, eps_l, delta_l, settings.prsma_max_calls)
                 row.update(
                     delta=delta,
                     oracle_calls=p.oracle_calls,
@@ -162,7 +197,7 @@ def plan(
                     eps_prime=p.eps_prime,
                 )
             elif m == "dplr":
-                eps_p, Delta = dplr_mod.perturbation_parameters(eps, n, settings.lam)
+                eps_p, Delta = dplr_mod.perturbation_parameters(eps_l, n, settings.lam)
                 row.update(oracle_calls=0, epsilon_prime=eps_p, Delta=Delta)
             else:
                 row.update(epsilon=None)
@@ -191,44 +226,49 @@ def nonprivate(X, y, settings: LearnSettings, columns) -> LearnedModel:
 
 
 def run_one(
-    method: str, data: LearningData, epsilon: float, settings: LearnSettings, rng: np.random.Generator, executor=None
+    method: str, data: LearningData, epsilon: float, settings: LearnSettings, source: Randomness, executor=None
 ) -> tuple[LearnedModel | None, dict]:
+    """One run of ``method`` at the user's (ε, δ) on ``data``'s training rows, with noise from ``source``.
+
+    With a balanced training set the learner itself runs at (ε_L, δ_L) (features module docstring); the
+    model states the run's (ε, δ) on the table and the learner's figures among its public parameters."""
     X, y = data.X_train, data.y_train
     cols = list(data.encoding.names)
-    n = len(y)
-    delta = settings.delta if settings.delta is not None else 1.0 / n**2
+    delta = settings.delta_for(data.n_public)
+    if method == "nonprivate":
+        return nonprivate(X, y, settings, cols), {}
+    eps_l, delta_l = data.learner_privacy(epsilon, delta)
     s = settings
+    info: dict = {}
     if method == "opdisc":
-        return opdisc_mod.opdisc(
-            X, y, epsilon, delta, rng, bound=s.bound, tau=s.tau, D=s.D, time_limit=s.time_limit, columns=cols
-        ), {}
-    if method in ("rspm", "rspm-gauss"):
-        noise = "laplace" if method == "rspm" else "gaussian"
-        return rspm_mod.rspm(
+        model = opdisc_mod.opdisc(
+            X, y, eps_l, delta_l, source, bound=s.bound, tau=s.tau, D=s.D, time_limit=s.time_limit, columns=cols
+        )
+    elif method in ("rspm", "rspm-gauss"):
+        model = rspm_mod.rspm(
             X,
             y,
-            epsilon,
-            rng,
+            eps_l,
+            source,
             kind="halfspace",
             bound=s.bound,
             norm_bound=s.D / s.tau,
-            noise=noise,
-            delta=delta,
+            noise="laplace" if method == "rspm" else "gaussian",
+            delta=delta_l,
             time_limit=s.time_limit,
             columns=cols,
-        ), {}
-    if method == "rspm-conj":
+        )
+    elif method == "rspm-conj":
         # (the constant bias column never changes a conjunction's value on the data; it stays in the
         # class only so that the separator set is the same U = {1 - e_j} over all columns)
-        model = rspm_mod.rspm(X, y, epsilon, rng, kind="conjunction", time_limit=s.time_limit, columns=cols)
-        return model, {}
-    if method == "prsma":
-        return prsma_mod.prsma(
+        model = rspm_mod.rspm(X, y, eps_l, source, kind="conjunction", time_limit=s.time_limit, columns=cols)
+    elif method == "prsma":
+        model, info = prsma_mod.prsma(
             X,
             y,
-            epsilon,
-            delta,
-            rng,
+            eps_l,
+            delta_l,
+            source,
             kind="halfspace",
             bound=s.bound,
             norm_bound=s.D / s.tau,
@@ -237,36 +277,51 @@ def run_one(
             executor=executor,
             columns=cols,
         )
-    if method == "dplr":
-        return dplr_mod.dplr(X, y, epsilon, rng, lam=s.lam, columns=cols), {}
-    if method == "nonprivate":
-        return nonprivate(X, y, s, cols), {}
-    raise ParameterError(f"Unknown method {method!r}.")
+    elif method == "dplr":
+        model = dplr_mod.dplr(X, y, eps_l, source, lam=s.lam, columns=cols)
+    else:
+        raise ParameterError(f"Unknown method {method!r}.")
+    if model is not None:
+        model.seeded = source.seeded
+        if data.balance_epsilon is not None:
+            model.public.update(
+                learner_epsilon=eps_l,
+                learner_delta=model.delta,
+                balance_epsilon=data.balance_epsilon,
+                rows_per_class=data.per_class,
+            )
+            model.epsilon = float(epsilon)
+            model.delta = delta if method in APPROXIMATE_DP else 0.0
+            model.privacy += (
+                f"; on a balanced training set chosen by an ε_c = {data.balance_epsilon:g} DP count (2-stable "
+                f"selection, group privacy 2): (ε, δ) = ({epsilon:g}, {model.delta:.3g}) on the table"
+            )
+    return model, info
 
 
 def _task(task: tuple) -> dict:
     method, eps, run, seed, data, settings = task
-    return _record(method, eps, run, data, settings, np.random.default_rng(seed), None)
+    return _record(method, eps, run, data, settings, Randomness(seed), None)
 
 
 #: Methods whose guarantee is (ε, δ) rather than pure ε (see METHODS[m].guarantee).
 APPROXIMATE_DP = frozenset({"opdisc", "rspm-gauss", "prsma"})
 
 
-def spent(method: str, eps: float | None, settings, n_train: int) -> tuple[float, float]:
-    """(ε, δ) one run of ``method`` spends on the training rows; the non-private reference
-    spends nothing *released* (its model is an internal figure) and returns (0, 0)."""
+def spent(method: str, eps: float | None, settings, n_table: int) -> tuple[float, float]:
+    """(ε, δ) one run of ``method`` spends on the table (n = its row count); the non-private reference
+    spends nothing *released* (no model is ever written for it) and returns (0, 0)."""
     if method == "nonprivate" or eps is None:
         return 0.0, 0.0
-    delta = settings.delta if settings.delta is not None else 1.0 / n_train**2
+    delta = settings.delta_for(n_table)
     return float(eps), (delta if method in APPROXIMATE_DP else 0.0)
 
 
-def _record(method, eps, run, data, settings, rng, executor) -> dict:
+def _record(method, eps, run, data, settings, source: Randomness, executor) -> dict:
     t0 = time.perf_counter()
-    model, info = run_one(method, data, eps, settings, rng, executor)
+    model, info = run_one(method, data, eps, settings, source, executor)
     seconds = time.perf_counter() - t0
-    eps_spent, delta_spent = spent(method, None if method == "nonprivate" else eps, settings, data.n_train)
+    eps_spent, delta_spent = spent(method, None if method == "nonprivate" else eps, settings, data.n_public)
     rec = {
         "method": method,
         "epsilon": None if method == "nonprivate" else eps,
@@ -283,10 +338,14 @@ def _record(method, eps, run, data, settings, rng, executor) -> dict:
             certified=model.certified,
             status=model.oracle.get("status"),
             solve_seconds=model.oracle.get("seconds"),
-            model=model,
+            guarantee=model.guarantee,
         )
-    else:
-        rec.update(accuracy=None, certified=True, status="⊥")
+        if method != "nonprivate":  # the reference is an internal figure: never kept as a model
+            rec["model"] = model
+    else:  # PRSMA's ⊥ is a private outcome
+        rec.update(
+            accuracy=None, certified=True, status="⊥", guarantee=GUARANTEE_NONE if source.seeded else GUARANTEE_DP
+        )
     if info:
         rec["prsma"] = {k: v for k, v in info.items() if k != "plan"}
     return rec
@@ -298,6 +357,9 @@ class Evaluation:
     settings: dict = field(default_factory=dict)
     n_train: int = 0
     n_test: int = 0
+    n_table: int | None = None
+    guarantee: str = GUARANTEE_DP  # "none" for a seeded demo
+    data: dict = field(default_factory=dict)  # public figures of the training data (sizes, balanced option)
 
     def summary(self) -> list[dict]:
         rows = []
@@ -333,12 +395,21 @@ class Evaluation:
         recs = [{k: v for k, v in r.items() if k != "model"} for r in self.records]
         return {
             "settings": self.settings,
+            "guarantee": self.guarantee,
+            "n_table": self.n_table,
             "n_train": self.n_train,
             "n_test": self.n_test,
+            "data": self.data,
             "summary": self.summary(),
             "failures": self.failures(),
             "records": recs,
         }
+
+
+def _source(noise) -> Randomness:
+    """The run's source of privacy randomness: a Randomness as given; anything else (None, or a NumPy
+    generator from an older caller, which can never be private) means cryptographic."""
+    return noise if isinstance(noise, Randomness) else Randomness()
 
 
 def evaluate(
@@ -347,26 +418,42 @@ def evaluate(
     epsilons: list[float],
     runs: int,
     settings: LearnSettings,
-    rng: np.random.Generator,
+    noise: Randomness | np.random.Generator | None = None,
     *,
     executor=None,
     progress=None,
     cancel=None,
 ) -> Evaluation:
-    """Every (method, ε, run); ``progress(done, total, message)`` between runs; ``cancel`` an Event."""
+    """Every (method, ε, run); ``progress(done, total, message)`` between runs; ``cancel`` an Event.
+
+    ``noise``: a :class:`Randomness` -- ``Randomness(seed)`` for a reproducible demo (guarantee "none"),
+    ``Randomness()`` or None for private runs (each run then draws from the cryptographic source).  A NumPy
+    generator is accepted from older callers and treated as None: privacy never comes from it."""
     if runs < 1:
         raise ParameterError("Use at least one run per method and ε.")
+    source = _source(noise)
     plan(data, methods, epsilons, settings)
+    if any(m != "nonprivate" for m in methods):
+        data = data.with_balanced_training(source)  # the DP count is paid inside every private run's ε
+        plan(data, methods, epsilons, settings)  # the final public figures (n_train = 2m when balanced)
     jobs = []
     for m in methods:
         for eps in [epsilons[0]] if m == "nonprivate" else epsilons:
             for r in range(1 if m == "nonprivate" else runs):
                 jobs.append((m, eps, r))
-    seeds = rng.integers(0, 2**63 - 1, size=len(jobs))  # drawn before any run: executor-independent
-    ev = Evaluation(settings=settings.to_dict(), n_train=data.n_train, n_test=int(len(data.y_test)))
+    # a demo's per-run seeds, drawn before any run (executor-independent); private runs use their own OS source
+    seeds = [int(source.integers(2**63 - 1)) if source.seeded else None for _ in jobs]
+    ev = Evaluation(
+        settings=settings.to_dict(),
+        n_train=data.n_train,
+        n_test=len(data.y_test),
+        n_table=data.n_table,
+        guarantee=source.guarantee,
+        data=data.public_summary(),
+    )
     parallel = [(j, s) for j, s in zip(jobs, seeds) if j[0] != "prsma"]
     if executor is not None and len(parallel) > 1:
-        recs = executor.map(_task, [(m, e, r, int(s), data, settings) for (m, e, r), s in parallel])
+        recs = executor.map(_task, [(m, e, r, s, data, settings) for (m, e, r), s in parallel])
         by_job = {(rec["method"], e, rec["run"]): rec for ((m, e, r), _), rec in zip(parallel, recs)}
     else:
         by_job = {}
@@ -377,9 +464,7 @@ def evaluate(
             progress(i, len(jobs), f"{METHODS[m].title}, ε = {eps:g}, run {r + 1}")
         rec = by_job.get((m, eps, r))
         if rec is None:
-            rec = _record(
-                m, eps, r, data, settings, np.random.default_rng(int(seed)), executor if m == "prsma" else None
-            )
+            rec = _record(m, eps, r, data, settings, Randomness(seed), executor if m == "prsma" else None)
         ev.records.append(rec)
     if progress is not None:
         progress(len(jobs), len(jobs), "done")

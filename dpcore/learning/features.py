@@ -10,22 +10,41 @@ The learners' oracles need binary features (seed 003 §5 one-hot encodes Adult; 
                                   the *bin's lower edge* is at least 30 (exact when 30 is an edge;
                                   otherwise the bin straddling 30 counts as below).
 
-Everything here depends only on the public schema and the user's choices, never on the data,
-except :func:`balanced_subset` and :func:`train_test_split`, which select rows (the private input of
-a learner is then the selected training rows).
+Everything here depends only on the public schema and the user's choices, never on the data.
+The rows a learner sees are chosen by public rules too: :func:`train_test_split` (and ``max_rows``)
+pick *positions* at random, independently of the data, so the sizes of the training and test splits
+are functions of the public row count n and the test fraction.
+
+**The balanced option** (issue 12, finding 3).  [NRVW20] §5 balances Adult before learning.  The
+size of a balanced subset is twice the minority-class count -- private -- and every figure derived
+from it (ε′ of DP-LR, PRSMA's parts, the training-set size) would publish it.  So the default is the
+whole training split, and balancing is an opt-in that is itself private:
+
+1. the positive count c of the training split is released as c̃ = c + Z, Z discrete Laplace of
+   scale 1/ε_c (the geometric mechanism: ε_c-DP, a count of sensitivity 1 under replace-one);
+2. m = clip(⌊min(c̃, n_train − c̃)⌋, 1, ⌊n_train/2⌋) rows per class is public (post-processing), and
+   every published figure is computed from m;
+3. :func:`balanced_subset` takes, in a data-independent random order, the first m_A rows of one class
+   and m_B = 2m − m_A of the other, m_A = min(|A|, max(m, 2m − |B|)) (a class shorter than m is
+   topped up from the other class, so the size is exactly 2m);
+4. that selection is **2-stable**: replacing one row changes at most two members of the subset
+   (a proof in :func:`balanced_subset`), so by group privacy a learner that is (ε_L, δ_L)-DP on the
+   subset is (2ε_L, (1 + e^{ε_L}) δ_L)-DP on the table.  A run at the user's (ε, δ) therefore trains at
+   ε_L = (ε − ε_c)/2 and δ_L = δ/(1 + e^{ε_L}), and its ε includes ε_c: every run pays for the count
+   it uses (the runs of one evaluation share one count, so the ledger's sum over-counts it: safe).
 """
 
 from __future__ import annotations
 
 import math
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 
 from ..data import Dataset
 from ..domain import Domain
-from ..errors import DataError, ParameterError
+from ..errors import BudgetError, DataError, ParameterError
 
 #: The seven-attribute setting of the benchmark (seed 003 §5 uses 7 Adult features), each binarised
 #: by a public rule so that the 0/1-loss MIP stays small (at most 2^7 distinct points).
@@ -52,7 +71,7 @@ class FeatureSpec:
     threshold: float | None = None
 
     @classmethod
-    def parse(cls, text: str) -> "FeatureSpec":
+    def parse(cls, text: str) -> FeatureSpec:
         m = _SPEC.match(str(text))
         if not m or not m.group("name"):
             raise ParameterError(f"Cannot read the feature {text!r}: write 'name', 'name=V1|V2' or 'name>=X'.")
@@ -113,7 +132,7 @@ class FeatureEncoding:
     names: list[str] = field(default_factory=list)
 
     @classmethod
-    def build(cls, domain: Domain, label: str, features, positive=None, bias: bool = True) -> "FeatureEncoding":
+    def build(cls, domain: Domain, label: str, features, positive=None, bias: bool = True) -> FeatureEncoding:
         if label not in domain.names:
             raise ParameterError(f"No column named {label!r} to use as the label; columns are {domain.names}.")
         labels = domain[label].labels()
@@ -178,22 +197,45 @@ class FeatureEncoding:
         }
 
 
-def balanced_subset(y: np.ndarray, rng: np.random.Generator) -> np.ndarray:
-    """Indices of all minority-class rows plus as many majority rows drawn at random (seed 003 §5)."""
+#: The share of ε a balanced training set spends on the DP count of the positive class (a public default).
+DEFAULT_BALANCE_EPSILON = 0.05
+
+
+def balanced_subset(y: np.ndarray, per_class: int, order: np.ndarray) -> np.ndarray:
+    """Indices of a 2·``per_class`` subset with (as far as the data allow) ``per_class`` rows of each class.
+
+    ``order`` is a random permutation of the positions drawn independently of the data.  Class A (label 1)
+    contributes its first m_A rows in that order and class B (label 0) its first m_B = 2m − m_A, with
+    m_A = min(|A|, max(m, 2m − |B|)): m each when both classes have m rows, else the short class gives all
+    it has and the other tops up.
+
+    2-stability under replace-one (what the group-privacy accounting in the module docstring needs):
+    replacing row r by r' at the same position either keeps the label (the same slot of the same list
+    changes: one member differs) or moves it from one class to the other, say A to B.  Then |A| and |B|
+    change by ∓1, so m_A falls by 0 or 1 and m_B rises by the same amount.  If m_A stays, A's prefix loses
+    r (if it held it) and gains its next row, and B's prefix gains r' (if it lands inside) and loses its
+    last row: at most two members differ.  If m_A falls by 1, A's prefix loses one row (r or its last) and
+    B's prefix gains one row (r' or its next): one member differs.
+    """
     y = np.asarray(y)
-    pos, neg = np.flatnonzero(y == 1), np.flatnonzero(y == 0)
-    if len(pos) == 0 or len(neg) == 0:
-        raise DataError("The label has only one class in this table: nothing to learn.")
-    small, big = (pos, neg) if len(pos) <= len(neg) else (neg, pos)
-    keep = np.concatenate([small, rng.choice(big, size=len(small), replace=False)])
-    return np.sort(keep)
+    m = int(per_class)
+    n = len(y)
+    if m < 1 or 2 * m > n:
+        raise ParameterError(f"A balanced subset needs 1 ≤ rows per class ≤ n/2 (got {m} for n = {n}).")
+    order = np.asarray(order, dtype=np.int64)
+    ranked = y[order]
+    a_rows, b_rows = order[ranked == 1], order[ranked == 0]
+    m_a = min(len(a_rows), max(m, 2 * m - len(b_rows)))
+    m_b = 2 * m - m_a
+    return np.sort(np.concatenate([a_rows[:m_a], b_rows[:m_b]]))
 
 
 def train_test_split(n: int, test_fraction: float, rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
+    """Random positions for the test split (public: the sizes depend only on n and the fraction)."""
     if not 0 < test_fraction < 1:
         raise ParameterError(f"The test fraction must be between 0 and 1 (got {test_fraction}).")
     perm = rng.permutation(n)
-    n_test = int(round(n * test_fraction))
+    n_test = round(n * test_fraction)
     if n_test < 1 or n - n_test < 2:
         raise DataError(f"{n} rows are too few to split {test_fraction:.0%} off for testing.")
     return np.sort(perm[n_test:]), np.sort(perm[:n_test])
@@ -201,17 +243,65 @@ def train_test_split(n: int, test_fraction: float, rng: np.random.Generator) -> 
 
 @dataclass
 class LearningData:
-    """Encoded training (private) and test (evaluation only) sets."""
+    """Encoded training (private input) and test (evaluation only) sets.
+
+    ``n_table`` is the table's row count (public under replace-one neighbours): the δ rule and the default
+    δ = 1/n² use it, never a count after splitting, subsampling or balancing.  ``balance_epsilon`` set means
+    the training split is to be balanced by a DP count (see the module docstring); ``per_class`` is the public
+    m once that count was drawn (:meth:`with_balanced_training`)."""
 
     X_train: np.ndarray
     y_train: np.ndarray
     X_test: np.ndarray
     y_test: np.ndarray
     encoding: FeatureEncoding
+    n_table: int | None = None
+    balance_epsilon: float | None = None
+    per_class: int | None = None
 
     @property
     def n_train(self) -> int:
-        return int(len(self.y_train))
+        """Rows the learners train on (a public figure: the split size, or 2m after a balanced draw)."""
+        return len(self.y_train)
+
+    @property
+    def n_public(self) -> int:
+        """The public n of the δ rule: the table's rows (the training split's if the table's is unknown)."""
+        return int(self.n_table) if self.n_table is not None else self.n_train
+
+    def learner_privacy(self, epsilon: float, delta: float) -> tuple[float, float]:
+        """The (ε_L, δ_L) a learner gets so that a run costs (ε, δ) on the table (module docstring)."""
+        if self.balance_epsilon is None:
+            return float(epsilon), float(delta)
+        if epsilon <= self.balance_epsilon:
+            raise BudgetError(
+                f"ε = {epsilon:g} does not cover the balanced subset's DP count (ε_c = {self.balance_epsilon:g}): "
+                f"use ε above {self.balance_epsilon:g}, a smaller --balance-epsilon, or the whole training split."
+            )
+        eps_l = (float(epsilon) - self.balance_epsilon) / 2.0
+        return eps_l, float(delta) / (1.0 + math.exp(eps_l))
+
+    def with_balanced_training(self, noise) -> LearningData:
+        """The training split balanced from a DP count of its positives drawn from ``noise`` (a
+        :class:`~dpcore.privacy.samplers.Randomness`); a no-op without the balanced option."""
+        if self.balance_epsilon is None or self.per_class is not None:
+            return self
+        n = self.n_train
+        count = int(np.sum(self.y_train == 1))
+        noisy = count + int(noise.discrete_laplace(1.0 / self.balance_epsilon, 1)[0])  # ε_c-DP
+        m = int(min(max(min(noisy, n - noisy), 1), n // 2))
+        idx = balanced_subset(self.y_train, m, noise.permutation(n))
+        return replace(self, X_train=self.X_train[idx], y_train=self.y_train[idx], per_class=m)
+
+    def public_summary(self) -> dict:
+        out = {"n_table": self.n_table, "n_train": self.n_train, "n_test": len(self.y_test)}
+        if self.balance_epsilon is not None:
+            out["balance"] = {
+                "epsilon_count": self.balance_epsilon,
+                "rows_per_class": self.per_class,
+                "rule": "DP count of the positive class (discrete Laplace), 2-stable selection, group privacy 2",
+            }
+        return out
 
 
 def prepare(
@@ -219,13 +309,27 @@ def prepare(
     encoding: FeatureEncoding,
     rng: np.random.Generator,
     *,
-    balance: bool = True,
+    balance: bool = False,
     test_fraction: float = 0.3,
     max_rows: int | None = None,
+    balance_epsilon: float = DEFAULT_BALANCE_EPSILON,
 ) -> LearningData:
+    """Encode the table and split it by public random positions (``rng`` protects nothing: it never sees
+    the data).  ``balance=True`` asks for a balanced training set chosen privately at run time
+    (:meth:`LearningData.with_balanced_training`); the test split keeps the table's class ratio."""
     X, y = encoding.encode(dataset)
-    idx = balanced_subset(y, rng) if balance else np.arange(len(y))
+    idx = np.arange(len(y))
     if max_rows is not None and len(idx) > max_rows:
         idx = np.sort(rng.choice(idx, size=max_rows, replace=False))
     tr, te = train_test_split(len(idx), test_fraction, rng)
-    return LearningData(X[idx[tr]], y[idx[tr]], X[idx[te]], y[idx[te]], encoding)
+    if balance and not (0 < balance_epsilon and math.isfinite(balance_epsilon)):
+        raise ParameterError(f"The balanced subset's count needs a positive ε share (got {balance_epsilon}).")
+    return LearningData(
+        X[idx[tr]],
+        y[idx[tr]],
+        X[idx[te]],
+        y[idx[te]],
+        encoding,
+        n_table=int(dataset.n),
+        balance_epsilon=float(balance_epsilon) if balance else None,
+    )

@@ -1,4 +1,16 @@
-"""A learned classifier: what it predicts, how it was trained, and its privacy statement (JSON-able)."""
+"""A learned classifier: what it predicts, how it was trained, and its privacy statement (JSON-able).
+
+A model file carries its guarantee, machine-readably (issue 12, finding 6):
+
+* ``"differential privacy"`` -- a private method, cryptographic noise, and (for an oracle-dependent
+  method) a solve SCIP certified optimal;
+* ``"none"`` -- the noise came from a fixed seed (a reproducible demo: the noise can be subtracted);
+* ``"not established"`` -- an oracle-dependent method (OPDisc, RSPM) whose solve was not certified
+  optimal: its privacy proof does not apply.
+
+and whether it was picked after looking at its accuracy on the private test split (that choice reads
+private data outside any guarantee).  The non-private reference is never written as a model.
+"""
 
 from __future__ import annotations
 
@@ -7,8 +19,15 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from ..errors import ParameterError
 from ..oracles.learners import conjunction_values, disjunction_values, halfspace_values
+from ..privacy.samplers import GUARANTEE_DP, GUARANTEE_NONE, SEEDED_REASON
 from . import NEIGHBOURS
+
+#: The guarantee of a model whose oracle-dependent solve was not certified optimal.
+GUARANTEE_NOT_ESTABLISHED = "not established"
+#: Method names that are references, never releases.
+NOT_PRIVATE = frozenset({"nonprivate"})
 
 
 @dataclass
@@ -23,6 +42,27 @@ class LearnedModel:
     certified: bool = True  # False: an oracle-dependent method's solver did not certify optimality
     public: dict = field(default_factory=dict)  # derived parameters from public inputs only
     oracle: dict = field(default_factory=dict)  # solve statistics (internal)
+    seeded: bool = False  # the noise came from a fixed seed: a demo, guarantee "none"
+
+    @property
+    def guarantee(self) -> str:
+        """What the model certifies: "differential privacy", "none" or "not established" (module docstring)."""
+        if self.method in NOT_PRIVATE or self.seeded:
+            return GUARANTEE_NONE
+        if not self.certified:
+            return GUARANTEE_NOT_ESTABLISHED
+        return GUARANTEE_DP
+
+    def guarantee_reason(self) -> str | None:
+        if self.method in NOT_PRIVATE:
+            return "a non-private reference: trained on the private rows without noise"
+        if self.seeded:
+            return SEEDED_REASON
+        if not self.certified:
+            return (
+                "the solver did not certify its solution optimal, and this method is private only for exact solutions"
+            )
+        return None
 
     def predict(self, X: np.ndarray) -> np.ndarray:
         X = np.asarray(X)
@@ -39,20 +79,43 @@ class LearnedModel:
     def accuracy(self, X: np.ndarray, y: np.ndarray) -> float:
         return float(np.mean(self.predict(X) == np.asarray(y)))
 
-    def to_dict(self, encoding=None) -> dict:
+    def to_dict(self, encoding=None, *, selected_after_test_accuracy: bool = True) -> dict:
+        """The model file.  ``selected_after_test_accuracy``: whether the user picked this model after seeing
+        test accuracies computed on private rows (the safe default says yes; a model written for every
+        (method, ε) without looking, as ``dpcore learn --models`` does, says no)."""
+        if self.method in NOT_PRIVATE:
+            raise ParameterError(
+                f"The {self.method!r} model is a non-private reference computed on the private rows: it is an "
+                "internal figure and is never written or offered as a model."
+            )
         d = {
-            "format": "dpcore-model/1",
+            "format": "dpcore-model/2",
             "method": self.method,
             "kind": self.kind,
-            "weights": {c: float(v) for c, v in zip(self.columns, self.params)},
-            "rule": _rule(self.kind),
+            "guarantee": self.guarantee,
             "epsilon": self.epsilon,
             "delta": self.delta,
+            "weights": {c: float(v) for c, v in zip(self.columns, self.params)},
+            "rule": _rule(self.kind),
             "privacy": self.privacy,
             "neighbours": NEIGHBOURS,
             "certified": self.certified,
+            "selection": {
+                "selected_after_test_accuracy": bool(selected_after_test_accuracy),
+                "note": (
+                    "Chosen after comparing accuracies on the private test split: that comparison read private "
+                    "rows outside any privacy guarantee."
+                    if selected_after_test_accuracy
+                    else "Written without looking at any accuracy (the first run of its method and ε). Choosing "
+                    "among such files by the test accuracy printed beside them reads private rows outside any "
+                    "privacy guarantee."
+                ),
+            },
             "public_parameters": self.public,
         }
+        reason = self.guarantee_reason()
+        if reason is not None:
+            d["guarantee_reason"] = reason
         if not self.certified:
             d["warning"] = (
                 "The solver did not certify an optimal solution: this method's privacy guarantee "
@@ -62,8 +125,10 @@ class LearnedModel:
             d["encoding"] = encoding.to_dict()
         return d
 
-    def to_json(self, encoding=None) -> str:
-        return json.dumps(self.to_dict(encoding), indent=2, default=float)
+    def to_json(self, encoding=None, *, selected_after_test_accuracy: bool = True) -> str:
+        return json.dumps(
+            self.to_dict(encoding, selected_after_test_accuracy=selected_after_test_accuracy), indent=2, default=float
+        )
 
 
 def _rule(kind: str) -> str:

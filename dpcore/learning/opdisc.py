@@ -42,6 +42,7 @@ import numpy as np
 
 from ..errors import BudgetError, ParameterError
 from ..oracles.learners import LearnerResult, halfspace_oracle, loss_weights
+from ..privacy.samplers import Randomness
 from .model import LearnedModel
 
 
@@ -111,7 +112,7 @@ def opdisc(
     y: np.ndarray,
     epsilon: float,
     delta: float,
-    rng: np.random.Generator,
+    source: Randomness,
     *,
     bound: int = 2,
     tau: float = 1.0,
@@ -123,7 +124,7 @@ def opdisc(
     d = X.shape[1]
     check_grid(d, bound, tau, D)
     sigma = noise_sigma(epsilon, delta, tau, D, d + 1)
-    eta = rng.normal(0.0, sigma, size=d + 1)
+    eta = np.asarray(source.gaussian(sigma, d + 1))  # OpenDP's vetted sampler (cryptographic source)
     res = solve(X, y, eta, bound, tau, D, time_limit)
     params = res.params if res.params.size else np.zeros(d, dtype=np.int64)
     return LearnedModel(

@@ -13,9 +13,17 @@ Theorem 8: this is (eps, delta)-DP when eps* = eps/62 <= 1/2 and delta* = delta/
 target (eps, delta) is turned into (eps*, delta*) = (eps/62, delta/11) before the listing runs.
 
 Runs of a part stop at its first ⊥: once o_i = ⊥ the part's remaining runs cannot influence the
-output, so skipping them leaves the output distribution unchanged.  All noise (the partition, every
-run's perturbation, the Laplace count noise, the final pick) is drawn in the parent process, so the
-result does not depend on the executor; parts are independent tasks mapped through it.
+output, so skipping them leaves the output distribution unchanged -- and each run's perturbation is
+drawn just before the run, so a part never draws noise it cannot use.
+
+Randomness (issue 12, finding 8): every draw comes from a :class:`~dpcore.privacy.samplers.Randomness`.
+The partition, the count noise and the final pick are drawn by the caller's; each part's run noise by
+a Randomness of its own, made in whichever process runs the part: cryptographic when the caller's is
+(nothing to pass), or seeded from the caller's seeded generator before any part runs (a demo), so a
+seeded result does not depend on the executor.  The perturbations are OpenDP's vetted Laplace samples.
+The count noise z stays a continuous (OpenDP) Laplace: Thm 8's test is analysed with the continuous
+Laplace's tail, which a discrete Laplace of the same scale can exceed by a factor up to
+2/(1 + e^{-ε*}); the count itself is never released, only whether the test passed.
 """
 
 from __future__ import annotations
@@ -26,6 +34,7 @@ from dataclasses import asdict, dataclass
 import numpy as np
 
 from ..errors import BudgetError, Cancelled
+from ..privacy.samplers import Randomness
 from . import rspm as rspm_mod
 from .model import LearnedModel
 
@@ -108,10 +117,14 @@ def suggest_delta(n: int, epsilon: float, max_calls: int) -> float | None:
 
 
 def run_part(task: tuple) -> tuple[bool, list, list]:
-    """Runs of the base algorithm on one part; stops at the first ⊥.  Returns (passed, outputs, statuses)."""
-    solve_fn, X, y, etas, kind, bound, norm_bound, time_limit = task
+    """Runs of the base algorithm on one part; stops at the first ⊥.  Returns (passed, outputs, statuses).
+
+    ``seed`` None draws the runs' noise from the cryptographic source of the process running the part."""
+    solve_fn, X, y, seed, repetitions, m, scale, kind, bound, norm_bound, time_limit = task
+    source = Randomness(seed)
     outputs, statuses = [], []
-    for eta in etas:
+    for _ in range(repetitions):
+        eta = np.asarray(source.laplace(scale, m))  # RSPM's Lap(2m/ε') separator noise, drawn run by run
         res = solve_fn(X, y, eta, kind, bound, norm_bound, time_limit)
         statuses.append(res.status)
         if not res.certified:
@@ -125,7 +138,7 @@ def prsma(
     y: np.ndarray,
     epsilon: float,
     delta: float,
-    rng: np.random.Generator,
+    source: Randomness,
     *,
     kind: str = "halfspace",
     bound: int = 2,
@@ -146,12 +159,14 @@ def prsma(
     p = plan(n, epsilon, delta, max_calls)
     solve_fn = solve_fn or rspm_mod.solve
     m = rspm_mod.separator_size(kind, d, bound)
-    # All randomness drawn here, in order: partition, per-run noise, count noise, final pick.
-    perm = rng.permutation(n)[: p.parts * p.part_size].reshape(p.parts, p.part_size)
-    etas = rng.laplace(0.0, rspm_mod.laplace_scale(m, p.eps_prime), size=(p.parts, p.repetitions, m))
-    z = rng.laplace(0.0, 1.0 / p.eps_star)
-    u = rng.random()
-    tasks = [(solve_fn, X[idx], y[idx], etas[i], kind, bound, norm_bound, time_limit) for i, idx in enumerate(perm)]
+    scale = rspm_mod.laplace_scale(m, p.eps_prime)
+    perm = source.permutation(n)[: p.parts * p.part_size].reshape(p.parts, p.part_size)
+    # a demo's parts get seeds drawn here, before any part runs; a private run's parts use their own OS source
+    seeds = [int(source.integers(2**63 - 1)) if source.seeded else None for _ in range(p.parts)]
+    tasks = [
+        (solve_fn, X[idx], y[idx], seeds[i], p.repetitions, m, scale, kind, bound, norm_bound, time_limit)
+        for i, idx in enumerate(perm)
+    ]
     if cancel is not None and cancel.is_set():
         raise Cancelled("PRSMA was cancelled before its oracle calls; nothing was released.")
     results = executor.map(run_part, tasks) if executor is not None else [run_part(t) for t in tasks]
@@ -167,12 +182,12 @@ def prsma(
         "statuses": statuses,
         "failed_parts": p.parts - len(passed),
     }
-    noisy = len(passed) + z
+    noisy = len(passed) + float(source.laplace(1.0 / p.eps_star))  # continuous: see the module docstring
     info["passed_test"] = bool(noisy > p.threshold)
     if not info["passed_test"]:
         return None, info  # ⊥: a robust (private) outcome, never an unaccounted one
     pool = [out for i in passed for out in results[i][1]]
-    chosen = pool[min(int(u * len(pool)), len(pool) - 1)]
+    chosen = pool[int(source.integers(len(pool)))]
     model = LearnedModel(
         "prsma",
         kind,

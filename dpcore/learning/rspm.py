@@ -39,6 +39,7 @@ import numpy as np
 
 from ..errors import BudgetError, ParameterError
 from ..oracles.learners import LearnerResult, conjunction_oracle, disjunction_oracle, halfspace_oracle, loss_weights
+from ..privacy.samplers import Randomness
 from .model import LearnedModel
 
 CLASSES = ("halfspace", "conjunction", "disjunction")
@@ -108,13 +109,13 @@ def gaussian_sigma(m: int, epsilon: float, delta: float) -> float:
     return (A + math.sqrt(A * A + 2.0 * m * epsilon)) / epsilon
 
 
-def draw_noise(
-    rng: np.random.Generator, m: int, epsilon: float, noise: str = "laplace", delta: float = 0.0
-) -> np.ndarray:
+def draw_noise(source: Randomness, m: int, epsilon: float, noise: str = "laplace", delta: float = 0.0) -> np.ndarray:
+    """The separator weights η: m draws from OpenDP's vetted floating-point Laplace or Gaussian sampler
+    (cryptographic source), or from the seeded generator of a demo."""
     if noise == "laplace":
-        return rng.laplace(0.0, laplace_scale(m, epsilon), size=m)
+        return np.asarray(source.laplace(laplace_scale(m, epsilon), m))
     if noise == "gaussian":
-        return rng.normal(0.0, gaussian_sigma(m, epsilon, delta), size=m)
+        return np.asarray(source.gaussian(gaussian_sigma(m, epsilon, delta), m))
     raise ParameterError(f"RSPM noise must be 'laplace' or 'gaussian', not {noise!r}.")
 
 
@@ -143,7 +144,7 @@ def rspm(
     X: np.ndarray,
     y: np.ndarray,
     epsilon: float,
-    rng: np.random.Generator,
+    source: Randomness,
     *,
     kind: str = "halfspace",
     bound: int = 2,
@@ -157,7 +158,7 @@ def rspm(
     the oracle certifies optimality (seed 000 Thm 6); otherwise ``certified`` is False."""
     d = X.shape[1]
     m = separator_size(kind, d, bound)
-    eta = draw_noise(rng, m, epsilon, noise, delta)
+    eta = draw_noise(source, m, epsilon, noise, delta)
     res = solve(X, y, eta, kind, bound, norm_bound, time_limit)
     return to_model(
         res,
