@@ -76,15 +76,7 @@ def default_delta(n: int) -> float:
     return 1.0 / float(n) ** 2
 
 
-# ------------------------------------------------------------------ noise
-def laplace(rng: np.random.Generator, scale: float, size=None) -> np.ndarray:
-    return rng.laplace(0.0, scale, size)
-
-
-def gaussian(rng: np.random.Generator, sigma: float, size=None) -> np.ndarray:
-    return rng.normal(0.0, sigma, size)
-
-
+# ------------------------------------------------------------------ noise calibration
 def gaussian_sigma_for_rho(rho: float, l2_sensitivity: float) -> float:
     """σ making the Gaussian mechanism ρ-zCDP: Δ²/(2σ²) = ρ."""
     if rho <= 0:
@@ -108,11 +100,6 @@ def exponential_mechanism(
     if size is None:
         return int(np.argmax(logits + rng.gumbel(size=logits.shape)))
     return sample_log_weights(rng, logits, size)
-
-
-def em_probabilities(scores: np.ndarray, epsilon: float, sensitivity: float) -> np.ndarray:
-    logits = np.asarray(scores, dtype=np.float64) * (epsilon / (2.0 * sensitivity))
-    return np.exp(logits - logsumexp(logits))
 
 
 def sample_log_weights(rng: np.random.Generator, log_weights: np.ndarray, size: int) -> np.ndarray:
