@@ -89,20 +89,25 @@ class ColumnCoding:
 
 
 def _canonical_text(values: pd.Series) -> pd.Series:
-    """Text keys for matching categories across tables: 1.0 -> '1', stripped strings."""
-    s = values
-    if pd.api.types.is_bool_dtype(s):
-        return s.map(lambda v: str(bool(v)))
-    if pd.api.types.is_numeric_dtype(s):
-        f = s.to_numpy(dtype=float)
-        whole = np.isfinite(f) & (np.floor(f) == f) & (np.abs(f) < 2**53)
-        out = pd.Series(f.astype(str), index=s.index, dtype=object)
-        out[whole] = f[whole].astype(np.int64).astype(str)
-        return out
-    # Canonicalise the distinct values only: a column of a million rows has few of them.
-    codes, uniques = pd.factorize(s, sort=False)
-    text = np.array([v.strip() if isinstance(v, str) else str(v) for v in uniques] + [None], dtype=object)
-    return pd.Series(text[codes], index=s.index, dtype=object)
+    """Text keys for matching categories across tables: 1.0 -> '1', stripped strings; missing -> None.
+
+    Only the distinct values are canonicalised (a column of a million rows has few of them)."""
+    codes, uniques = pd.factorize(values, sort=False)
+    text = [_canonical_value(v) for v in uniques] + [None]  # code -1 (missing) picks the last
+    return pd.Series(np.array(text, dtype=object)[codes], index=values.index, dtype=object)
+
+
+def _canonical_value(v) -> str:
+    if isinstance(v, (bool, np.bool_)):
+        return str(bool(v))
+    if isinstance(v, (int, np.integer)):
+        return str(int(v))
+    if isinstance(v, (float, np.floating)):
+        f = float(v)
+        return str(int(f)) if f.is_integer() and abs(f) < 2**53 else str(f)
+    if isinstance(v, str):
+        return v.strip()
+    return str(v)
 
 
 def _parse_dates(s: pd.Series) -> pd.Series:
