@@ -1,0 +1,97 @@
+"""``dpcore evaluate``: one JSON object with --json, an escaped self-contained HTML page, exit 2 on bad input."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from dpcore.cli import main
+
+HOSTILE = "<script>alert('x')</script>"
+
+
+@pytest.fixture
+def tables(tmp_path):
+    rng = np.random.default_rng(0)
+
+    def table(n, seed):
+        g = np.random.default_rng(seed)
+        x = g.normal(size=n)
+        return pd.DataFrame(
+            {
+                "age": np.round(x * 10 + 40).astype(int),
+                HOSTILE: g.choice(["red", "blue", "green"], n),  # a hostile column name reaches the page
+                "y": np.where(x + g.normal(size=n) > 0, "yes", "no"),
+            }
+        )
+
+    paths = {}
+    for name, n, seed in (("real", 300, 1), ("syn", 300, 2), ("hold", 150, 3)):
+        p = tmp_path / f"{name}.csv"
+        table(n, seed).to_csv(p, index=False)
+        paths[name] = str(p)
+    paths["rng"] = rng
+    return paths
+
+
+def test_json_is_exactly_one_object_with_the_keys(tables, capsys):
+    rc = main(
+        ["evaluate", "--data", tables["real"], "--synthetic", tables["syn"], "--holdout", tables["hold"]]
+        + ["--target", "y", "--json"]
+    )
+    out = capsys.readouterr().out
+    assert rc == 0
+    report = json.loads(out)  # the whole of stdout parses as one object
+    assert out.strip().startswith("{") and out.count("\n") == 1
+    for key in ("one_way_tvd", "two_way_tvd", "association_diff", "ml_efficacy", "copy_rate", "three_way_tvd"):
+        assert key in report
+    assert {"mean", "max", "pairs"} <= set(report["two_way_tvd"])
+    assert "INTERNAL" in report["label"]
+    assert report["copy_rate"]["label"] == "a sanity signal, not a privacy measure"
+    assert set(report["ml_efficacy"]["models"]) == {"logistic_regression", "gradient_boosting"}
+    assert report["ml_efficacy"]["optimistic"] is False
+
+
+def test_text_output_and_escaped_html(tables, tmp_path, capsys):
+    page = tmp_path / "report.html"
+    rc = main(["evaluate", "--data", tables["real"], "--synthetic", tables["syn"], "--html", str(page)])
+    out = capsys.readouterr().out
+    assert rc == 0 and out.startswith("INTERNAL") and "OPTIMISTIC" in out
+    text = page.read_text(encoding="utf-8")
+    assert "INTERNAL" in text and "a sanity signal, not a privacy measure" in text
+    assert HOSTILE not in text and html_escaped(HOSTILE) in text  # the hostile name is shown, escaped
+    assert "<script" not in text.lower() and "src=" not in text and "href=" not in text  # self-contained
+
+
+def html_escaped(s: str) -> str:
+    import html
+
+    return html.escape(s)
+
+
+@pytest.mark.parametrize(
+    "extra, message",
+    [
+        (["--synthetic", "/nonexistent/syn.csv"], "not found"),
+        (["--target", "nope"], "Target"),
+        (["--schema", "/nonexistent/schema.json"], "not found"),
+    ],
+)
+def test_bad_input_is_one_line_and_exit_2(tables, capsys, extra, message):
+    args = ["evaluate", "--data", tables["real"], "--synthetic", tables["syn"]] + extra
+    # later options win in argparse, so the bad --synthetic replaces the good one
+    rc = main(args)
+    err = capsys.readouterr().err
+    assert rc == 2
+    assert err.startswith("error:") and err.count("\n") == 1 and message in err
+
+
+def test_mismatched_columns_exit_2(tables, tmp_path, capsys):
+    other = tmp_path / "other.csv"
+    pd.DataFrame({"a": [1, 2], "b": [3, 4]}).to_csv(other, index=False)
+    rc = main(["evaluate", "--data", tables["real"], "--synthetic", str(other), "--json"])
+    captured = capsys.readouterr()
+    assert rc == 2 and captured.out == "" and "columns differ" in captured.err
