@@ -3,6 +3,12 @@
 Reading is defensive: CSV with any common delimiter (``,`` ``;`` tab ``|``), UTF-8
 (with or without BOM) or Latin-1, and Parquet.  Every failure is a
 :class:`~dpcore.errors.DataError` that says what to fix.
+
+Reading never refuses a reasonable file: a repeated header name becomes ``name``, ``name_2``, ``name_3`` and an
+empty one ``column_5`` (its 1-based position); the renames are kept in ``df.attrs["renamed"]`` as
+``[{"original": ..., "name": ...}]`` so the CLI and the app can report them.  Loading never drops a row because
+of what it holds: ``n`` is the file's row count (a value that does not fit its column's role becomes a missing
+cell later, at encoding, never a dropped row).
 """
 
 from __future__ import annotations
@@ -15,7 +21,6 @@ import warnings
 from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
-from typing import BinaryIO
 
 import numpy as np
 import pandas as pd
@@ -29,6 +34,8 @@ MISSING_TOKENS = ["?"]
 DELIMITERS = [",", ";", "\t", "|"]
 #: Hard cap on rows read, to keep a hostile upload from exhausting memory.
 MAX_ROWS = 20_000_000
+#: Hard cap on columns (a file with more is almost surely not a table, or its delimiter was misread).
+MAX_COLUMNS = 10_000
 
 
 @dataclass
@@ -74,7 +81,7 @@ class Dataset:
         h.update(self.domain.to_json(indent=None).encode())
         return h.hexdigest()[:16]
 
-    def project(self, names: list[str]) -> "Dataset":
+    def project(self, names: list[str]) -> Dataset:
         idx = [self.domain.index(n) for n in names]
         return Dataset(self.codes[:, idx], self.domain.project(names), self.name, source_id=self.source_id)
 
@@ -131,7 +138,7 @@ def read_table(source, filename: str | None = None) -> pd.DataFrame:
     if raw[:4] == b"PAR1" or str(name).lower().endswith((".parquet", ".pq")):
         try:
             df = pd.read_parquet(io.BytesIO(raw))
-        except Exception as exc:  # pyarrow raises many types for corrupt files
+        except Exception as exc:  # noqa: BLE001 -- pyarrow raises many types for corrupt files
             raise DataError(f"{name}: not a readable Parquet file ({type(exc).__name__}).") from None
     else:
         if b"\x00" in raw[:4096]:
@@ -139,14 +146,21 @@ def read_table(source, filename: str | None = None) -> pd.DataFrame:
         text = _decode_text(raw)
         delim = _sniff_delimiter(text)
         header = next(csv.reader(io.StringIO(text.lstrip("\r\n").split("\n", 1)[0]), delimiter=delim), [])
-        _check_header([h.strip() for h in header], name)
+        if len(header) > MAX_COLUMNS:
+            raise DataError(
+                f"{name}: the header has {len(header):,} fields (limit {MAX_COLUMNS:,}). Check the delimiter, "
+                "or split the table."
+            )
+        names, renamed = unique_column_names(header)
         try:
             with warnings.catch_warnings():
                 # pandas only *warns* when data rows are longer than the header: make it an error.
                 warnings.simplefilter("error", pd.errors.ParserWarning)
                 df = pd.read_csv(
-                    io.StringIO(text),
+                    io.StringIO(text.lstrip("\r\n")),
                     sep=delim,
+                    header=0,
+                    names=names or None,
                     na_values=MISSING_TOKENS,
                     skipinitialspace=True,
                     nrows=MAX_ROWS + 1,
@@ -168,6 +182,7 @@ def read_table(source, filename: str | None = None) -> pd.DataFrame:
                 f"{name}: could not parse as CSV with delimiter {delim!r} ({msg}). "
                 "Check that every row has the same number of fields."
             ) from None
+        df.attrs["renamed"] = renamed
         if len(df) > MAX_ROWS:
             raise DataError(f"{name}: more than {MAX_ROWS:,} rows; sample the table first.")
     df = validate_table(df, name)
@@ -180,16 +195,52 @@ def source_digest(raw: bytes) -> str:
     return hashlib.sha256(raw).hexdigest()
 
 
-def _check_header(header: list[str], name: str) -> None:
-    dup = sorted({c for c in header if c and header.count(c) > 1})
-    if dup:
-        raise DataError(f"{name}: repeated column names {dup}; rename them.")
+def unique_column_names(header) -> tuple[list[str], list[dict]]:
+    """Header names made unique and non-empty, and the renames made.
+
+    A repeated name keeps its first occurrence and becomes ``name_2``, ``name_3`` after it; an empty name
+    becomes ``column_<1-based position>``; a generated name never collides with a name already in the header.
+    The header is public (it is not protected by the release), so renaming it costs nothing.
+    """
+    original = [str(h).strip() for h in header]
+    taken = set(original)
+    out: list[str] = []
+    used: set[str] = set()
+    renamed: list[dict] = []
+    seen_count: dict[str, int] = {}
+    for pos, h in enumerate(original, start=1):
+        if not h or h.startswith("Unnamed:"):
+            base, k = f"column_{pos}", 1
+            cand = base
+        elif h in used:
+            base = h
+            k = seen_count.get(h, 1) + 1
+            cand = f"{h}_{k}"
+        else:
+            base, k, cand = h, 1, h
+        while cand in used or (cand != h and cand in taken):
+            k += 1
+            cand = f"{base}_{k}"
+        if cand != h:
+            seen_count[base] = k
+            renamed.append({"original": h, "name": cand})
+        else:
+            seen_count.setdefault(h, 1)
+        used.add(cand)
+        out.append(cand)
+    return out, renamed
 
 
 def validate_table(df: pd.DataFrame, name: str = "table") -> pd.DataFrame:
+    """Check a table's shape and make its column names unique and non-empty (renames in ``df.attrs``)."""
     if df.shape[1] == 0:
         raise DataError(f"{name}: no columns found.")
-    df.columns = [str(c).strip() for c in df.columns]
+    if df.shape[1] > MAX_COLUMNS:
+        raise DataError(f"{name}: {df.shape[1]:,} columns (limit {MAX_COLUMNS:,}); split the table.")
+    earlier = list(df.attrs.get("renamed", []))
+    names, renamed = unique_column_names(df.columns)
+    df.columns = names
+    df.attrs["renamed"] = earlier + renamed
     if df.shape[1] == 1:
         raise DataError(
             f"{name}: only one column found ({df.columns[0][:60]!r}). Synthetic data needs at least two "
@@ -197,14 +248,6 @@ def validate_table(df: pd.DataFrame, name: str = "table") -> pd.DataFrame:
         )
     if len(df) == 0:
         raise DataError(f"{name}: the file has a header but no data rows.")
-    blank = [i for i, c in enumerate(df.columns) if not c or c.startswith("Unnamed:")]
-    if blank:
-        raise DataError(
-            f"{name}: column(s) at position {[i + 1 for i in blank]} have no name; give every column a header."
-        )
-    dup = sorted({c for c in df.columns if list(df.columns).count(c) > 1})
-    if dup:
-        raise DataError(f"{name}: repeated column names {dup}; rename them.")
     return df
 
 

@@ -44,11 +44,47 @@ def test_parquet(tmp_path):
         (b"a,b\n1,2,3,4\n", "more fields than the header"),
         (b"a,b\n1,2\n3,4,5\n", "could not parse|same number of fields|more fields"),
         (b"\x00\x01\x02binary", "binary"),
-        (b"a,a\n1,2\n", "repeated column|no name"),
     ],
 )
 def test_bad_files_give_actionable_messages(raw, match):
     with pytest.raises(DataError, match=match):
+        read_table(raw)
+
+
+@pytest.mark.parametrize(
+    "raw, names, renamed",
+    [
+        (b"a,a\n1,2\n", ["a", "a_2"], [{"original": "a", "name": "a_2"}]),
+        (
+            b"x,x,x,y\n1,2,3,4\n",
+            ["x", "x_2", "x_3", "y"],
+            [{"original": "x", "name": "x_2"}, {"original": "x", "name": "x_3"}],
+        ),
+        (
+            b"a,,b,\n1,2,3,4\n",
+            ["a", "column_2", "b", "column_4"],
+            [{"original": "", "name": "column_2"}, {"original": "", "name": "column_4"}],
+        ),
+        # a generated name never collides with a real one
+        (b"a,a,a_2\n1,2,3\n", ["a", "a_3", "a_2"], [{"original": "a", "name": "a_3"}]),
+    ],
+)
+def test_repeated_and_empty_header_names_are_renamed_and_reported(raw, names, renamed):
+    df = read_table(raw)
+    assert list(df.columns) == names
+    assert df.attrs["renamed"] == renamed
+    assert len(df) == 1
+
+
+def test_loading_never_drops_rows_by_content():
+    raw = b"a,b,c\n1,x,\n,,\n?,?,?\n3,y,2020-01-01\n"
+    df = read_table(raw)
+    assert len(df) == 4  # a row of empty cells and a row of '?' are rows
+
+
+def test_too_many_columns_is_a_clear_error():
+    raw = (",".join(f"c{i}" for i in range(10_001)) + "\n" + ",".join("1" * 10_001) + "\n").encode()
+    with pytest.raises(DataError, match="limit"):
         read_table(raw)
 
 
@@ -110,6 +146,15 @@ def test_load_any_infers_without_schema(tmp_path):
     p.write_text("a,b\nx,1\ny,2\n")
     ds = load_any(p)
     assert ds.domain.inferred == ["a", "b"]
+    assert all(a.source == "inferred" for a in ds.domain.attributes)
+
+
+def test_source_id_is_the_file_digest(tmp_path):
+    import hashlib
+
+    raw = b"a,a\n1,2\n3,4\n"
+    df = read_table(raw)
+    assert df.attrs["source_digest"] == hashlib.sha256(raw).hexdigest()
 
 
 def test_file_object_upload():
