@@ -1,29 +1,51 @@
-"""The public schema: attributes, their value sets, numeric bins; encode and decode.
+"""The public schema: attributes, their value sets, numeric and date bins; encode and decode.
 
 A differentially private release is only private if everything *not* protected by
 noise is public.  The value set of each attribute is such a thing: if it is read off
 the private table, the release card reveals (for example) which rare countries occur.
-So every attribute records where its definition came from:
+So every attribute records, **field by field**, where its definition came from
+(its *provenance*):
 
-* ``source="declared"`` -- written by the data owner from public knowledge
-  (a codebook, a standard, the bundled sample's documentation);
-* ``source="data"`` -- inferred from the private table by :func:`infer_domain`.
-  This is allowed for convenience, but the UI and the release card warn that it is
-  *not private*.
+* ``"declared"`` -- written by the data owner from public knowledge (typed in the app,
+  a schema JSON, a codebook, the bundled sample's documentation); costs nothing;
+* ``"dp"`` -- released under differential privacy by :mod:`dpcore.discovery` from a
+  share of the run's ε (thresholded partition selection for value sets, DP quantiles
+  for bounds, noisy counts for the role);
+* ``"inferred"`` -- read off the private table without DP (:func:`infer_domain`, or the
+  explicit ``schema_from_data=True`` mode of :func:`dpcore.tabular.prepare_table`).  Not
+  private; the release card's guarantee must say so.
 
-Encoding maps a raw table to integer codes ``0..size-1`` per attribute.  Missing
-values become an explicit category (the last code) when the attribute declares
-``missing=True``.  Numeric attributes are binned with public bounds and either a
-bin count (equal width) or explicit edges; values outside the bounds are clipped and
-counted, or rejected, as the attribute says.
+The fields that carry a provenance are the ones that can come from the data: ``kind``
+(the column's role, with its integer/real subtype or date format), ``values`` for a
+categorical attribute, ``lower`` and ``upper`` for a numeric or date attribute.  Bin
+counts, the missing and "other" codes and the out-of-bounds policy are public settings,
+never read off the data.  Provenance is sticky: :meth:`Attribute.with_fields` marks only
+the fields it changes.  ``Attribute.source`` summarises it: the common provenance, or
+``"mixed"``; the legacy value ``"data"`` is read as ``"inferred"``.
+
+Encoding maps a raw table to integer codes ``0..size-1`` per attribute: the regular
+codes, then (categorical with ``other=True``) one code for every value not listed, then
+(``missing=True``) the missing code.  Numeric attributes are binned with public bounds
+and either a bin count (equal width) or explicit edges; date attributes are binned in
+whole units of their public granularity (year, month, day).  Values outside the bounds
+are clipped and counted, or rejected, as the attribute says; a cell that does not parse
+as a number or a date is refused or (``unparsable="missing"``) becomes a missing cell --
+a row is never dropped.
+
+Decoding gives labels (``numeric="interval"``/``"bins"``: ``[35, 40)``) or, with
+``numeric="values"``, values in the input's shape: numbers drawn uniformly within their
+bin (whole numbers for an integer attribute), dates drawn within their bin and printed in
+the attribute's format, categories as their labels, missing as an empty cell.  The draw
+is post-processing of released codes: it takes a NumPy generator, not privacy noise.
 """
 
 from __future__ import annotations
 
+import itertools
 import json
 import math
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from typing import Iterable, Sequence
 
 import numpy as np
 import pandas as pd
@@ -31,23 +53,65 @@ import pandas as pd
 from .errors import DomainError
 
 MISSING_LABEL = "(missing)"
-KINDS = ("categorical", "numeric")
-SOURCES = ("declared", "data")
+#: Label of the code holding every value a categorical attribute does not list (``other=True``).
+OTHER_LABEL = "(other)"
+KINDS = ("categorical", "numeric", "datetime")
+#: Every provenance a field can have.
+PROVENANCE = ("declared", "dp", "inferred")
+#: Accepted on input: the legacy provenance names.
+_PROVENANCE_ALIASES = {"data": "inferred"}
+SOURCES = PROVENANCE + ("mixed",)
+#: The fields of each kind that carry a provenance (everything else is a public setting).
+PROVENANCE_FIELDS = {
+    "categorical": ("kind", "values"),
+    "numeric": ("kind", "lower", "upper"),
+    "datetime": ("kind", "lower", "upper"),
+}
+GRANULARITIES = ("year", "month", "day")
+#: The format a date attribute is printed in when none is given, by granularity.
+DEFAULT_DATE_FORMAT = {"year": "%Y", "month": "%Y-%m", "day": "%Y-%m-%d"}
 #: Above this many distinct values a text column is not turned into a categorical
 #: attribute without an explicit choice: it is probably an identifier or free text.
 MAX_INFERRED_CATEGORIES = 1000
 #: Numeric columns with at most this many distinct values are inferred categorical.
 NUMERIC_AS_CATEGORICAL = 20
+_EPOCH = pd.Timestamp("1970-01-01")
+#: Which provenance fields a change to a constructor field sets (with_fields).
+_FIELDS_SET_BY = {
+    "kind": ("kind",),
+    "integer": ("kind",),
+    "format": ("kind",),
+    "granularity": ("kind",),
+    "values": ("values",),
+    "lower": ("lower",),
+    "upper": ("upper",),
+    "edges": ("lower", "upper"),
+}
+
+
+def _normalise_source(src) -> str:
+    src = _PROVENANCE_ALIASES.get(src, src)
+    if src not in SOURCES:
+        raise DomainError(f"A provenance must be one of {PROVENANCE} (got {src!r}).")
+    return src
 
 
 @dataclass(frozen=True)
 class Attribute:
     """One column of the public schema.
 
-    Categorical: ``values`` lists the labels (strings) in code order.
+    Categorical: ``values`` lists the labels (strings) in code order; ``other=True`` adds
+    one code for every value not listed.
     Numeric: ``lower``/``upper`` bound the column publicly and ``edges`` (derived
     from ``bins`` when not given) cut it into ``len(edges) - 1`` intervals; the
-    last interval is closed on the right.
+    last interval is closed on the right.  ``integer=True`` decodes to whole numbers.
+    Datetime: ``lower``/``upper`` are the first and last public unit of ``granularity``
+    (given as dates, e.g. ``"2015-01-01"``; stored as days since 1970-01-01), cut into at
+    most ``bins`` groups of whole units; ``format`` (strftime) reads and prints the dates.
+
+    ``source`` gives every field the same provenance; ``provenance`` (field -> provenance)
+    overrides it field by field.  After construction ``provenance`` holds every field of
+    :data:`PROVENANCE_FIELDS` and ``source`` their summary.
     """
 
     name: str
@@ -59,31 +123,60 @@ class Attribute:
     edges: tuple[float, ...] = ()
     missing: bool = False
     source: str = "declared"
-    out_of_bounds: str = "clip"  # numeric: "clip" or "reject"
+    out_of_bounds: str = "clip"  # numeric/datetime: "clip" or "reject"
+    integer: bool = False  # numeric: whole numbers
+    granularity: str | None = None  # datetime: "year", "month" or "day"
+    format: str | None = None  # datetime: strftime format of the input and output
+    other: bool = False  # categorical: one code for the values not listed
+    unparsable: str = "reject"  # numeric/datetime: "reject" or "missing" for cells that do not parse
+    provenance: tuple[tuple[str, str], ...] = ()
 
     def __post_init__(self) -> None:
         if not isinstance(self.name, str) or not self.name:
             raise DomainError("Every attribute needs a non-empty name.")
         if self.kind not in KINDS:
             raise DomainError(f"Attribute {self.name!r}: kind must be one of {KINDS}, not {self.kind!r}.")
-        if self.source not in SOURCES:
-            raise DomainError(f"Attribute {self.name!r}: source must be one of {SOURCES}.")
+        try:
+            self._set_provenance()
+        except DomainError as exc:
+            raise DomainError(f"Attribute {self.name!r}: {exc}") from None
         if self.out_of_bounds not in ("clip", "reject"):
             raise DomainError(f"Attribute {self.name!r}: out_of_bounds must be 'clip' or 'reject'.")
+        if self.unparsable not in ("reject", "missing"):
+            raise DomainError(f"Attribute {self.name!r}: unparsable must be 'reject' or 'missing'.")
         if self.kind == "categorical":
-            vals = tuple(str(v) for v in self.values)
-            if not vals and not self.missing:
+            vals = tuple(_canonical_text(v) for v in self.values)
+            if not vals and not self.missing and not self.other:
                 raise DomainError(f"Attribute {self.name!r}: a categorical attribute needs at least one value.")
             if len(set(vals)) != len(vals):
                 dup = sorted({v for v in vals if vals.count(v) > 1})[:5]
                 raise DomainError(f"Attribute {self.name!r}: repeated values {dup}; list each value once.")
-            if MISSING_LABEL in vals:
+            if MISSING_LABEL in vals or OTHER_LABEL in vals:
                 raise DomainError(
-                    f"Attribute {self.name!r}: {MISSING_LABEL!r} is reserved; tick 'missing' instead of listing it."
+                    f"Attribute {self.name!r}: {MISSING_LABEL!r} and {OTHER_LABEL!r} are reserved; tick 'missing' "
+                    "or 'other' instead of listing them."
                 )
             object.__setattr__(self, "values", vals)
-        else:
+        elif self.kind == "numeric":
             self._check_numeric()
+        else:
+            self._check_datetime()
+
+    def _set_provenance(self) -> None:
+        fields = PROVENANCE_FIELDS[self.kind]
+        src = _normalise_source(self.source)
+        given = dict(self.provenance.items() if isinstance(self.provenance, Mapping) else self.provenance)
+        unknown = set(given) - set(fields)
+        if unknown:
+            raise DomainError(f"provenance given for {sorted(unknown)}, but a {self.kind} attribute has {fields}.")
+        if src == "mixed" and set(given) != set(fields):
+            raise DomainError(f"source 'mixed' needs a provenance for each of {fields}.")
+        full = {f: _normalise_source(given.get(f, src)) for f in fields}
+        if "mixed" in full.values():
+            raise DomainError(f"a field's provenance must be one of {PROVENANCE}.")
+        distinct = set(full.values())
+        object.__setattr__(self, "provenance", tuple((f, full[f]) for f in fields))
+        object.__setattr__(self, "source", distinct.pop() if len(distinct) == 1 else "mixed")
 
     def _check_numeric(self) -> None:
         name = self.name
@@ -91,7 +184,7 @@ class Attribute:
             edges = tuple(float(e) for e in self.edges)
             if len(edges) < 2 or any(not math.isfinite(e) for e in edges):
                 raise DomainError(f"Attribute {name!r}: give at least two finite bin edges.")
-            if any(b <= a for a, b in zip(edges, edges[1:])):
+            if any(b <= a for a, b in itertools.pairwise(edges)):
                 raise DomainError(f"Attribute {name!r}: bin edges must be strictly increasing.")
             lower, upper = edges[0], edges[-1]
             if self.lower is not None and not math.isclose(float(self.lower), lower):
@@ -101,7 +194,10 @@ class Attribute:
         else:
             if self.lower is None or self.upper is None:
                 raise DomainError(f"Attribute {name!r}: a numeric attribute needs public lower and upper bounds.")
-            lower, upper = float(self.lower), float(self.upper)
+            try:
+                lower, upper = float(self.lower), float(self.upper)
+            except (TypeError, ValueError):
+                raise DomainError(f"Attribute {name!r}: bounds must be numbers.") from None
             if not (math.isfinite(lower) and math.isfinite(upper)) or upper <= lower:
                 raise DomainError(
                     f"Attribute {name!r}: bounds must be finite with lower < upper (got {lower}, {upper})."
@@ -110,33 +206,107 @@ class Attribute:
             if not isinstance(bins, (int, np.integer)) or not 1 <= int(bins) <= 10_000:
                 raise DomainError(f"Attribute {name!r}: the bin count must be an integer from 1 to 10000.")
             edges = tuple(float(e) for e in np.linspace(lower, upper, int(bins) + 1))
+        if self.integer and math.floor(edges[-1]) < math.ceil(edges[0]):
+            raise DomainError(f"Attribute {name!r}: integer bounds [{edges[0]:g}, {edges[-1]:g}] hold no whole number.")
         object.__setattr__(self, "edges", edges)
         object.__setattr__(self, "lower", edges[0])
         object.__setattr__(self, "upper", edges[-1])
         object.__setattr__(self, "bins", len(edges) - 1)
         object.__setattr__(self, "values", ())
+        object.__setattr__(self, "integer", bool(self.integer))
+
+    def _check_datetime(self) -> None:
+        name = self.name
+        gran = self.granularity or "day"
+        if gran not in GRANULARITIES:
+            raise DomainError(f"Attribute {name!r}: granularity must be one of {GRANULARITIES}, not {gran!r}.")
+        if self.lower is None or self.upper is None:
+            raise DomainError(f"Attribute {name!r}: a date attribute needs public first and last dates.")
+        lo = unit_index(_as_days(self.lower, name), gran)
+        hi = unit_index(_as_days(self.upper, name), gran)
+        if hi < lo:
+            raise DomainError(f"Attribute {name!r}: the last date comes before the first.")
+        units = hi - lo + 1
+        bins = self.bins if self.bins is not None else min(units, 10)
+        if not isinstance(bins, (int, np.integer)) or not 1 <= int(bins) <= 10_000:
+            raise DomainError(f"Attribute {name!r}: the bin count must be an integer from 1 to 10000.")
+        width = -(-units // int(bins))  # whole units per bin
+        starts = np.arange(lo, hi + 1, width, dtype=np.int64)
+        edges = tuple(float(e) for e in unit_start_days(np.append(starts, hi + 1), gran))
+        if self.edges and tuple(float(e) for e in self.edges) != edges:
+            raise DomainError(f"Attribute {name!r}: give a date attribute lower, upper and bins, not edges.")
+        fmt = self.format or DEFAULT_DATE_FORMAT[gran]
+        if not isinstance(fmt, str) or "%" not in fmt:
+            raise DomainError(f"Attribute {name!r}: format must be a strftime pattern such as '%Y-%m-%d'.")
+        object.__setattr__(self, "granularity", gran)
+        object.__setattr__(self, "format", fmt)
+        object.__setattr__(self, "edges", edges)
+        object.__setattr__(self, "lower", edges[0])
+        object.__setattr__(self, "upper", float(unit_start_days(np.array([hi]), gran)[0]))
+        object.__setattr__(self, "bins", len(edges) - 1)
+        object.__setattr__(self, "values", ())
+
+    # ------------------------------------------------------------------ provenance
+    @property
+    def field_sources(self) -> dict[str, str]:
+        """Provenance of every field that can come from the data: field -> "declared" / "dp" / "inferred"."""
+        return dict(self.provenance)
+
+    @property
+    def card_source(self) -> str | dict[str, str]:
+        """The card's ``source``: one string when every field shares a provenance, else field -> provenance."""
+        return self.source if self.source != "mixed" else self.field_sources
+
+    def with_fields(self, source: str = "declared", **changes) -> Attribute:
+        """A copy with ``changes`` applied and exactly the changed fields marked ``source`` (sticky provenance:
+        one edited field never makes the others declared).  A new ``kind`` re-marks every field."""
+        kind = changes.get("kind", self.kind)
+        prov = {} if kind != self.kind else self.field_sources
+        for key in changes:
+            for f in _FIELDS_SET_BY.get(key, ()):
+                prov[f] = source
+        prov = {f: prov.get(f, source) for f in PROVENANCE_FIELDS[kind]}
+        if {"lower", "upper", "bins", "kind", "granularity"} & set(changes):
+            changes.setdefault("edges", ())  # derived again from the new bounds and bin count
+        return replace(self, **changes, source="mixed", provenance=tuple(prov.items()))
 
     # ------------------------------------------------------------------ sizes
     @property
     def n_regular(self) -> int:
-        return len(self.values) if self.kind == "categorical" else len(self.edges) - 1
+        if self.kind == "categorical":
+            return len(self.values) + (1 if self.other else 0)
+        return len(self.edges) - 1
 
     @property
     def size(self) -> int:
         return self.n_regular + (1 if self.missing else 0)
 
+    @property
+    def other_code(self) -> int | None:
+        return len(self.values) if (self.kind == "categorical" and self.other) else None
+
     def labels(self) -> list[str]:
         """Human-readable label of every code, in code order."""
         if self.kind == "categorical":
-            out = list(self.values)
-        else:
+            out = list(self.values) + ([OTHER_LABEL] if self.other else [])
+        elif self.kind == "numeric":
             out = [
                 interval_label(a, b, i == len(self.edges) - 2)
                 for i, (a, b) in enumerate(zip(self.edges, self.edges[1:]))
             ]
+        else:
+            out = self._date_labels()
         if self.missing:
             out.append(MISSING_LABEL)
         return out
+
+    def _date_labels(self) -> list[str]:
+        fmt = DEFAULT_DATE_FORMAT[self.granularity]
+        edges = np.asarray(self.edges)
+        first = _format_days(edges[:-1], fmt)
+        last_unit = unit_start_days(unit_index(edges[1:], self.granularity) - 1, self.granularity)
+        last = _format_days(last_unit, fmt)
+        return [a if a == b else f"[{a}, {b}]" for a, b in zip(first, last)]
 
     # --------------------------------------------------------------- encoding
     def encode(self, column: pd.Series) -> tuple[np.ndarray, int]:
@@ -144,23 +314,19 @@ class Attribute:
 
         Raises :class:`DomainError` with a message naming the offending values.
         """
-        is_missing = column.isna().to_numpy()
-        n_missing = int(is_missing.sum())
-        if n_missing and not self.missing:
-            raise DomainError(
-                f"Column {self.name!r} has {n_missing} missing value(s) but its schema has no missing category: "
-                "allow missing values for it, or clean the column."
-            )
-        codes = np.full(len(column), self.n_regular if self.missing else 0, dtype=np.int64)
+        is_missing = np.array(column.isna().to_numpy(), dtype=bool)
         present = ~is_missing
         clipped = 0
         if self.kind == "categorical":
+            codes = np.full(len(column), self.n_regular if self.missing else 0, dtype=np.int64)
             raw = column[present]
             lookup = {v: i for i, v in enumerate(self.values)}
             # Hash the column once in C, then canonicalise only its distinct values.
             uniq_idx, uniques = pd.factorize(raw, sort=False)
             uniq_text = [_canonical_text(u) for u in uniques]
             uniq_code = np.array([lookup.get(t, -1) for t in uniq_text], dtype=np.int64)
+            if self.other:
+                uniq_code[uniq_code < 0] = len(self.values)
             mapped = uniq_code[uniq_idx] if len(uniq_code) else np.zeros(0, np.int64)
             unknown = mapped < 0
             if unknown.any():
@@ -168,82 +334,159 @@ class Attribute:
                 shown = ", ".join(repr(b) for b in bad[:5])
                 raise DomainError(
                     f"Column {self.name!r} has {int(unknown.sum())} value(s) not in its declared value list "
-                    f"(e.g. {shown}). Add them to the schema or clean the column."
+                    f"(e.g. {shown}). Add them to the schema, tick 'other' for it, or clean the column."
                 )
             codes[present] = mapped
-        else:
+            self._check_missing(is_missing)
+            return codes, clipped
+        if self.kind == "numeric":
             raw = pd.to_numeric(column[present], errors="coerce")
             bad = raw.isna().to_numpy()
-            if bad.any():
-                examples = ", ".join(repr(str(v)) for v in pd.unique(column[present][bad])[:5])
-                raise DomainError(
-                    f"Column {self.name!r} is declared numeric but has {int(bad.sum())} non-numeric value(s) "
-                    f"(e.g. {examples}). Declare it categorical or clean the column."
-                )
+            what, bad_word = "numeric", "non-numeric"
             vals = raw.to_numpy(dtype=float)
-            outside = (vals < self.lower) | (vals > self.upper) | ~np.isfinite(vals)
-            n_out = int(outside.sum())
-            if n_out:
-                if self.out_of_bounds == "reject":
-                    raise DomainError(
-                        f"Column {self.name!r} has {n_out} value(s) outside its public bounds "
-                        f"[{self.lower:g}, {self.upper:g}] (infinite values count as outside). "
-                        "Widen the bounds or choose 'clip'."
-                    )
-                vals = np.clip(
-                    np.nan_to_num(vals, nan=self.lower, posinf=self.upper, neginf=self.lower), self.lower, self.upper
+        else:
+            days = parse_dates(column[present], self.format)
+            bad = np.isnan(days)
+            what, bad_word = "a date", "unparsable"
+            vals = unit_start_days(unit_index(days, self.granularity), self.granularity).astype(float)
+            vals[bad] = np.nan
+        if bad.any():
+            if self.unparsable == "reject":
+                examples = ", ".join(repr(str(v)) for v in pd.unique(column[present][bad])[:5])
+                hint = f" (format {self.format!r})" if self.kind == "datetime" else ""
+                raise DomainError(
+                    f"Column {self.name!r} is declared {what} but has {int(bad.sum())} {bad_word} value(s){hint} "
+                    f"(e.g. {examples}). Declare it categorical, clean the column, or treat such cells as missing."
                 )
-                clipped = n_out
-            idx = np.searchsorted(np.asarray(self.edges), vals, side="right") - 1
-            codes[present] = np.clip(idx, 0, len(self.edges) - 2)
+            is_missing[np.flatnonzero(present)[bad]] = True
+            present = ~is_missing
+            vals = vals[~bad]
+        self._check_missing(is_missing)
+        codes = np.full(len(column), self.n_regular if self.missing else 0, dtype=np.int64)
+        top = self.upper if self.kind == "numeric" else self.edges[-1]
+        outside = (vals < self.lower) | ~np.isfinite(vals)
+        outside |= (vals > top) if self.kind == "numeric" else (vals >= top)
+        n_out = int(outside.sum())
+        if n_out:
+            if self.out_of_bounds == "reject":
+                raise DomainError(
+                    f"Column {self.name!r} has {n_out} value(s) outside its public bounds "
+                    f"[{self._bound_text(self.lower)}, {self._bound_text(self.upper)}] (infinite values count as "
+                    "outside). Widen the bounds or choose 'clip'."
+                )
+            vals = np.clip(np.nan_to_num(vals, nan=self.lower, posinf=top, neginf=self.lower), self.lower, top)
+            clipped = n_out
+        idx = np.searchsorted(np.asarray(self.edges), vals, side="right") - 1
+        codes[present] = np.clip(idx, 0, len(self.edges) - 2)
         return codes, clipped
 
-    def decode(self, codes: np.ndarray, numeric: str = "interval", rng: np.random.Generator | None = None) -> pd.Series:
-        """Labels for codes.
+    def _check_missing(self, is_missing: np.ndarray) -> None:
+        n_missing = int(is_missing.sum())
+        if n_missing and not self.missing:
+            raise DomainError(
+                f"Column {self.name!r} has {n_missing} missing value(s) but its schema has no missing category: "
+                "allow missing values for it, or clean the column."
+            )
 
-        ``numeric`` chooses how a numeric bin is shown: ``"interval"`` (``[20, 25)``),
-        ``"midpoint"`` (a representative value) or ``"uniform"`` (a uniform draw in the
-        bin; needs ``rng``).  Missing decodes to an empty value.
+    def _bound_text(self, v: float) -> str:
+        if self.kind == "datetime":
+            return _format_days(np.array([v]), DEFAULT_DATE_FORMAT[self.granularity])[0]
+        return f"{v:g}"
+
+    def decode(self, codes: np.ndarray, numeric: str = "interval", rng: np.random.Generator | None = None) -> pd.Series:
+        """Labels or values for codes.
+
+        ``numeric`` chooses how a numeric or date bin is shown: ``"interval"`` or ``"bins"``
+        (``[20, 25)``), ``"values"`` (the input's shape: a number drawn uniformly in the bin, a
+        whole number for an integer attribute, a date in the attribute's format; needs
+        ``rng``), ``"midpoint"`` or ``"uniform"`` (a real draw in the bin; needs ``rng``).
+        Missing decodes to an empty value; "other" to :data:`OTHER_LABEL`.
         """
         codes = np.asarray(codes, dtype=np.int64)
         if codes.size and (codes.min() < 0 or codes.max() >= self.size):
             raise DomainError(f"Codes for {self.name!r} must lie in 0..{self.size - 1}.")
+        if numeric not in ("interval", "bins", "values", "midpoint", "uniform"):
+            raise DomainError(
+                f"Unknown numeric decoding {numeric!r}: use 'values', 'bins' ('interval'), 'midpoint' or 'uniform'."
+            )
         missing = codes == self.n_regular if self.missing else np.zeros(codes.shape, bool)
-        if self.kind == "categorical" or numeric == "interval":
+        if self.kind == "categorical" or numeric in ("interval", "bins"):
             labels = np.array(self.labels(), dtype=object)
             out = labels[codes]
             out[missing] = None
             return pd.Series(out, dtype=object)
+        if numeric != "midpoint" and rng is None:
+            raise DomainError("Decoding bins as values drawn within each bin needs a random generator.")
         edges = np.asarray(self.edges)
         safe = np.minimum(codes, len(edges) - 2)
         lo, hi = edges[safe], edges[safe + 1]
+        if self.kind == "datetime":
+            return self._decode_dates(lo, hi, missing, numeric, rng)
         if numeric == "midpoint":
             vals = (lo + hi) / 2.0
-        elif numeric == "uniform":
-            if rng is None:
-                raise DomainError("Decoding numeric bins as uniform draws needs a random generator.")
-            vals = lo + (hi - lo) * rng.random(codes.shape)
+        elif numeric == "values" and self.integer:
+            return self._decode_integers(lo, hi, safe, missing, rng)
         else:
-            raise DomainError(f"Unknown numeric decoding {numeric!r}: use 'interval', 'midpoint' or 'uniform'.")
+            vals = lo + (hi - lo) * rng.random(codes.shape)
         out = pd.Series(vals.astype(float))
         out[missing] = np.nan
         return out
 
+    def _decode_integers(self, lo, hi, bin_idx, missing, rng) -> pd.Series:
+        last = bin_idx == len(self.edges) - 2
+        first_int = np.ceil(lo)
+        # Bins are [a, b) except the last, [a, b]: the whole numbers a bin holds.
+        last_int = np.where(last, np.floor(hi), np.ceil(hi) - 1)
+        empty = last_int < first_int
+        fallback = np.clip(np.round((lo + hi) / 2.0), math.ceil(self.lower), math.floor(self.upper))
+        width = np.maximum(last_int - first_int + 1, 1)
+        vals = first_int + np.floor(rng.random(lo.shape) * width)
+        vals = np.where(empty, fallback, np.minimum(vals, last_int))
+        out = pd.Series(vals.astype(np.int64), dtype="Int64")
+        out[missing] = pd.NA
+        return out
+
+    def _decode_dates(self, lo, hi, missing, numeric, rng) -> pd.Series:
+        if numeric == "midpoint":
+            days = np.floor((lo + hi) / 2.0)
+        elif _has_time(self.format):
+            days = lo + (hi - lo) * rng.random(lo.shape)
+        else:
+            days = lo + np.floor(rng.random(lo.shape) * (hi - lo))
+        text = np.array(_format_days(days, self.format), dtype=object)
+        text[missing] = None
+        return pd.Series(text, dtype=object)
+
     # ---------------------------------------------------------------- json
     def to_dict(self) -> dict:
-        d: dict = {"name": self.name, "kind": self.kind, "source": self.source, "missing": self.missing}
+        d: dict = {"name": self.name, "kind": self.kind, "source": self.card_source, "missing": self.missing}
         if self.kind == "categorical":
             d["values"] = list(self.values)
-        else:
+            if self.other:
+                d["other"] = True
+        elif self.kind == "numeric":
             d.update(lower=self.lower, upper=self.upper, edges=list(self.edges), out_of_bounds=self.out_of_bounds)
+            if self.integer:
+                d["integer"] = True
+        else:
+            fmt = DEFAULT_DATE_FORMAT[self.granularity]
+            d.update(
+                lower=_format_days(np.array([self.lower]), fmt)[0],
+                upper=_format_days(np.array([self.upper]), fmt)[0],
+                bins=self.bins,
+                granularity=self.granularity,
+                format=self.format,
+                out_of_bounds=self.out_of_bounds,
+            )
+        if self.kind != "categorical" and self.unparsable != "reject":
+            d["unparsable"] = self.unparsable
         return d
 
     @classmethod
-    def from_dict(cls, d: dict) -> "Attribute":
+    def from_dict(cls, d: dict) -> Attribute:
         if not isinstance(d, dict) or "name" not in d:
             raise DomainError("Each attribute in a schema must be an object with at least a 'name'.")
-        known = {"name", "kind", "values", "lower", "upper", "bins", "edges", "missing", "source", "out_of_bounds"}
-        extra = set(d) - known
+        extra = set(d) - ATTRIBUTE_KEYS
         if extra:
             raise DomainError(f"Attribute {d.get('name')!r}: unknown schema keys {sorted(extra)}.")
         kw = dict(d)
@@ -252,10 +495,99 @@ class Attribute:
                 if not isinstance(kw[key], (list, tuple)):
                     raise DomainError(f"Attribute {d['name']!r}: {key!r} must be a list.")
                 kw[key] = tuple(kw[key])
+        if isinstance(kw.get("source"), dict):
+            kw["provenance"] = tuple(kw["source"].items())
+            kw["source"] = "mixed"
         try:
             return cls(**kw)
         except TypeError as exc:  # wrong value types in hand-written JSON
             raise DomainError(f"Attribute {d.get('name')!r}: {exc}") from None
+
+
+#: The keys an attribute's JSON may hold.
+ATTRIBUTE_KEYS = frozenset(
+    {
+        "name",
+        "kind",
+        "values",
+        "lower",
+        "upper",
+        "bins",
+        "edges",
+        "missing",
+        "source",
+        "out_of_bounds",
+        "integer",
+        "granularity",
+        "format",
+        "other",
+        "unparsable",
+    }
+)
+
+
+# ------------------------------------------------------------------ dates
+def _as_days(v, name: str) -> float:
+    """A public date bound (ISO text, a timestamp, or days since 1970-01-01) as days since 1970-01-01."""
+    if isinstance(v, (int, float, np.integer, np.floating)) and not isinstance(v, bool):
+        if not math.isfinite(float(v)):
+            raise DomainError(f"Attribute {name!r}: date bounds must be finite.")
+        return float(v)
+    try:
+        ts = pd.Timestamp(v)
+    except (TypeError, ValueError):
+        raise DomainError(f"Attribute {name!r}: {v!r} is not a date (write it as YYYY-MM-DD).") from None
+    if ts is pd.NaT:
+        raise DomainError(f"Attribute {name!r}: a date bound is missing.")
+    if ts.tzinfo is not None:
+        ts = ts.tz_convert(None)
+    return (ts - _EPOCH) / pd.Timedelta(days=1)
+
+
+def unit_index(days, granularity: str) -> np.ndarray:
+    """The whole unit (day, month or year since 1970) each time (days since 1970-01-01, may be fractional) is in."""
+    days = np.asarray(days, dtype=float)
+    finite = np.isfinite(days)
+    d = np.where(finite, np.floor(np.where(finite, days, 0.0)), 0).astype(np.int64).astype("datetime64[D]")
+    if granularity == "day":
+        out = d.astype(np.int64)
+    elif granularity == "month":
+        out = d.astype("datetime64[M]").astype(np.int64)
+    else:
+        out = d.astype("datetime64[Y]").astype(np.int64)
+    return out
+
+
+def unit_start_days(units, granularity: str) -> np.ndarray:
+    """Days since 1970-01-01 at which each unit (as numbered by :func:`unit_index`) starts."""
+    units = np.asarray(units, dtype=np.int64)
+    if granularity == "day":
+        return units.copy()
+    dtype = "datetime64[M]" if granularity == "month" else "datetime64[Y]"
+    return units.astype(dtype).astype("datetime64[D]").astype(np.int64)
+
+
+def parse_dates(column: pd.Series, fmt: str | None) -> np.ndarray:
+    """Days since 1970-01-01 (float, NaN where a cell does not parse) of a column of dates or date text."""
+    if len(column) == 0:
+        return np.zeros(0)
+    if pd.api.types.is_datetime64_any_dtype(column):
+        ts = column
+        if getattr(ts.dt, "tz", None) is not None:
+            ts = ts.dt.tz_convert(None)
+    else:
+        text = column.astype(str).str.strip()
+        ts = pd.to_datetime(text, format=fmt, errors="coerce") if fmt else pd.to_datetime(text, errors="coerce")
+    return ((ts - _EPOCH) / pd.Timedelta(days=1)).to_numpy(dtype=float, na_value=np.nan)
+
+
+def _format_days(days, fmt: str) -> list[str]:
+    secs = np.round(np.asarray(days, dtype=float) * 86400.0).astype(np.int64)
+    return pd.Series(pd.to_datetime(secs, unit="s")).dt.strftime(fmt).tolist()
+
+
+def _has_time(fmt: str | None) -> bool:
+    return bool(fmt) and any(t in fmt for t in ("%H", "%I", "%M", "%S", "%f", "%p", "%T", "%X", "%c"))
 
 
 def interval_label(a: float, b: float, closed: bool) -> str:
@@ -307,7 +639,13 @@ class Domain:
 
     @property
     def inferred(self) -> list[str]:
-        return [a.name for a in self.attributes if a.source == "data"]
+        """Attributes with at least one field read off the private data without DP."""
+        return [a.name for a in self.attributes if "inferred" in a.field_sources.values()]
+
+    @property
+    def discovered(self) -> list[str]:
+        """Attributes with at least one field released under DP."""
+        return [a.name for a in self.attributes if "dp" in a.field_sources.values()]
 
     def __len__(self) -> int:
         return len(self.attributes)
@@ -323,10 +661,10 @@ class Domain:
         except ValueError:
             raise DomainError(f"No attribute named {name!r}; the schema has {self.names}.") from None
 
-    def project(self, names: Sequence[str]) -> "Domain":
+    def project(self, names: Sequence[str]) -> Domain:
         return Domain(tuple(self[n] for n in names))
 
-    def replace(self, attribute: Attribute) -> "Domain":
+    def replace(self, attribute: Attribute) -> Domain:
         return Domain(tuple(attribute if a.name == attribute.name else a for a in self.attributes))
 
     # ------------------------------------------------------------ encoding
@@ -369,7 +707,7 @@ class Domain:
         return json.dumps(self.to_dict(), indent=indent)
 
     @classmethod
-    def from_dict(cls, d) -> "Domain":
+    def from_dict(cls, d) -> Domain:
         if isinstance(d, dict) and "attributes" in d:
             attrs = d["attributes"]
             if not isinstance(attrs, list):
@@ -386,7 +724,7 @@ class Domain:
         )
 
     @classmethod
-    def from_json(cls, text: str | bytes) -> "Domain":
+    def from_json(cls, text: str | bytes) -> Domain:
         try:
             d = json.loads(text)
         except (ValueError, UnicodeDecodeError) as exc:
@@ -397,7 +735,7 @@ class Domain:
 def infer_attribute(
     column: pd.Series, name: str, *, max_categories: int = MAX_INFERRED_CATEGORIES, numeric_bins: int = 10
 ) -> Attribute:
-    """Infer one attribute from the private column (marked ``source='data'``)."""
+    """Infer one attribute from the private column (every field marked ``"inferred"``: not private)."""
     present = column.dropna()
     has_missing = bool(column.isna().any())
     nunique = int(present.nunique())
@@ -442,7 +780,7 @@ def infer_domain(
 ) -> Domain:
     """A schema read off the private table: convenient, *not private*.
 
-    Every attribute is marked ``source="data"``.  Raises :class:`DomainError` for a
+    Every field is marked ``"inferred"``.  Raises :class:`DomainError` for a
     column that cannot sensibly be categorical (too many distinct values).
     """
     cols = list(df.columns) if columns is None else list(columns)
@@ -458,4 +796,5 @@ def merge_declared(inferred: Domain, declared: Domain) -> Domain:
 
 
 def with_source(attr: Attribute, source: str) -> Attribute:
-    return replace(attr, source=source)
+    """A copy whose every field has provenance ``source``."""
+    return replace(attr, source=source, provenance=())

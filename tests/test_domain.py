@@ -132,7 +132,7 @@ def test_merge_declared_overrides_inferred(random_table):
     declared = Domain((Attribute("color", "categorical", ("red", "green", "blue", "black")),))
     merged = merge_declared(inferred, declared)
     assert merged["color"].source == "declared" and merged["color"].size == 4
-    assert merged["flag"].source == "data"
+    assert merged["flag"].source == "inferred"  # the legacy "data" is read as "inferred"
 
 
 def test_domain_size_is_exact_for_huge_products():
@@ -145,3 +145,127 @@ def test_bundled_adult_schema_is_declared_and_encodes_the_sample(adult):
     assert adult.n == 32561
     assert "fnlwgt" not in adult.domain.names
     assert adult.domain["workclass"].missing  # '?' in the raw file
+
+
+# ------------------------------------------------------------------ per-field provenance
+def test_provenance_is_per_field_and_summarised():
+    a = Attribute("age", "numeric", lower=0, upper=100, provenance={"kind": "declared", "lower": "dp", "upper": "dp"})
+    assert a.field_sources == {"kind": "declared", "lower": "dp", "upper": "dp"}
+    assert a.source == "mixed" and a.card_source == {"kind": "declared", "lower": "dp", "upper": "dp"}
+    b = Attribute("c", values=("x",), source="dp")
+    assert b.source == "dp" and b.card_source == "dp" and b.field_sources == {"kind": "dp", "values": "dp"}
+    with pytest.raises(DomainError, match="provenance"):
+        Attribute("c", values=("x",), source="guessed")
+    with pytest.raises(DomainError, match="values"):
+        Attribute("c", values=("x",), provenance={"lower": "dp"})
+
+
+def test_one_edit_marks_only_the_edited_field():
+    """issue 12 finding 4: one edit must not make a whole inferred attribute declared."""
+    a = Attribute("age", "numeric", lower=17, upper=90, bins=5, source="inferred")
+    b = a.with_fields(upper=100)
+    assert b.field_sources == {"kind": "inferred", "lower": "inferred", "upper": "declared"}
+    assert b.upper == 100 and b.bins == 5
+    c = b.with_fields(bins=10)  # a public setting: no provenance changes
+    assert c.field_sources == b.field_sources and c.bins == 10
+    d = Attribute("c", values=("x", "y"), source="dp").with_fields(values=("x", "y", "z"))
+    assert d.field_sources == {"kind": "dp", "values": "declared"}
+    assert Domain((a, d)).inferred == ["age"] and Domain((a, d)).discovered == ["c"]
+
+
+def test_provenance_survives_json_roundtrip():
+    a = Attribute(
+        "age",
+        "numeric",
+        lower=0,
+        upper=100,
+        integer=True,
+        provenance={"kind": "declared", "lower": "dp", "upper": "dp"},
+    )
+    d = a.to_dict()
+    assert d["source"] == {"kind": "declared", "lower": "dp", "upper": "dp"} and d["integer"] is True
+    assert Attribute.from_dict(json.loads(json.dumps(d))) == a
+    legacy = Attribute.from_dict({"name": "x", "values": ["a"], "source": "data"})
+    assert legacy.source == "inferred"
+
+
+# ------------------------------------------------------------------ other, integers, dates
+def test_other_code_collects_values_not_listed():
+    a = Attribute("c", values=("a", "b"), other=True, missing=True)
+    codes, _ = a.encode(pd.Series(["a", "zz", None, "b", "yy"]))
+    assert codes.tolist() == [0, 2, 3, 1, 2]
+    assert a.labels() == ["a", "b", "(other)", "(missing)"]
+    assert a.decode(codes, "values").tolist() == ["a", "(other)", None, "b", "(other)"]
+    with pytest.raises(DomainError, match="other"):
+        Attribute("c", values=("a",)).encode(pd.Series(["b"]))
+
+
+def test_unparsable_cells_become_missing_when_asked():
+    strict = Attribute("x", "numeric", lower=0, upper=10, missing=True)
+    with pytest.raises(DomainError, match="non-numeric"):
+        strict.encode(pd.Series(["1", "n/a"]))
+    lenient = Attribute("x", "numeric", lower=0, upper=10, missing=True, unparsable="missing")
+    codes, _ = lenient.encode(pd.Series(["1", "n/a", None, "10"]))
+    assert codes.tolist() == [1, 10, 10, 9]
+
+
+def test_integer_values_are_whole_numbers_inside_their_bin():
+    a = Attribute("n", "numeric", edges=(0, 3, 7, 10), integer=True, missing=True)
+    rng = np.random.default_rng(0)
+    codes = np.repeat(np.arange(4), 2000)
+    out = a.decode(codes, "values", rng)
+    assert str(out.dtype) == "Int64" and out.isna().sum() == 2000
+    vals = out.dropna().to_numpy(dtype=int).reshape(3, 2000)
+    assert set(vals[0]) == {0, 1, 2} and set(vals[1]) == {3, 4, 5, 6} and set(vals[2]) == {7, 8, 9, 10}
+    # uniform within a bin: each of the 4 values of bin 1 gets 500 ± 4.5·sqrt(2000·(1/4)(3/4)) ≈ 500 ± 87
+    counts = np.bincount(vals[1])[3:7]
+    assert np.all(np.abs(counts - 500) < 4.5 * np.sqrt(2000 * 0.25 * 0.75))
+
+
+def test_real_values_are_inside_their_bin_and_bounds():
+    a = Attribute("x", "numeric", lower=-1.5, upper=2.5, bins=4, missing=True)
+    codes = np.arange(5).repeat(100)
+    out = a.decode(codes, "values", np.random.default_rng(1)).to_numpy()
+    for b in range(4):
+        part = out[b * 100 : (b + 1) * 100]
+        assert np.all((part >= a.edges[b]) & (part <= a.edges[b + 1]))
+    assert np.isnan(out[400:]).all()
+
+
+def test_dates_in_their_format_granularity_and_bins():
+    a = Attribute(
+        "d",
+        "datetime",
+        lower="2015-01-17",
+        upper="2016-03-02",
+        granularity="month",
+        format="%d/%m/%Y",
+        missing=True,
+        unparsable="missing",
+    )
+    assert a.bins == 8 and a.labels()[0] == "[2015-01, 2015-02]" and a.labels()[7] == "2016-03"
+    codes, clipped = a.encode(pd.Series(["01/02/2015", "31/12/2016", "junk", None, "01/01/2014"]))
+    assert codes.tolist() == [0, 7, 8, 8, 0] and clipped == 2
+    out = a.decode(np.array([0, 7, 8]), "values", np.random.default_rng(0))
+    first = pd.to_datetime(out[0], format="%d/%m/%Y")
+    assert pd.Timestamp("2015-01-01") <= first < pd.Timestamp("2015-03-01")
+    assert pd.to_datetime(out[1], format="%d/%m/%Y").strftime("%Y-%m") == "2016-03" and out[2] is None
+    assert Attribute.from_dict(json.loads(json.dumps(a.to_dict()))) == a
+    assert a.to_dict()["lower"] == "2015-01" and a.to_dict()["upper"] == "2016-03"
+
+
+def test_dates_with_times_draw_a_time_within_the_bin():
+    a = Attribute("t", "datetime", lower="2020-01-01", upper="2020-01-31", format="%Y-%m-%d %H:%M", missing=True)
+    codes, _ = a.encode(pd.Series(["2020-01-05 10:00", "2020-01-31 23:59"]))
+    out = a.decode(codes, "values", np.random.default_rng(2))
+    ts = pd.to_datetime(out, format="%Y-%m-%d %H:%M")
+    lo, hi = (pd.Timestamp("1970-01-01") + pd.to_timedelta(np.asarray(a.edges)[[c, c + 1]], unit="D") for c in codes)
+    assert lo[0] <= ts[0] < lo[1] and hi[0] <= ts[1] < hi[1]
+    assert len({pd.Timestamp(t).minute for t in a.decode(np.zeros(50, int), "values", np.random.default_rng(3))}) > 5
+
+
+def test_bins_mode_gives_labels_and_values_mode_needs_a_generator():
+    a = Attribute("x", "numeric", lower=0, upper=10, bins=2, missing=True)
+    assert a.decode(np.array([0, 1, 2]), "bins").tolist() == ["[0, 5)", "[5, 10]", None]
+    with pytest.raises(DomainError, match="generator"):
+        a.decode(np.array([0]), "values")
