@@ -20,6 +20,7 @@ from dpcore.mechanisms.projection import (
     rounding_bound,
 )
 from dpcore.privacy import eps_to_zcdp, gaussian_rho, zcdp_to_eps_cks
+from dpcore.privacy.samplers import Randomness
 from dpcore.release import run_release
 from dpcore.workload import Workload
 
@@ -125,14 +126,15 @@ def test_stopping_rule_reads_no_private_quantity():
     eps, delta, seed = 1.0, 1e-6, 11
     params = Projection.validate_params({"max_iterations": 300, "scip": "off", "stopping": "risk"})
     res = Projection().run(ds, wl, Budget(eps, delta), params, RunContext.seeded(seed))
-    # Replay with the true answers hidden: draw the same noise, then forget the data.
-    rng = RunContext.seeded(seed).rng
-    sigma = Projection().plan(ds.n, wl, Budget(eps, delta), params)["sigma_answers"]
-    true = wl.answers(ds.codes)
-    noisy = true + rng.normal(0.0, sigma, size=true.shape)
-    del true
-    out = RecordProjector(wl, noisy, sigma, _settings_for(params)).run(rng)  # no dataset, no monitor
-    rows = largest_remainder_rows(out.records, out.weights, ds.n, rng)
+    # Replay with the true answers hidden: draw the same exact integer noise on the counts through the
+    # samplers (ctx.noise), then forget the data; the projection and rounding use ctx.rng only.
+    replay = RunContext.seeded(seed)
+    plan = Projection().plan(ds.n, wl, Budget(eps, delta), params)
+    counts = np.rint(wl.answers(ds.codes) * ds.n).astype(np.int64)
+    noisy = (counts + replay.noise.discrete_gaussian(plan["sigma_counts"], counts.size)) / ds.n
+    del counts
+    out = RecordProjector(wl, noisy, plan["sigma_answers"], _settings_for(params)).run(replay.rng)  # no data
+    rows = largest_remainder_rows(out.records, out.weights, ds.n, replay.rng)
     assert np.array_equal(rows, res.rows)
     assert out.stop_rule == res.public["stopping_rule_fired"]
     public_keys = ("iteration", "oracle_calls", "residual_norm", "fw_gap", "support", "risk_estimate")
@@ -144,24 +146,25 @@ def test_stopping_rule_reads_no_private_quantity():
 @pytest.mark.parametrize("rule", ["discrepancy", "risk"])
 def test_each_public_rule_fires_and_is_reported(rule):
     ds, wl = _setup(n=2000)
-    rel = run_release(
+    rel, internal = run_release(
         ds, wl, "projection", 2.0, 1e-6, {"stopping": rule, "scip": "off", "max_iterations": 3000}, seed=3
     )
     fired = rel.card["derived_public_parameters"]["stopping_rule_fired"]
     assert fired == {"risk": "risk minimum", "discrepancy": "discrepancy"}[rule]
-    assert rel.result.oracle_stats["converged"] is True
+    oracle = internal.report["oracle"]
+    assert oracle["converged"] is True
     if rule == "discrepancy":
-        assert rel.result.oracle_stats["final_residual_norm"] <= rel.result.oracle_stats["discrepancy_level"]
+        assert oracle["final_residual_norm"] <= oracle["discrepancy_level"]
 
 
 def test_end_to_end_release_beats_the_uniform_baseline_and_keeps_errors_off_the_card():
     ds, wl = _setup(n=2000, k=3)
-    rel = run_release(ds, wl, "projection", 1.0, None, {"scip": "certify"}, seed=4)
+    rel, internal = run_release(ds, wl, "projection", 1.0, None, {"scip": "certify"}, seed=4)
     assert rel.rows.shape == (ds.n, len(SHAPE))
-    ev = rel.evaluation
+    ev = internal.report
     assert ev["max_error"] < 0.5 * ev["baselines"]["uniform"]["max_error"]
-    assert rel.result.oracle_stats["certified_gap"] is not None
-    assert rel.result.oracle_stats["certified_gap"] >= -1e-9
+    assert ev["oracle"]["certified_gap"] is not None
+    assert ev["oracle"]["certified_gap"] >= -1e-9
     keys = set(all_keys(rel.card))
     for private in (
         "true_max_error",
@@ -177,20 +180,20 @@ def test_end_to_end_release_beats_the_uniform_baseline_and_keeps_errors_off_the_
         assert private not in keys
     assert "true_max_error" not in json.dumps(rel.card, default=float)
     # The trace is numeric, for the Results page's convergence chart.
-    for row in rel.result.trace:
+    for row in ev["trace"]:
         for k in ("iteration", "oracle_calls", "residual_norm", "fw_gap"):
             assert isinstance(row[k], (int, float))
 
 
 def test_a_projection_stopped_at_its_limit_returns_the_best_found_and_says_so():
     ds, wl = _setup(n=1000, k=3)
-    rel = run_release(
+    rel, internal = run_release(
         ds, wl, "projection", 1.0, 1e-6, {"max_iterations": 2, "stopping": "none", "scip": "certify"}, seed=2
     )
-    st = rel.result.oracle_stats
+    st = internal.report["oracle"]
     assert st["stop_rule"] == "iteration limit" and st["converged"] is False
     assert rel.rows.shape[0] == ds.n
-    assert any("did not converge" in n and "gap" in n for n in rel.result.notes)
+    assert any("did not converge" in n and "gap" in n for n in internal.report["notes"])
     assert st["certified_gap"] is not None and st["certified_gap"] > 0
 
 
@@ -244,7 +247,7 @@ def test_adaptive_accounting_adds_selections_and_measurements_to_the_budget(one_
 def test_adaptive_measures_each_marginal_once_while_unmeasured_ones_remain():
     ds, wl = _setup(n=800, k=2)
     T = wl.n_marginals
-    rel = run_release(
+    rel, internal = run_release(
         ds,
         wl,
         "projection_adaptive",
@@ -253,10 +256,10 @@ def test_adaptive_measures_each_marginal_once_while_unmeasured_ones_remain():
         {"rounds": T, "scip": "off", "max_iterations": 30, "round_iterations": 3},
         seed=1,
     )
-    chosen = [r["selected_marginal"] for r in rel.result.trace if r["round"] >= 1][: T - 1]
+    chosen = [r["selected_marginal"] for r in internal.report["trace"] if r["round"] >= 1][: T - 1]
     assert len(set(chosen)) == len(chosen) == T - 1
     assert rel.rows.shape[0] == ds.n
-    assert rel.evaluation["max_error"] < rel.evaluation["baselines"]["uniform"]["max_error"]
+    assert internal.report["max_error"] < internal.report["baselines"]["uniform"]["max_error"]
     assert "true_max_error" not in json.dumps(rel.card, default=float)
 
 
@@ -265,7 +268,7 @@ def test_adaptive_variant_runs_where_measuring_everything_is_refused(monkeypatch
     monkeypatch.setattr(proj, "PROJECTION_MEMORY_LIMIT", 1000)
     with pytest.raises(WorkloadError):
         run_release(ds, wl, "projection", 1.0, 1e-6, {"scip": "off"}, seed=0)
-    rel = run_release(
+    rel, _ = run_release(
         ds,
         wl,
         "projection_adaptive",
@@ -292,3 +295,80 @@ def test_certified_gap_bounds_the_true_frank_wolfe_gap(scip):
     true_gap = 2.0 * (gw @ out.fitted - lmo) / wl.n_queries
     assert true_gap >= -1e-9
     assert out.certified_gap >= true_gap - 1e-9
+
+
+# ------------------------------------------------------------------ privacy draws (issue 12, findings 5 and 8)
+class _CountingRandomness(Randomness):
+    """A seeded Randomness that records every privacy draw a mechanism makes through ``ctx.noise``."""
+
+    def __init__(self, seed: int) -> None:
+        super().__init__(seed)
+        self.draws: list[tuple[str, object, object]] = []
+
+    def discrete_gaussian(self, sigma, size):
+        out = super().discrete_gaussian(sigma, size)
+        self.draws.append(("discrete_gaussian", sigma, out))
+        return out
+
+    def exponential_mechanism(self, scores, epsilon, sensitivity):
+        out = super().exponential_mechanism(scores, epsilon, sensitivity)
+        self.draws.append(("exponential_mechanism", (epsilon, sensitivity), out))
+        return out
+
+
+def test_projection_measures_counts_with_exact_integer_noise_from_ctx_noise():
+    ds, wl = _setup(n=500)
+    eps, delta = 1.0, 1e-6
+    params = Projection.validate_params({"max_iterations": 5, "scip": "off"})
+    noise = _CountingRandomness(3)
+    Projection().run(ds, wl, Budget(eps, delta), params, RunContext(noise=noise))
+    plan = Projection().plan(ds.n, wl, Budget(eps, delta), params)
+    # One draw: the whole workload's counts, σ on counts = the plan's (so ρ = |W|·2/(2σ²) as before), integers.
+    assert [(k, s) for k, s, _ in noise.draws] == [("discrete_gaussian", plan["sigma_counts"])]
+    drawn = noise.draws[0][2]
+    assert drawn.shape == (wl.n_queries,) and drawn.dtype.kind == "i"
+    # What the projection sees is (counts + integer noise) / n: integer in count units.
+    counts = np.rint(wl.answers(ds.codes) * ds.n).astype(np.int64)
+    noisy = proj.gaussian_measurement(wl.answers(ds.codes), ds.n, plan["sigma_counts"], Randomness(3))
+    assert np.array_equal(
+        np.rint(noisy * ds.n).astype(np.int64) - counts,
+        Randomness(3).discrete_gaussian(plan["sigma_counts"], wl.n_queries),
+    )
+    assert np.allclose(noisy * ds.n, np.rint(noisy * ds.n), atol=1e-6)
+
+
+def test_adaptive_draws_selection_and_noise_from_ctx_noise():
+    ds, wl = _setup(n=800, k=2)
+    T = 3
+    params = AdaptiveProjection.validate_params(
+        {"rounds": T, "one_way": True, "scip": "off", "max_iterations": 10, "round_iterations": 3}
+    )
+    plan = AdaptiveProjection().plan(ds.n, wl, Budget(1.0, 1e-6), params)
+    noise = _CountingRandomness(5)
+    AdaptiveProjection().run(ds, wl, Budget(1.0, 1e-6), params, RunContext(noise=noise))
+    kinds = [k for k, _, _ in noise.draws]
+    p = len(SHAPE)
+    assert kinds == ["discrete_gaussian"] * p + ["exponential_mechanism", "discrete_gaussian"] * T
+    assert all(s == plan["sigma_one_way_counts"] for k, s, _ in noise.draws[:p])
+    for k, s, out in noise.draws[p:]:
+        if k == "exponential_mechanism":
+            assert s == (plan["epsilon_select"], 2.0)
+        else:
+            assert s == plan["sigma_counts"] and out.dtype.kind == "i"
+
+
+def test_adaptive_with_a_tiny_time_limit_still_runs_every_round_and_charges_what_was_asked():
+    """Finding 5: the clock may cut only the projection; the rounds and the spend are fixed in advance."""
+    ds, wl = _setup(n=800, k=2)
+    eps, delta, T = 0.9, 1e-6, 5
+    params = AdaptiveProjection.validate_params(
+        {"rounds": T, "scip": "off", "max_iterations": 50, "round_iterations": 20}
+    )
+    params["max_seconds"] = 1e-3  # below what the app offers: the clock runs out during the first round
+    res = AdaptiveProjection().run(ds, wl, Budget(eps, delta), params, RunContext.seeded(0))
+    assert res.public["rounds_run"] == T
+    assert res.epsilon_spent == eps
+    assert len(res.spends) == 1 and res.spends[0].epsilon == eps
+    assert res.spends[0].rho == pytest.approx(eps_to_zcdp(eps, delta), rel=1e-12)
+    assert res.rows.shape == (ds.n, len(SHAPE))
+    assert any("time limit" in n for n in res.notes)

@@ -9,7 +9,8 @@ projection mechanism of Nikolov, Talwar and Zhang 2013, made oracle-efficient):
 
 **Privacy.**  ρ-zCDP for the Gaussian measurements alone, ρ = Σ_S Δ²/(2σ_S²) with
 replace-one L2 sensitivity Δ = sqrt(2) per marginal of counts (ALGORITHMS.md,
-"Projection").  Everything after the measurement reads only the noisy answers and
+"Projection"); the noise is the exact discrete Gaussian on integer counts, drawn through
+``ctx.noise`` ([CKS20]: the same ρ as the continuous Gaussian).  Everything after the measurement reads only the noisy answers and
 public quantities: it is post-processing and costs nothing, whatever the solver does
 ("robust").  The stopping rule is public too: it compares the residual against the
 *known* noise level (the discrepancy principle), never against the true answers.
@@ -25,14 +26,15 @@ from __future__ import annotations
 
 import math
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Callable
 
 import numpy as np
 
-from ..errors import BudgetError, OracleError, ParameterError, WorkloadError
+from ..errors import BudgetError, ParameterError, WorkloadError
 from ..oracles.linear_min import CoordinateDescent, decomposable_bound, scip_certify
 from ..privacy import check_budget, eps_to_zcdp, gaussian_sigma_for_rho
+from ..privacy.samplers import Randomness
 from .base import Budget, Mechanism, MechanismResult, Param, RunContext, SpendRecord
 from .direct import project_simplex
 
@@ -66,10 +68,11 @@ class ProjectionSettings:
     stopping: str = "risk"  # "risk" (SURE), "discrepancy", or "none": run to convergence / limits
     discrepancy_z: float = 0.0
     risk_patience: int = 5  # corrective steps without a better risk estimate before stopping
-    starts: int = 16
-    columns_per_iteration: int = 8
-    corrective_every: int = 10
-    max_support: int = 4000
+    starts: int = 64
+    columns_per_iteration: int = 32
+    corrective_every: int = 1
+    corrective_iterations: int = 30
+    max_support: int = 20_000
     scip: str = "certify"  # "off", "certify" (final certificate), "polish" (every corrective step)
     scip_cells: int = 48
     scip_time_limit: float = 5.0
@@ -98,12 +101,25 @@ class ProjectionOutcome:
 
 
 # --------------------------------------------------------------------- the solver
+#: Entries (records × marginals) gathered at once by the support operators: bounds their
+#: temporary memory (8 bytes each) whatever the support and the workload.
+_CHUNK_ENTRIES = 1 << 22
+
+
 class RecordProjector:
     """Frank–Wolfe projection of noisy marginals onto the convex hull of records.
 
     ``noisy`` are normalised answers in the flat numbering of ``workload``;
     ``sigmas`` the noise standard deviation of each marginal (same scale).  The solver
     never sees the private data.
+
+    Column generation (fully corrective Frank–Wolfe, "simplicial decomposition"): every
+    step asks the linear-minimisation oracle for improving records from many starts,
+    adds the best few as columns, and re-fits the weights of every record found by
+    accelerated projected gradient over the simplex.  The re-fit works through the
+    records' cell ids (``A w`` is one ``bincount``, ``Aᵀ r`` one gather), never a K×K Gram
+    matrix: its cost and memory grow as K·|W|, so supports of tens of thousands of records
+    stay affordable.
     """
 
     def __init__(self, workload, noisy: np.ndarray, sigmas: np.ndarray, settings: ProjectionSettings) -> None:
@@ -119,118 +135,176 @@ class RecordProjector:
         self.omega_cells = np.repeat(self.omega, workload.sizes)
         self.cd = CoordinateDescent(workload)
         self.p = len(workload.domain)
-        self.records = np.zeros((0, self.p), dtype=np.int64)
-        self.ids = np.zeros((0, workload.n_marginals), dtype=np.int64)
+        self.m = workload.n_marginals
+        self._id_type = np.int32 if workload.n_queries < 2**31 else np.int64
+        self._rec_buf = np.zeros((0, self.p), dtype=np.int64)
+        self._ids_buf = np.zeros((0, self.m), dtype=self._id_type)
         self.weights = np.zeros(0)
-        self._gram_buf = np.zeros((0, 0))
-        self.lin = np.zeros(0)  # b_i = Σ_S ω_S ã[S, x_i]
         self.index: dict[bytes, int] = {}
         self.fitted = np.zeros(workload.n_queries)
         self.wnoisy = self.omega_cells * self.noisy
+        self.noisy_norm = float(np.dot(self.wnoisy, self.noisy))
+        self._power = np.zeros(0)  # warm start of the power iteration for the re-fit's step size
+        self.deadline = math.inf
+        self.cancel_check: Callable[[], None] | None = None
 
     # ------------------------------------------------------------- support
+    @property
+    def records(self) -> np.ndarray:
+        return self._rec_buf[: len(self.weights)]
+
+    @property
+    def ids(self) -> np.ndarray:
+        """Flat cell id of every support record in every marginal, shape (K, |W|)."""
+        return self._ids_buf[: len(self.weights)]
+
     def add_records(self, recs: np.ndarray) -> np.ndarray:
         """Add records (weight 0) unless present; returns their indices."""
         recs = np.atleast_2d(np.asarray(recs, dtype=np.int64))
         out, new = [], []
+        K = len(self.weights)
         for r in recs:
             key = r.tobytes()
-            if key in self.index:
-                out.append(self.index[key])
-            else:
-                self.index[key] = len(self.weights) + len(new)
-                out.append(self.index[key])
+            if key not in self.index:
+                self.index[key] = K + len(new)
                 new.append(r)
+            out.append(self.index[key])
         if new:
             new = np.asarray(new)
-            nid = self.cd.cell_ids(new)
-            K, b = len(self.weights), len(new)
-            if K + b > self._gram_buf.shape[0]:  # grow by doubling: no K² copy per step
-                cap = max(2 * self._gram_buf.shape[0], K + b, 64)
-                buf = np.empty((cap, cap))
-                buf[:K, :K] = self.gram
-                self._gram_buf = buf
-            G = self._gram_buf
-            if K:
-                cross = (self.ids[:, None, :] == nid[None, :, :]) @ self.omega
-                G[:K, K : K + b] = cross
-                G[K : K + b, :K] = cross.T
-            G[K : K + b, K : K + b] = (nid[:, None, :] == nid[None, :, :]) @ self.omega
-            self.lin = np.concatenate([self.lin, (self.noisy[nid] * self.omega[None, :]).sum(axis=1)])
-            self.records = np.vstack([self.records, new])
-            self.ids = np.vstack([self.ids, nid])
+            b = len(new)
+            if K + b > len(self._rec_buf):  # grow by doubling: no copy of the support per step
+                cap = max(2 * len(self._rec_buf), K + b, 64)
+                rec_buf = np.zeros((cap, self.p), dtype=np.int64)
+                ids_buf = np.zeros((cap, self.m), dtype=self._id_type)
+                rec_buf[:K], ids_buf[:K] = self.records, self.ids
+                self._rec_buf, self._ids_buf = rec_buf, ids_buf
+            self._rec_buf[K : K + b] = new
+            self._ids_buf[K : K + b] = self.cd.cell_ids(new)
             self.weights = np.concatenate([self.weights, np.zeros(b)])
+            self._power = np.concatenate([self._power, np.full(b, 1.0 / math.sqrt(K + b))])
         return np.asarray(out, dtype=np.int64)
-
-    @property
-    def gram(self) -> np.ndarray:
-        """G[i, j] = sum_S ω_S 1[x_i and x_j share their cell of S] (a view of the buffer)."""
-        K = len(self.weights)
-        return self._gram_buf[:K, :K]
 
     def prune(self) -> None:
         keep = self.weights > 0
         if keep.all():
             return
-        if self._gram_buf.shape[0] >= len(keep):  # (a restored snapshot has no Gram matrix)
-            sub = self.gram[np.ix_(keep, keep)]
-            self._gram_buf[: len(sub), : len(sub)] = sub
-        self.lin = self.lin[keep] if len(self.lin) == len(keep) else self.lin
-        self.records, self.ids, self.weights = self.records[keep], self.ids[keep], self.weights[keep]
+        K = int(keep.sum())
+        self._rec_buf[:K] = self.records[keep]
+        self._ids_buf[:K] = self.ids[keep]
+        self._power = self._power[keep] if len(self._power) == len(keep) else np.ones(K) / math.sqrt(K)
+        self.weights = self.weights[keep]
         self.index = {r.tobytes(): i for i, r in enumerate(self.records)}
+
+    # ------------------------------------------------------------- the linear maps of the support
+    def _chunks(self):
+        step = max(1, _CHUNK_ENTRIES // max(1, self.m))
+        K = len(self.weights)
+        return [(i, min(K, i + step)) for i in range(0, K, step)]
+
+    def answers_of(self, w: np.ndarray) -> np.ndarray:
+        """A w: the answers of the support records weighted by ``w``."""
+        out = np.zeros(self.workload.n_queries)
+        ids = self.ids
+        for lo, hi in self._chunks():
+            out += np.bincount(
+                ids[lo:hi].ravel(), weights=np.repeat(w[lo:hi], self.m), minlength=self.workload.n_queries
+            )
+        return out
+
+    def record_sums(self, cells: np.ndarray) -> np.ndarray:
+        """Aᵀ c: for every support record, the sum of ``cells`` over its cells."""
+        out = np.empty(len(self.weights))
+        ids = self.ids
+        for lo, hi in self._chunks():
+            out[lo:hi] = cells[ids[lo:hi]].sum(axis=1)
+        return out
 
     def refit_answers(self) -> None:
         """Fitted answers recomputed exactly from the weights (no drift from many updates)."""
-        self.fitted = np.bincount(
-            self.ids.ravel(), weights=np.repeat(self.weights, self.ids.shape[1]), minlength=self.workload.n_queries
-        )
+        self.fitted = self.answers_of(self.weights)
+
+    def objective(self, fitted: np.ndarray | None = None) -> float:
+        """½‖A w − ã‖²_ω, the projection's objective (½ χ²)."""
+        r = (self.fitted if fitted is None else fitted) - self.noisy
+        return 0.5 * float(np.dot(self.omega_cells * r, r))
 
     # ------------------------------------------------------------- steps
-    def fully_corrective(self, iterations: int = 60) -> None:
-        """Least squares over the simplex of the records found: min ½wᵀGw - bᵀw.
+    def fully_corrective(self, iterations: int | None = None) -> None:
+        """Least squares over the simplex of the records found: min ½‖A w − ã‖²_ω, w ∈ Δ.
 
         Accelerated projected gradient (FISTA) with gradient-based restarts
-        (O'Donoghue & Candès 2015), warm-started at the current weights; kept only if
-        it lowers the objective, so the projection's objective never increases.
+        (O'Donoghue & Candès 2015), warm-started at the current weights; the step is
+        1/L with L the largest eigenvalue of AᵀΩA from a warm-started power iteration.
+        The result is kept only if it lowers the objective, so the projection's objective
+        never increases.
         """
-        G, b, w0 = np.ascontiguousarray(self.gram), self.lin, self.weights
-        K = len(w0)
+        iterations = self.settings.corrective_iterations if iterations is None else iterations
+        K = len(self.weights)
         if K <= 1:
+            self.refit_answers()
             return
-        v = np.ones(K) / math.sqrt(K)
-        for _ in range(30):  # power iteration for the Lipschitz constant λ_max(G)
-            gv = G @ v
-            nv = np.linalg.norm(gv)
-            if nv == 0:
+        w0 = self.weights
+        f0 = self.objective()
+        v = self._power if len(self._power) == K and np.any(self._power) else np.ones(K) / math.sqrt(K)
+        lam = 0.0
+        for _ in range(6 if len(self._power) == K else 20):
+            gv = self.record_sums(self.omega_cells * self.answers_of(v))
+            lam = float(np.linalg.norm(gv))
+            if lam == 0:
                 return
-            v = gv / nv
-        lip = 1.05 * float(v @ (G @ v)) + 1e-12
-        w = w0.copy()
-        y = w.copy()
-        t = 1.0
+            v = gv / lam
+        self._power = v
+        lip = 1.2 * lam + 1e-300
+        w, y, t = w0.copy(), w0.copy(), 1.0
         for _ in range(iterations):
-            grad = G @ y - b
+            if time.perf_counter() > self.deadline:
+                break
+            if self.cancel_check is not None:
+                self.cancel_check()
+            grad = self.record_sums(self.omega_cells * (self.answers_of(y) - self.noisy))
             w_new = project_simplex(y - grad / lip)
-            if np.abs(w_new - w).sum() < 1e-7:
+            if np.abs(w_new - w).sum() < 1e-9:
                 w = w_new
                 break
             if np.dot(grad, w_new - w) > 0:  # restart: momentum points uphill
-                t = 1.0
-                y = w_new
+                t, y = 1.0, w_new
             else:
                 t_new = 0.5 * (1.0 + math.sqrt(1.0 + 4.0 * t * t))
                 y = w_new + ((t - 1.0) / t_new) * (w_new - w)
                 t = t_new
             w = w_new
-
-        def obj(x):
-            return 0.5 * x @ (G @ x) - b @ x
-
-        if obj(w) <= obj(w0):
-            w[w < 1e-12] = 0.0
-            self.weights = w / w.sum()
-        self.refit_answers()
+        w[w < 1e-12] = 0.0
+        w /= w.sum()
+        fitted = self.answers_of(w)
+        if self.objective(fitted) <= f0:
+            self.weights, self.fitted = w, fitted
         self.prune()
+
+    def frank_wolfe_step(self, record: np.ndarray, inner: float, value: float) -> None:
+        """p <- (1-γ) p + γ e_x with the exact line search of the quadratic."""
+        rid = self.cd.cell_ids(record)[0]
+        # ‖e(x) − a‖²_ω = ‖a‖²_ω − 2 Σ_S ω_S a[S, x_S] + Σ_S ω_S, with ‖a‖²_ω = <ω(a − ã), a> + <ωã, a>.
+        dnorm = float(
+            inner + np.dot(self.wnoisy, self.fitted) - 2.0 * np.dot(self.omega, self.fitted[rid]) + self.omega.sum()
+        )
+        gamma = min(1.0, max(0.0, (inner - value) / max(dnorm, 1e-300)))
+        self.fitted *= 1.0 - gamma
+        self.fitted[rid] += gamma
+        self.weights *= 1.0 - gamma
+        k = self.add_records(record)[0]
+        self.weights[k] += gamma
+
+    def _starts(self, rng: np.random.Generator, last_best: np.ndarray) -> np.ndarray:
+        """Fresh random records for diversity, the last winner, and records already in the
+        support (the gradient changes slowly between steps)."""
+        s = self.settings
+        n_support = min(len(self.weights), s.starts // 2)
+        support = (
+            self.records[rng.choice(len(self.weights), n_support, replace=False)]
+            if n_support
+            else np.zeros((0, self.p), np.int64)
+        )
+        return np.vstack([last_best[None, :], support, self.cd.random_records(rng, max(1, s.starts - n_support - 1))])
 
     # ------------------------------------------------------------- the loop
     def run(
@@ -238,19 +312,27 @@ class RecordProjector:
         rng: np.random.Generator,
         ctx: RunContext | None = None,
         monitor: Callable[[np.ndarray], dict] | None = None,
+        deadline: float | None = None,
     ) -> ProjectionOutcome:
+        """Project until a stopping rule fires; ``deadline`` (a ``time.perf_counter`` value) bounds the
+        whole call, the final re-fit and SCIP's certificate included."""
         s = self.settings
         nq = self.workload.n_queries
         threshold = s.threshold(nq)
         trace: list[dict] = []
         t0 = time.perf_counter()
+        self.deadline = t0 + s.max_seconds if deadline is None else min(deadline, t0 + s.max_seconds)
+        # The search stops early enough to leave the final re-fit and certificate their share of the clock.
+        finish = (s.scip_time_limit if s.scip != "off" else 0.0) + 1.0
+        search_end = self.deadline - min(0.1 * (self.deadline - t0), finish)
+        self.cancel_check = None if ctx is None else ctx.check_cancel
         calls = 0
         scip_info = {"calls": 0, "seconds": 0.0, "improved_records": 0}
         if len(self.weights) == 0:
-            # Start: the best record for an empty fit (g = -ω ã).
-            first = self.cd.minimise(-self.omega_cells * self.noisy, self.cd.random_records(rng, s.starts), rng)
+            # Start: the best records for an empty fit (g = -ω ã).
+            first = self.cd.minimise(-self.wnoisy, self.cd.random_records(rng, s.starts), rng)
             calls += 1
-            idx = self.add_records(first.record)
+            idx = self.add_records(first.candidates[: s.columns_per_iteration])
             self.weights[idx[0]] = 1.0
             self.refit_answers()
         last_best = self.records[int(np.argmax(self.weights))]
@@ -267,31 +349,20 @@ class RecordProjector:
             if it >= s.max_iterations:
                 stop = "iteration limit"
                 break
-            if time.perf_counter() - t0 > s.max_seconds:
+            if time.perf_counter() > search_end:
                 stop = "time limit"
                 break
             if ctx is not None:
                 ctx.check_cancel()
             it += 1
-            # Starts: fresh random records for diversity, the last winner, and records
-            # already in the support (the gradient changes slowly between steps).
-            n_support = min(len(self.weights), s.starts // 2)
-            support_starts = (
-                self.records[rng.choice(len(self.weights), n_support, replace=False)]
-                if n_support
-                else np.zeros((0, self.p), np.int64)
-            )
-            starts = np.vstack(
-                [last_best[None, :], support_starts, self.cd.random_records(rng, max(1, s.starts - n_support - 1))]
-            )
-            res = self.cd.minimise(gw, starts, rng)
+            res = self.cd.minimise(gw, self._starts(rng, last_best), rng, deadline=search_end, check=self.cancel_check)
             calls += 1
             inner = float(np.dot(gw, self.fitted))  # <∇f(p), p>
             best_rec, best_val = res.record, res.value
             certified_now = None
             corrective_due = it % s.corrective_every == 0
-            if s.scip == "polish" and corrective_due:
-                cert = self._scip(gw, best_rec, scip_info)
+            if s.scip == "polish" and corrective_due and search_end - time.perf_counter() > 0.5:
+                cert = self._scip(gw, best_rec, scip_info, min(s.scip_time_limit, search_end - time.perf_counter()))
                 calls += 1
                 certified_now = 2.0 * (inner - cert.lower_bound) / nq
                 if cert.value < best_val - 1e-12 * abs(best_val):
@@ -299,38 +370,28 @@ class RecordProjector:
                     best_rec, best_val = cert.record, cert.value
             fw_gap = 2.0 * (inner - best_val) / nq
             last_best = best_rec
-            if inner - best_val <= s.gap_tolerance * max(chi2, 1.0):
+            tol = s.gap_tolerance * max(chi2, 1.0)
+            if inner - best_val <= tol:
                 # The heuristic found no improving record; with SCIP on, let it look once.
                 if s.scip != "off" and certified_now is None:
-                    cert = self._scip(gw, best_rec, scip_info)
+                    cert = self._scip(
+                        gw, best_rec, scip_info, max(0.5, min(s.scip_time_limit, search_end - time.perf_counter()))
+                    )
                     calls += 1
                     certified_now = 2.0 * (inner - cert.lower_bound) / nq
-                    if cert.value < best_val - s.gap_tolerance * max(chi2, 1.0):
+                    if cert.value < best_val - tol:
                         best_rec, best_val = cert.record, cert.value
                         fw_gap = 2.0 * (inner - best_val) / nq
-                if inner - best_val <= s.gap_tolerance * max(chi2, 1.0):
+                if inner - best_val <= tol:
                     stop, converged, cert_gap = "converged", True, certified_now
                     self._log(trace, it, calls, chi2, nq, fw_gap, certified_now, t0, False, monitor)
                     break
-            # Frank–Wolfe step towards the best record, exact line search on the quadratic.
-            rid = self.cd.cell_ids(best_rec)[0]
-            # ||e(x) - a||²_ω = ||a||²_ω - 2 Σ_S ω_S a[S, x_S] + Σ_S ω_S, with ||a||²_ω = <ω(a - ã), a> + <ωã, a>.
-            dnorm = float(
-                inner + np.dot(self.wnoisy, self.fitted) - 2.0 * np.dot(self.omega, self.fitted[rid]) + self.omega.sum()
-            )
-            gamma = min(1.0, max(0.0, (inner - best_val) / max(dnorm, 1e-300)))
-            self.fitted *= 1.0 - gamma
-            self.fitted[rid] += gamma
-            self.weights *= 1.0 - gamma
-            k = self.add_records(best_rec)[0]
-            self.weights[k] += gamma
-            # Other improving local minima become columns for the next corrective step.
-            better = res.candidate_values < inner
-            extra = res.candidates[better][: max(0, s.columns_per_iteration - 1)]
-            if len(extra):
-                self.add_records(extra)
+            # Improving local minima (negative reduced cost), best first, become columns.
+            improving = res.candidates[res.candidate_values < inner - tol]
+            columns = np.vstack([best_rec[None, :], improving])[: max(1, s.columns_per_iteration)]
             corrected, risk = False, None
-            if corrective_due or len(self.weights) >= s.max_support:
+            if corrective_due:
+                self.add_records(columns)
                 self.fully_corrective()
                 corrected = True
                 risk = self.risk_estimate()
@@ -339,6 +400,14 @@ class RecordProjector:
                     best_snapshot = (self.records.copy(), self.weights.copy(), it)
                 else:
                     since_best += 1
+            else:
+                self.frank_wolfe_step(best_rec, inner, best_val)
+                if len(columns) > 1:
+                    self.add_records(columns[1:])
+            if len(self.weights) >= s.max_support:
+                if not corrected:
+                    self.fully_corrective()
+                    corrected = True
                 if len(self.weights) >= s.max_support:
                     stop = "support limit"
                     self._log(trace, it, calls, chi2, nq, fw_gap, certified_now, t0, corrected, monitor, risk)
@@ -357,12 +426,9 @@ class RecordProjector:
         # A final corrective step on the records found (it can only lower the residual);
         # the discrepancy rule keeps the iterate that met the level, the risk rule the
         # iterate with the smallest risk estimate.
-        if stop == "risk minimum" or (
-            s.stopping == "risk"
-            and best_snapshot is not None
-            and stop in ("iteration limit", "time limit", "support limit")
-        ):
-            self.fully_corrective()
+        if s.stopping == "risk" and best_snapshot is not None and stop != "converged":
+            if stop != "risk minimum":
+                self.fully_corrective()
             if self.risk_estimate() > best_risk:
                 self.restore(*best_snapshot[:2])
         elif stop != "discrepancy":
@@ -370,8 +436,9 @@ class RecordProjector:
         resid = self.fitted - self.noisy
         gw = self.omega_cells * resid
         chi2 = float(np.dot(gw, resid))
-        if s.scip != "off" and cert_gap is None:
-            cert = self._scip(gw, last_best, scip_info)
+        remaining = self.deadline - time.perf_counter()
+        if s.scip != "off" and cert_gap is None and remaining > 0.5:
+            cert = self._scip(gw, last_best, scip_info, min(s.scip_time_limit, remaining))
             calls += 1
             cert_gap = 2.0 * (float(np.dot(gw, self.fitted)) - cert.lower_bound) / nq
         elif cert_gap is None:
@@ -399,41 +466,40 @@ class RecordProjector:
         records = np.atleast_2d(np.asarray(records, dtype=np.int64))
         weights = np.asarray(weights, dtype=np.float64)
         keep = weights > 0
-        records = records[keep]
-        # In chunks: the Gram update compares every new record with every other one.
-        idx = np.concatenate([self.add_records(records[i : i + 256]) for i in range(0, len(records), 256)])
+        idx = self.add_records(records[keep])
         w = np.zeros(len(self.weights))
         np.add.at(w, idx, weights[keep])
         self.weights = w / w.sum()
         self.refit_answers()
 
     def risk_estimate(self) -> float:
-        """Stein's unbiased risk estimate of ||A p - m||²_ω, from public quantities only.
+        """Stein's unbiased risk estimate of ‖A p − m‖²_ω, from public quantities only.
 
         After a fully corrective step p is the projection of ã onto the convex hull of its
         K support records; locally that map is an affine projection of dimension at most
-        K - 1, so its divergence (degrees of freedom) is at most K - 1 and
-        SURE = χ² - |Q| + 2 (K - 1) estimates the weighted squared error against the true
+        K − 1, so its divergence (degrees of freedom) is at most K − 1 and
+        SURE = χ² − |Q| + 2 (K − 1) estimates the weighted squared error against the true
         answers (Stein 1981; Meyer & Woodroofe 2000 for projections onto polyhedra).  The
         support is itself chosen from the noisy answers, which this ignores; using the
-        upper bound K - 1 errs towards stopping early.
+        upper bound K − 1 errs towards stopping early.
         """
         resid = self.fitted - self.noisy
         chi2 = float(np.dot(self.omega_cells * resid, resid))
-        return chi2 - self.workload.n_queries + 2.0 * (np.count_nonzero(self.weights) - 1)
+        return float(chi2 - self.workload.n_queries + 2.0 * (np.count_nonzero(self.weights) - 1))
 
     def restore(self, records: np.ndarray, weights: np.ndarray) -> None:
         """Go back to a snapshot of the support (used by the risk rule)."""
-        self.records, self.weights = records.copy(), weights.copy()
-        self.ids = self.cd.cell_ids(self.records)
-        self.index = {r.tobytes(): i for i, r in enumerate(self.records)}
-        self._gram_buf = np.zeros((0, 0))
-        self.lin = np.zeros(0)
+        self.weights = np.zeros(0)
+        self.index = {}
+        self._power = np.zeros(0)
+        self.add_records(records)
+        self.weights = weights.copy()
         self.refit_answers()
 
-    def _scip(self, gw: np.ndarray, warm: np.ndarray, info: dict):
+    def _scip(self, gw: np.ndarray, warm: np.ndarray, info: dict, time_limit: float | None = None):
         s = self.settings
-        cert = scip_certify(self.cd, gw, warm, cells_per_marginal=s.scip_cells, time_limit=s.scip_time_limit)
+        limit = s.scip_time_limit if time_limit is None else time_limit
+        cert = scip_certify(self.cd, gw, warm, cells_per_marginal=s.scip_cells, time_limit=limit)
         info["calls"] += 1
         info["seconds"] += cert.seconds
         info["last_status"] = cert.status
@@ -456,6 +522,21 @@ class RecordProjector:
             }
         )
         trace.append(row)
+
+
+# --------------------------------------------------------------------- measuring
+def gaussian_measurement(answers: np.ndarray, n: int, sigma_counts: float, noise: Randomness) -> np.ndarray:
+    """Noisy normalised answers: exact discrete Gaussian noise on the integer counts, divided by n.
+
+    Privacy [CKS20]: adding N_Z(0, σ²) to each integer count of a histogram whose L2 sensitivity
+    is Δ is Δ²/(2σ²)-zCDP (the univariate bound holds for integer shifts and Rényi divergences add
+    over independent coordinates) -- the same ρ as the continuous Gaussian, so the accounting
+    formula is unchanged.  Integer noise on integer counts leaves nothing for a floating-point
+    attack to read (Mironov 2012); ``noise`` is cryptographic except in a seeded demo.
+    Dividing by the public n afterwards is post-processing.
+    """
+    counts = np.rint(np.asarray(answers, dtype=np.float64) * n).astype(np.int64)
+    return (counts + noise.discrete_gaussian(sigma_counts, counts.size)) / n
 
 
 # --------------------------------------------------------------------- rounding
@@ -528,6 +609,7 @@ def settings_from_params(params: dict, ctx: RunContext | None = None) -> Project
         "discrepancy_z",
         "starts",
         "corrective_every",
+        "corrective_iterations",
         "risk_patience",
         "max_support",
         "scip",
@@ -593,32 +675,41 @@ SOLVER_PARAMS = (
         1000,
         advanced=True,
     ),
-    Param("starts", "int", 16, "Starts of the coordinate-descent oracle per step.", 1, 512, advanced=True),
+    Param("starts", "int", 64, "Starts of the coordinate-descent oracle per step.", 1, 4096, advanced=True),
     Param(
         "columns_per_iteration",
         "int",
-        8,
+        32,
         "Improving records added per step (column generation).",
         1,
-        128,
+        1024,
         advanced=True,
     ),
     Param(
         "corrective_every",
         "int",
-        10,
-        "A fully corrective re-fit of all weights every this many steps.",
+        1,
+        "A fully corrective re-fit of all weights every this many steps (plain Frank–Wolfe steps between).",
         1,
         1000,
         advanced=True,
     ),
     Param(
+        "corrective_iterations",
+        "int",
+        30,
+        "Accelerated-gradient iterations of each fully corrective re-fit.",
+        1,
+        10_000,
+        advanced=True,
+    ),
+    Param(
         "max_support",
         "int",
-        4000,
-        "Most distinct records kept (the re-fit's Gram matrix is this size squared).",
-        10,
         20_000,
+        "Most distinct records kept (memory grows as records × marginals).",
+        10,
+        1_000_000,
         advanced=True,
     ),
     Param(
@@ -695,18 +786,23 @@ class Projection(Mechanism):
         }
 
     def run(self, dataset, workload, budget: Budget, params: dict, ctx: RunContext) -> MechanismResult:
+        t0 = time.perf_counter()
         plan = self.plan(dataset.n, workload, budget, params)
         ctx.report(0, 1, "measuring every marginal")
         # The only read of the private data: the Gaussian measurement (ρ-zCDP).
         true = workload.answers(dataset.codes)
-        noisy = true + ctx.rng.normal(0.0, plan["sigma_answers"], size=true.shape)
+        noisy = gaussian_measurement(true, dataset.n, plan["sigma_counts"], ctx.noise)
         settings = settings_from_params(params, ctx)
 
         def monitor(fitted: np.ndarray) -> dict:
             # Internal evaluation only (owner's chart); the solver never reads it.
             return {"true_max_error": float(np.max(np.abs(fitted - true)))}
 
-        out = RecordProjector(workload, noisy, plan["sigma_answers"], settings).run(ctx.rng, ctx, monitor)
+        # The clock started before the measurement: the time limit covers the whole run, and only the
+        # projection (post-processing) is cut by it.
+        out = RecordProjector(workload, noisy, plan["sigma_answers"], settings).run(
+            ctx.rng, ctx, monitor, deadline=t0 + settings.max_seconds
+        )
         rows = largest_remainder_rows(out.records, out.weights, plan["rows"], ctx.rng)
         ctx.report(1, 1, f"done: {STOP_RULES[out.stop_rule]}")
         return MechanismResult(
@@ -746,7 +842,7 @@ def _oracle_stats(out: ProjectionOutcome) -> dict:
         "discrepancy_level": out.threshold / max(1, len(out.fitted)),
         "fw_gap": out.fw_gap,
         "certified_gap": out.certified_gap,
-        "support": int(len(out.weights)),
+        "support": len(out.weights),
         "scip": out.scip,
     }
 

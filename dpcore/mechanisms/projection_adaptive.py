@@ -10,27 +10,31 @@ inference step:
     for t = 1..T:
         select S from the workload by the exponential mechanism with score
             n·||m_S(D) - m_S(p)||_1 - sqrt(2/π)·σ·|cells(S)|            ε_sel, Δ = 2
-        measure S with Gaussian noise σ (counts)                          1/σ²
+        measure S with discrete Gaussian noise σ (counts)                 1/σ²
         p <- projection of all measurements so far (warm start: the previous p)
     round p to rows
 
 **Privacy.**  ρ-zCDP, ρ = ρ_1 + T (ε_sel²/8 + 1/σ²) (ALGORITHMS.md "Common ground":
-the exponential mechanism is ε²/8-zCDP, Gaussian noise σ on a histogram of L2
-sensitivity sqrt(2) is 1/σ²-zCDP), converted to (ε, δ) by Canonne–Kamath–Steinke.
-Replace-one neighbours change a marginal's counts by at most 2 in L1, hence Δ = 2 for the
-score (the public noise penalty does not depend on the data).  The projection and the
-rounding are post-processing: robust whatever the solver does.
+the exponential mechanism is ε²/8-zCDP, discrete Gaussian noise σ on a histogram of
+integer counts with L2 sensitivity sqrt(2) is 1/σ²-zCDP [CKS20]), converted to (ε, δ) by
+Canonne–Kamath–Steinke.  Replace-one neighbours change a marginal's counts by at most 2 in
+L1, hence Δ = 2 for the score (the public noise penalty does not depend on the data).
+Every draw goes through ``ctx.noise``: exact integer noise on counts, selection by the
+samplers' exponential mechanism.  T is a public parameter fixed before the run: every
+round runs and the planned ρ is charged whatever the clock does; the time limit cuts only
+the re-projections (post-processing).  The projection and the rounding are
+post-processing: robust whatever the solver does.
 """
 
 from __future__ import annotations
 
 import math
 import time
+from dataclasses import replace
 
 import numpy as np
 
 from ..errors import BudgetError
-from ..privacy import exponential_mechanism
 from ..workload import Workload
 from .base import Budget, Mechanism, MechanismResult, Param, RunContext, SpendRecord
 from .projection import (
@@ -47,6 +51,8 @@ from .projection import (
 
 #: Replace-one: one record moves one unit of count out of one cell and into another.
 SCORE_SENSITIVITY = 2.0
+#: Share of the time limit kept for the final projection (the rounds' re-fits use the rest).
+FINAL_SHARE = 0.5
 
 
 def adaptive_budget(
@@ -192,26 +198,29 @@ class AdaptiveProjection(Mechanism):
         if plan["rho_per_round"] <= 0:
             raise BudgetError("No budget is left for the rounds; lower one_way_fraction.")
         n, p, T = dataset.n, len(workload.domain), plan["rounds"]
-        rng = ctx.rng
+        rng = ctx.rng  # starting points and rounding only: protects nothing
         settings = settings_from_params(params, ctx)
         t0 = time.perf_counter()
         deadline = t0 + settings.max_seconds
-        sigma = plan["sigma_counts"] / n  # normalised answers
+        # Re-projections between rounds stop when their share of the clock is used up; the
+        # final projection keeps the rest.  Only projections are cut: the T rounds of
+        # selection and measurement are fixed in advance (finding 5 of the privacy issue).
+        rounds_end = t0 + (1.0 - FINAL_SHARE) * settings.max_seconds
         # Measurements: clique -> (sum of noisy answers, count, σ of one measurement).
         measured: dict[tuple[int, ...], list] = {}
 
-        def measure(clique: tuple[int, ...], sig: float) -> None:
-            # The Gaussian mechanism on one marginal: the only reads of the data besides the scores.
+        def measure(clique: tuple[int, ...], sigma_counts: float) -> None:
+            # The Gaussian mechanism on one marginal of counts, exact discrete noise [CKS20]:
+            # the only reads of the data besides the selection scores.
             codes = dataset.codes[:, list(clique)]
             shape = [workload.domain.shape[a] for a in clique]
-            idx = np.ravel_multi_index(codes.T, shape)
-            ans = np.bincount(idx, minlength=math.prod(shape)) / n
-            noisy = ans + rng.normal(0.0, sig, size=ans.shape)
+            counts = np.bincount(np.ravel_multi_index(codes.T, shape), minlength=math.prod(shape))
+            noisy = (counts + ctx.noise.discrete_gaussian(sigma_counts, counts.size)) / n
             if clique in measured:
                 measured[clique][0] += noisy
                 measured[clique][1] += 1
             else:
-                measured[clique] = [noisy, 1, sig]
+                measured[clique] = [noisy, 1, sigma_counts / n]
 
         true_cache = _TrueMarginals(dataset, workload)
         records, weights = None, None
@@ -219,6 +228,7 @@ class AdaptiveProjection(Mechanism):
         calls = 0
         chosen: list[str] = []
         round_iters = int(params.get("round_iterations", 30))
+        skipped_projections = 0
 
         def log(t: int, out, sub_wl, label: str) -> None:
             trace.append(
@@ -230,7 +240,7 @@ class AdaptiveProjection(Mechanism):
                     "measured_marginals": len(measured),
                     "residual_norm": out.chi2 / sub_wl.n_queries,
                     "fw_gap": out.fw_gap,
-                    "support": int(len(out.weights)),
+                    "support": len(out.weights),
                     "seconds": time.perf_counter() - t0,
                     # Internal evaluation only (owner's view): the loop never reads it.
                     "true_max_error": true_cache.max_error(out.records, out.weights),
@@ -239,9 +249,10 @@ class AdaptiveProjection(Mechanism):
 
         if params.get("one_way", True):
             for a in range(p):
-                measure((a,), plan["sigma_one_way_counts"] / n)
+                ctx.check_cancel()
+                measure((a,), plan["sigma_one_way_counts"])
             out, sub_wl = self._project(
-                measured, workload.domain, None, None, settings, round_iters, False, deadline, rng, ctx
+                measured, workload.domain, None, None, settings, round_iters, False, rounds_end, rng, ctx
             )
             calls += out.oracle_calls
             records, weights = out.records, out.weights
@@ -254,30 +265,41 @@ class AdaptiveProjection(Mechanism):
             else:
                 scores = np.array([n * true_cache.l1_to(j, records, weights) for j in range(workload.n_marginals)])
             scores = scores - penalty
+            candidates = np.arange(workload.n_marginals)
             if not params.get("allow_repeats", False):
                 # Marginals already measured leave the candidate list while others remain (which were chosen
                 # is a function of earlier private outputs: no extra cost).
                 done = np.array([workload.marginals[i] in measured for i in range(workload.n_marginals)])
                 if not done.all():
-                    scores = np.where(done, -np.inf, scores)
-            j = exponential_mechanism(rng, scores, plan["epsilon_select"], SCORE_SENSITIVITY)
+                    candidates = candidates[~done]
+            pick = ctx.noise.exponential_mechanism(scores[candidates], plan["epsilon_select"], SCORE_SENSITIVITY)
+            j = int(candidates[pick])
             clique = workload.marginals[j]
-            measure(clique, sigma)
+            measure(clique, plan["sigma_counts"])
             chosen.append(workload.marginal_name(j))
             if t < T:
-                out, sub_wl = self._project(
-                    measured, workload.domain, records, weights, settings, round_iters, False, deadline, rng, ctx
-                )
-                calls += out.oracle_calls
-                records, weights = out.records, out.weights
-                log(t, out, sub_wl, chosen[-1])
+                if time.perf_counter() < rounds_end:
+                    # Post-processing: the next selection scores against the re-fitted records.
+                    out, sub_wl = self._project(
+                        measured,
+                        workload.domain,
+                        records,
+                        weights,
+                        settings,
+                        round_iters,
+                        False,
+                        min(rounds_end, time.perf_counter() + (rounds_end - time.perf_counter()) / (T - t)),
+                        rng,
+                        ctx,
+                    )
+                    calls += out.oracle_calls
+                    records, weights = out.records, out.weights
+                    log(t, out, sub_wl, chosen[-1])
+                else:
+                    skipped_projections += 1
             ctx.report(t, T, f"round {t}: measured {chosen[-1]}")
-            if time.perf_counter() > deadline:
-                # Out of time: stop selecting; the budget of the rounds not run is simply not spent.
-                break
-        # The final projection of everything measured, with the public stopping rule and SCIP's certificate;
-        # it gets what is left of the time limit, and at least a tenth of it.
-        deadline = max(deadline, time.perf_counter() + 0.1 * settings.max_seconds)
+        # The final projection of everything measured, with the public stopping rule and SCIP's
+        # certificate; it gets what is left of the time limit.
         out, sub_wl = self._project(
             measured, workload.domain, records, weights, settings, settings.max_iterations, True, deadline, rng, ctx
         )
@@ -285,14 +307,6 @@ class AdaptiveProjection(Mechanism):
         records, weights = out.records, out.weights
         log(len(chosen), out, sub_wl, chosen[-1] if chosen else "")
         rows = largest_remainder_rows(records, weights, plan["rows"], rng)
-        rounds_done = len(chosen)
-        # Rounds not run were never spent: account for what actually ran.
-        rho_spent = plan["rho_one_way"] + rounds_done * plan["rho_per_round"]
-        from ..privacy import zcdp_to_eps_cks
-
-        eps_spent = (
-            budget.epsilon if rounds_done == T else min(budget.epsilon, zcdp_to_eps_cks(rho_spent, budget.delta))
-        )
         public = {
             k: plan[k]
             for k in (
@@ -306,30 +320,33 @@ class AdaptiveProjection(Mechanism):
                 "rows",
             )
         }
-        public["rounds_run"] = rounds_done
+        public["rounds_run"] = len(chosen)
         public["stopping_rule_fired"] = out.stop_rule
         notes = [
             f"Selected marginals in order: {', '.join(chosen)}.",
             f"Final projection stopped by: {out.stop_rule} — {STOP_RULES[out.stop_rule]}.",
-            f"Rounding {len(weights):,} weighted records to {plan['rows']:,} rows moves any answer by at most "
-            f"{rounding_bound(len(weights), plan['rows']):.2g}.",
+            (
+                f"Rounding {len(weights):,} weighted records to {plan['rows']:,} rows moves any answer by at most "
+                f"{rounding_bound(len(weights), plan['rows']):.2g}."
+            ),
         ]
-        if rounds_done < T:
+        if skipped_projections:
             notes.append(
-                f"The time limit stopped the loop after {rounds_done} of {T} rounds; only the budget of "
-                f"the rounds that ran was spent (ε = {eps_spent:.4g})."
+                f"The time limit left no room to re-fit after {skipped_projections} of the {T} rounds: those "
+                "selections scored the last fit (all rounds ran, and the budget asked for was spent)."
             )
+        # Every planned round ran: the spend is the planned ρ, whatever the clock did.
         return MechanismResult(
             spends=[
                 SpendRecord(
-                    eps_spent,
+                    budget.epsilon,
                     budget.delta,
-                    rho_spent,
+                    plan["rho"],
                     f"adaptive projection: {p if params.get('one_way', True) else 0} one-way "
-                    f"measurements, {rounds_done} selections and measurements",
+                    f"measurements, {T} selections and measurements",
                 )
             ],
-            epsilon_spent=eps_spent,
+            epsilon_spent=budget.epsilon,
             delta_spent=budget.delta,
             accountant="zCDP (CKS conversion)",
             rows=rows,
@@ -337,12 +354,12 @@ class AdaptiveProjection(Mechanism):
             trace=trace,
             oracle_stats={
                 "calls": calls,
-                "rounds": rounds_done,
+                "rounds": len(chosen),
                 "stop_rule": out.stop_rule,
                 "converged": out.converged,
                 "fw_gap": out.fw_gap,
                 "certified_gap": out.certified_gap,
-                "support": int(len(weights)),
+                "support": len(weights),
                 "scip": out.scip,
             },
             notes=notes,
@@ -355,19 +372,17 @@ class AdaptiveProjection(Mechanism):
         noisy = np.concatenate([measured[c][0] / measured[c][1] for c in cliques])
         # Averaging c measurements of σ gives σ/sqrt(c): the ML weights of the projection.
         sig = np.array([measured[c][2] / math.sqrt(measured[c][1]) for c in cliques])
-        from dataclasses import replace
-
         s = replace(
             settings,
             max_iterations=iterations,
-            max_seconds=max(1.0, deadline - time.perf_counter()),
+            max_seconds=math.inf,
             stopping=settings.stopping if final else "none",
             scip=settings.scip if final else "off",
         )
         proj = RecordProjector(sub_wl, noisy, sig, s)
         if records is not None:
             proj.warm_start(records, weights)
-        return proj.run(rng, ctx), sub_wl
+        return proj.run(rng, ctx, deadline=deadline), sub_wl
 
 
 class _TrueMarginals:

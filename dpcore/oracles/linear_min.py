@@ -34,6 +34,7 @@ noisy measurements (ALGORITHMS.md, "Oracle failures").
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
@@ -97,9 +98,20 @@ class CoordinateDescent:
 
     # ----------------------------------------------------------------- search
     def minimise(
-        self, g: np.ndarray, starts: np.ndarray, rng: np.random.Generator, max_sweeps: int = 20
+        self,
+        g: np.ndarray,
+        starts: np.ndarray,
+        rng: np.random.Generator,
+        max_sweeps: int = 20,
+        deadline: float | None = None,
+        check: Callable[[], None] | None = None,
     ) -> MinimiserResult:
-        """Run coordinate descent from every start (rows of codes) in parallel."""
+        """Run coordinate descent from every start (rows of codes) in parallel.
+
+        ``deadline`` (a ``time.perf_counter`` value) ends the descent after the sweep that
+        passes it (every start is still a valid record, just a less polished one);
+        ``check`` is called between sweeps (a cancel check that raises).
+        """
         t0 = time.perf_counter()
         g = np.asarray(g, dtype=np.float64)
         X = np.array(np.atleast_2d(starts), dtype=np.int64, copy=True)
@@ -108,7 +120,8 @@ class CoordinateDescent:
         ids = self.cell_ids(X)  # (r, |W|), kept in step with X
         rows = np.arange(X.shape[0])
         sweeps = 0
-        for sweeps in range(1, max_sweeps + 1):
+        while sweeps < max_sweeps:
+            sweeps += 1
             changed = False
             # A random attribute order per sweep avoids a systematic bias towards
             # the attributes visited first (each visit is an exact 1-D minimisation).
@@ -129,8 +142,10 @@ class CoordinateDescent:
                     delta = np.where(move, best - X[:, a], 0)
                     ids[:, js] += delta[:, None] * self.strides[js, a][None, :]
                     X[:, a] += delta
-            if not changed:
+            if not changed or (deadline is not None and time.perf_counter() > deadline):
                 break
+            if check is not None:
+                check()
         vals = g[ids].sum(axis=1)
         order = np.argsort(vals, kind="stable")
         X, vals = X[order], vals[order]
