@@ -1,0 +1,457 @@
+"""Column roles: what each column of a table is, decided from the data or from what the user confirms.
+
+Every column gets a :class:`Role`: ``"categorical"``, ``"numeric"`` (integer or real),
+``"datetime"`` (a strftime format and a public granularity: year, month or day) or
+``"excluded"`` with the reason (empty, constant, identifier-like, free text, mixed types).
+
+A role reads the data, so it is private like everything else read off the data.  Two ways:
+
+* :func:`propose_roles` -- decided from exact counts, **for the data owner's eyes only** (the
+  app shows it in the roles table).  What the user confirms or edits there is a public
+  choice: pass it as ``roles=`` (see :func:`confirmed`) and it counts as declared.
+* :func:`private_roles` -- the same decisions made from **noisy** counts, released under
+  zCDP and charged to the schema's share of ε; what the CLI and the API use when the user
+  confirms nothing.  Its roles have provenance ``"dp"``.
+
+Both apply one rule, :func:`decide_role`, to a :class:`ColumnStats` (exact or noisy), so
+they differ only in the noise.
+
+**The statistics and their sensitivity** (replace-one neighbours: one row changes, so one
+cell of every column changes).  Per column: ``present`` (non-missing cells), ``numeric``
+(cells that parse as a number), ``non_integer`` (numbers that are not whole), ``date`` (cells
+that parse in the chosen date format), ``long_text`` (cells of more than
+:data:`LONG_TEXT_CHARS` characters), ``distinct`` (distinct non-missing values) and ``mode``
+(cells holding the most frequent value).  The five cell counts are sums of a function of
+each cell alone: one changed cell moves each by at most 1.  ``mode`` is the largest of the
+value counts, each of which moves by at most 1, so it moves by at most 1.  ``distinct``
+moves by at most 1 too: replacing value a by b takes a's count down (a disappears only if
+it was held once: -1) and b's up (b appears only if it was absent: +1), so the change is
+-1, 0 or +1.  (A count of *values held once* is different: the same change can turn a's
+count from 2 to 1 and create b, moving it by 2 -- which is why the rule reads ``distinct``
+and never a singleton count.)  So one changed row moves the vector of the seven statistics
+of p columns by at most 1 in each of 7p coordinates: L2 sensitivity sqrt(7p).  Discrete
+Gaussian noise of scale σ on every coordinate is 7p/(2σ²)-zCDP ([CKS20]: the same ρ as the
+continuous Gaussian mechanism; Rényi divergences add over independent coordinates); the
+date format is picked per column by the exponential mechanism over :data:`DATE_FORMATS`
+with score = parse count (sensitivity 1), ε_f²/8-zCDP each (Cesar & Rogers 2021).  A fixed
+public share of the roles' ρ (:data:`DATE_FORMAT_SHARE`) goes to the format choices, the
+rest to the counts.
+
+The header is public (it is not protected by the release), so a name such as ``id`` or
+``case_number`` may mark an identifier at no cost.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from .errors import BudgetError, DataError
+
+ROLES = ("categorical", "numeric", "datetime", "excluded")
+#: The strftime formats a date column may have (day/month orders with '-', '/', '.'; with or without
+#: time; ISO first).  A cell counts as a date in a format only if it has that format's exact shape.
+DATE_FORMATS = (
+    "%Y-%m-%d",
+    "%Y-%m-%d %H:%M:%S",
+    "%Y-%m-%d %H:%M",
+    "%Y-%m-%dT%H:%M:%S",
+    "%Y-%m-%dT%H:%M",
+    "%Y/%m/%d",
+    "%Y/%m/%d %H:%M:%S",
+    "%Y-%m",
+    "%d/%m/%Y",
+    "%d/%m/%Y %H:%M:%S",
+    "%d/%m/%Y %H:%M",
+    "%d-%m-%Y",
+    "%d.%m.%Y",
+    "%d.%m.%Y %H:%M",
+    "%m/%d/%Y",
+    "%m/%d/%Y %H:%M:%S",
+    "%m/%d/%Y %H:%M",
+    "%m-%d-%Y",
+)
+#: The seven statistics per column, in the order of the noisy vector.
+STATISTICS = ("present", "numeric", "non_integer", "date", "distinct", "mode", "long_text")
+#: L∞ sensitivity of each statistic under replace-one neighbours (see the module docstring).
+SENSITIVITY = {"present": 1, "numeric": 1, "non_integer": 1, "date": 1, "distinct": 1, "mode": 1, "long_text": 1}
+#: Share of the roles' ρ spent choosing date formats (the rest goes to the noisy counts).
+DATE_FORMAT_SHARE = 0.25
+
+# ---- the rule's public thresholds
+#: Below this fraction of non-missing cells a column is "empty".
+EMPTY_RATE = 0.01
+#: A column whose most frequent value fills at least this fraction of its cells is "constant" (a rate, so the
+#: decision survives noise; the same cut on the distinct count would need σ well below one value).
+CONSTANT_RATE = 0.99
+#: A column is numeric (a date) when at least this fraction of its cells parse as numbers (dates) ...
+TYPE_RATE = 0.95
+#: ... and mixed when between this fraction and TYPE_RATE do.
+MIXED_RATE = 0.5
+#: Numbers are whole when fewer than this fraction of them are not (a column is nearly always all whole or mostly
+#: not: a loose cut keeps the decision right under noise).
+NON_INTEGER_RATE = 0.25
+#: Whole-number columns with at most this many distinct values are categories (codes, counts of children).
+SMALL_INTEGER_CATEGORIES = 20
+#: Text with at least this many distinct values per non-missing cell is identifier-like ...
+IDENTIFIER_RATE = 0.9
+#: ... or, when its header names an identifier, this many.
+IDENTIFIER_HEADER_RATE = 0.5
+#: Text with at least this many distinct values per cell has too many categories to be one (high cardinality).
+HIGH_CARDINALITY_RATE = 0.5
+#: A cell longer than this many characters is long text; a column with LONG_TEXT_RATE of them is free text.
+LONG_TEXT_CHARS = 30
+LONG_TEXT_RATE = 0.5
+#: How many noise standard deviations a decision that needs a small absolute count (constant, few values)
+#: must clear: with heavy noise the rule keeps the column rather than guessing.
+CONFIDENCE_SIGMAS = 2.0
+
+CONSTANT_REASON = "constant: one value in (nearly) every cell"
+_ID_TOKENS = {"id", "ids", "uuid", "guid", "ssn", "key"}
+_NUMBER_TOKENS = {"number", "no", "num", "nr"}
+_DATE_LIKE = re.compile(r"^\d{1,4}[-/.]\d{1,2}[-/.]\d{1,4}(?:[ T]\d{1,2}:\d{2}(?::\d{2})?)?$|^\d{4}-\d{1,2}$")
+_FORMAT_PIECES = {"%Y": r"\d{4}", "%m": r"\d{1,2}", "%d": r"\d{1,2}", "%H": r"\d{1,2}", "%M": r"\d{2}", "%S": r"\d{2}"}
+
+
+def _format_regex(fmt: str) -> re.Pattern:
+    out, i = [], 0
+    while i < len(fmt):
+        piece = fmt[i : i + 2]
+        if piece in _FORMAT_PIECES:
+            out.append(_FORMAT_PIECES[piece])
+            i += 2
+        else:
+            out.append(re.escape(fmt[i]))
+            i += 1
+    return re.compile("^" + "".join(out) + "$")
+
+
+_FORMAT_RE = {f: _format_regex(f) for f in DATE_FORMATS}
+
+
+def date_granularity(fmt: str) -> str:
+    """The finest public granularity a format shows: day, month or year."""
+    if "%d" in fmt:
+        return "day"
+    return "month" if "%m" in fmt else "year"
+
+
+def identifier_header(name: str) -> bool:
+    """Whether a (public) header names an identifier: ``id``, ``person_id``, ``caseNumber``, ``record_no``."""
+    spaced = re.sub(r"([a-z0-9])([A-Z])", r"\1_\2", str(name))
+    tokens = [t for t in re.split(r"[^A-Za-z0-9]+", spaced.lower()) if t]
+    if not tokens:
+        return False
+    return tokens[-1] in _ID_TOKENS or (len(tokens) >= 2 and tokens[-1] in _NUMBER_TOKENS)
+
+
+# ---------------------------------------------------------------------------- roles
+@dataclass(frozen=True)
+class Role:
+    """What a column is.  ``source`` is the role's provenance: "declared" (the user's choice), "dp" (decided from
+    noisy counts) or "inferred" (from exact counts: the data owner's proposal, never published as is).
+    ``stats`` holds the counts the decision used (exact for a proposal, noisy for a private role)."""
+
+    name: str
+    role: str
+    integer: bool = False
+    format: str | None = None
+    granularity: str | None = None
+    reason: str = ""
+    source: str = "declared"
+    stats: dict | None = field(default=None, compare=False)
+
+    def __post_init__(self) -> None:
+        if self.role not in ROLES:
+            raise DataError(f"Column {self.name!r}: role must be one of {ROLES}, not {self.role!r}.")
+        if self.source not in ("declared", "dp", "inferred"):
+            raise DataError(f"Column {self.name!r}: a role's source must be declared, dp or inferred.")
+        if self.role == "datetime":
+            fmt = self.format or "%Y-%m-%d"
+            gran = self.granularity or date_granularity(fmt)
+            if gran not in ("year", "month", "day"):
+                raise DataError(f"Column {self.name!r}: date granularity must be year, month or day.")
+            object.__setattr__(self, "format", fmt)
+            object.__setattr__(self, "granularity", gran)
+
+    @property
+    def kept(self) -> bool:
+        return self.role != "excluded"
+
+    @property
+    def label(self) -> str:
+        """Short text for a table or a CLI line: ``numeric (integer)``, ``date (%d/%m/%Y, month)``."""
+        if self.role == "numeric":
+            return f"numeric ({'integer' if self.integer else 'real'})"
+        if self.role == "datetime":
+            return f"date ({self.format}, {self.granularity})"
+        if self.role == "excluded":
+            return f"excluded: {self.reason}" if self.reason else "excluded"
+        return self.role
+
+    def to_dict(self, with_stats: bool = False) -> dict:
+        d: dict[str, Any] = {"name": self.name, "role": self.role, "source": self.source}
+        if self.role == "numeric":
+            d["integer"] = self.integer
+        if self.role == "datetime":
+            d.update(format=self.format, granularity=self.granularity)
+        if self.reason:
+            d["reason"] = self.reason
+        if with_stats and self.stats is not None:
+            d["stats"] = dict(self.stats)
+        return d
+
+    @classmethod
+    def parse(cls, name: str, value) -> Role:
+        """A user's role choice: a Role, a dict (as :meth:`to_dict`) or text: ``categorical``, ``numeric``,
+        ``integer``, ``real``, ``date``/``datetime`` (optionally ``date:%d/%m/%Y`` or ``date:%Y-%m:month``),
+        ``excluded``.  Always ``source="declared"``."""
+        if isinstance(value, Role):
+            return replace(value, name=name, source="declared", stats=None)
+        if isinstance(value, dict):
+            kw = {k: value[k] for k in ("role", "integer", "format", "granularity", "reason") if k in value}
+            if "role" not in kw:
+                raise DataError(f"Column {name!r}: a role object needs a 'role'.")
+            return cls(name, source="declared", **kw)
+        if not isinstance(value, str):
+            raise DataError(f"Column {name!r}: a role is text such as 'numeric' or 'excluded', not {value!r}.")
+        text = value.strip()
+        head, _, rest = text.partition(":")
+        key = head.strip().lower()
+        if key in ("categorical", "category", "categories"):
+            return cls(name, "categorical")
+        if key in ("numeric", "number", "real", "float"):
+            return cls(name, "numeric", integer=False)
+        if key in ("integer", "int"):
+            return cls(name, "numeric", integer=True)
+        if key in ("date", "datetime", "time", "timestamp"):
+            fmt, gran = rest, None
+            if rest and rest.rsplit(":", 1)[-1].strip() in ("year", "month", "day"):
+                fmt, _, gran = rest.rpartition(":")
+            return cls(name, "datetime", format=fmt.strip() or None, granularity=gran)
+        if key in ("excluded", "exclude", "drop", "skip", "ignore"):
+            return cls(name, "excluded", reason="excluded by the user")
+        raise DataError(
+            f"Column {name!r}: unknown role {value!r}; use categorical, numeric, integer, real, date or excluded."
+        )
+
+
+def confirmed(roles) -> dict[str, Role]:
+    """Roles the user confirmed or edited (a list of :class:`Role` or a name -> choice mapping), as declared."""
+    if isinstance(roles, dict):
+        return {str(k): Role.parse(str(k), v) for k, v in roles.items()}
+    return {r.name: Role.parse(r.name, r) for r in roles}
+
+
+# ---------------------------------------------------------------------------- statistics
+@dataclass
+class ColumnStats:
+    """The seven statistics of one column (exact, or noisy with ``sigma`` > 0) and the chosen date format."""
+
+    name: str
+    n: int
+    present: float
+    numeric: float
+    non_integer: float
+    date: float
+    distinct: float
+    mode: float
+    long_text: float
+    date_format: str | None = None
+    sigma: float = 0.0
+
+    def vector(self) -> np.ndarray:
+        return np.array([getattr(self, s) for s in STATISTICS], dtype=np.int64)
+
+    def to_dict(self) -> dict:
+        d = {s: getattr(self, s) for s in STATISTICS}
+        d.update(n=self.n, date_format=self.date_format, noise_sigma=self.sigma)
+        return d
+
+
+def _distinct_present(column: pd.Series) -> tuple[pd.Index, np.ndarray]:
+    """The distinct non-missing values of a column (canonical text for text: stripped) and their counts."""
+    present = column[column.notna()]
+    if pd.api.types.is_string_dtype(present) or pd.api.types.is_object_dtype(present):
+        present = present.astype(str).str.strip()
+        present = present[present != ""]
+    codes, uniques = pd.factorize(present, sort=False)
+    counts = np.bincount(codes, minlength=len(uniques)) if len(uniques) else np.zeros(0, np.int64)
+    return uniques, counts
+
+
+def column_counts(column: pd.Series) -> tuple[dict[str, int], dict[str, int]]:
+    """Exact counts of one column: the statistics (with ``date`` = 0) and the parse count of every date format.
+
+    Works on the column's distinct values weighted by their counts, so a long column with few values is cheap.
+    """
+    uniques, counts = _distinct_present(column)
+    stats = dict.fromkeys(STATISTICS, 0)
+    stats["present"] = int(counts.sum())
+    stats["distinct"] = len(uniques)
+    stats["mode"] = int(counts.max()) if len(counts) else 0
+    fmt_counts = dict.fromkeys(DATE_FORMATS, 0)
+    if not len(uniques):
+        return stats, fmt_counts
+    if pd.api.types.is_bool_dtype(column):
+        return stats, fmt_counts
+    if pd.api.types.is_datetime64_any_dtype(column):
+        ts = pd.Series(uniques)
+        midnight = (ts.dt.normalize() == ts).to_numpy()
+        fmt_counts["%Y-%m-%d"] = int(counts[midnight].sum())
+        fmt_counts["%Y-%m-%d %H:%M:%S"] = int(counts[~midnight].sum())
+        stats["date"] = stats["present"]
+        return stats, fmt_counts
+    if pd.api.types.is_numeric_dtype(column):
+        vals = np.asarray(uniques, dtype=float)
+        stats["numeric"] = stats["present"]
+        whole = np.isfinite(vals) & (np.floor(vals) == vals)
+        stats["non_integer"] = int(counts[~whole].sum())
+        return stats, fmt_counts
+    text = pd.Series(uniques, dtype=object).astype(str)
+    nums = pd.to_numeric(text, errors="coerce").to_numpy(dtype=float)
+    is_num = ~np.isnan(nums)
+    stats["numeric"] = int(counts[is_num].sum())
+    whole = is_num & np.isfinite(nums) & (np.floor(np.where(is_num, nums, 0.0)) == nums)
+    stats["non_integer"] = int(counts[is_num & ~whole].sum())
+    stats["long_text"] = int(counts[text.str.len().to_numpy() > LONG_TEXT_CHARS].sum())
+    maybe = text.str.match(_DATE_LIKE.pattern).to_numpy(dtype=bool)
+    if maybe.any():
+        cand, cand_counts = text[maybe], counts[maybe]
+        for fmt, rx in _FORMAT_RE.items():
+            fits = cand.str.match(rx.pattern).to_numpy(dtype=bool)
+            if fits.any():
+                parsed = pd.to_datetime(cand[fits], format=fmt, errors="coerce").notna().to_numpy()
+                fmt_counts[fmt] = int(cand_counts[fits][parsed].sum())
+    return stats, fmt_counts
+
+
+def exact_stats(df: pd.DataFrame, columns=None) -> list[ColumnStats]:
+    """Exact statistics of each column (NOT private: for :func:`propose_roles` and the tests)."""
+    out = []
+    for name in list(df.columns) if columns is None else list(columns):
+        stats, fmts = column_counts(df[name])
+        best = max(DATE_FORMATS, key=lambda f: fmts[f])  # first format wins ties: ISO before day/month orders
+        stats["date"] = fmts[best]
+        out.append(ColumnStats(str(name), len(df), date_format=best if fmts[best] else None, **stats))
+    return out
+
+
+# ---------------------------------------------------------------------------- the rule
+def decide_role(st: ColumnStats) -> Role:
+    """The role of one column from its statistics (exact or noisy).
+
+    With noise (``sigma`` > 0) every comparison leans the safe way by CONFIDENCE_SIGMAS·σ: a column counts as
+    empty unless clearly present, keeps its type (numeric, date) unless clearly not of it, and is constant or a
+    small set of whole numbers only when clearly so.  The decisions are reliable when σ is a few percent of n;
+    :func:`dpcore.tabular.prepare_table` warns when it is not."""
+    name, n = st.name, max(1, st.n)
+    margin = CONFIDENCE_SIGMAS * st.sigma
+    present = st.present
+    if present < max(EMPTY_RATE * n, margin) or present <= 0:
+        reason = "empty: no values" if st.sigma == 0 and present == 0 else "empty: nearly every cell is missing"
+        return Role(name, "excluded", reason=reason)
+
+    def rate(count: float) -> float:
+        return float(np.clip(count / present, 0.0, 1.0))
+
+    constant = st.distinct + margin < 1.5 or rate(st.mode) >= CONSTANT_RATE
+    id_header = identifier_header(name)
+    distinct_rate = rate(st.distinct)
+    if st.numeric + margin >= TYPE_RATE * present:
+        if constant:
+            return Role(name, "excluded", reason=CONSTANT_REASON)
+        integer = st.non_integer < NON_INTEGER_RATE * max(st.numeric, 1.0)
+        if id_header and distinct_rate >= IDENTIFIER_HEADER_RATE:
+            return Role(name, "excluded", reason="identifier: its header names an identifier and values rarely repeat")
+        if integer and st.distinct + margin <= SMALL_INTEGER_CATEGORIES:
+            return Role(name, "categorical", reason="whole numbers with few distinct values")
+        note = "" if st.numeric >= present else "cells that are not numbers are read as missing"
+        return Role(name, "numeric", integer=integer, reason=note)
+    if st.date_format and st.date + margin >= TYPE_RATE * present:
+        if constant:
+            return Role(name, "excluded", reason=CONSTANT_REASON)
+        note = "" if st.date >= present else "cells that are not dates are read as missing"
+        return Role(name, "datetime", format=st.date_format, reason=note)
+    if constant:
+        return Role(name, "excluded", reason=CONSTANT_REASON)
+    if id_header and distinct_rate >= IDENTIFIER_HEADER_RATE:
+        return Role(name, "excluded", reason="identifier: its header names an identifier and values rarely repeat")
+    if rate(st.long_text) >= LONG_TEXT_RATE:
+        return Role(name, "excluded", reason="free text: long strings")
+    if distinct_rate >= IDENTIFIER_RATE:
+        return Role(name, "excluded", reason="identifier-like: nearly one distinct value per row")
+    if distinct_rate >= HIGH_CARDINALITY_RATE:
+        return Role(name, "excluded", reason="free text: too many distinct values to be categories")
+    mixed = max(rate(st.numeric), rate(st.date) if st.date_format else 0.0)
+    if mixed >= MIXED_RATE:
+        return Role(name, "categorical", reason="mixed numbers (or dates) and text: kept as categories")
+    return Role(name, "categorical")
+
+
+# ---------------------------------------------------------------------------- the two ways
+def propose_roles(df: pd.DataFrame, columns=None) -> list[Role]:
+    """Roles read off the data with exact counts: **NOT private** -- for the data owner's eyes only (the app's roles
+    table).  Each role carries its exact ``stats`` and ``source="inferred"``; what the user confirms becomes
+    declared (:func:`confirmed`)."""
+    out = []
+    for st in exact_stats(df, columns):
+        out.append(replace(decide_role(st), source="inferred", stats=st.to_dict()))
+    return out
+
+
+@dataclass
+class PrivateRoles:
+    """What :func:`private_roles` released: the roles, the noisy statistics and the privacy it cost."""
+
+    roles: list[Role]
+    stats: list[ColumnStats]
+    rho: float
+    sigma: float
+    epsilon_format: float
+
+
+def role_noise(rho: float, n_columns: int, format_share: float = DATE_FORMAT_SHARE) -> tuple[float, float]:
+    """(σ of the discrete Gaussian on the counts, ε of each date-format choice) for ``n_columns`` columns at ρ-zCDP:
+    ρ·(1 - share) = 7p/(2σ²) and ρ·share = p·ε_f²/8."""
+    if rho <= 0 or n_columns < 1:
+        raise BudgetError("Deciding roles privately needs ρ > 0 and at least one column.")
+    l2_squared = sum(SENSITIVITY[s] ** 2 for s in STATISTICS) * n_columns
+    sigma = math.sqrt(l2_squared / (2.0 * rho * (1.0 - format_share)))
+    eps_format = math.sqrt(8.0 * rho * format_share / n_columns)
+    return sigma, eps_format
+
+
+def private_roles(df: pd.DataFrame, rho: float, noise, columns=None) -> PrivateRoles:
+    """Roles decided from noisy counts: ρ-zCDP over all the columns together (see the module docstring).
+
+    ``noise`` is the run's :class:`~dpcore.privacy.samplers.Randomness`; every draw goes through it.  Roles have
+    ``source="dp"`` and carry their noisy statistics (public: released under DP)."""
+    names = list(df.columns) if columns is None else list(columns)
+    if not names:
+        return PrivateRoles([], [], 0.0, 0.0, 0.0)
+    sigma, eps_format = role_noise(rho, len(names))
+    n = len(df)
+    stats = []
+    for name in names:
+        counts, fmts = column_counts(df[name])
+        scores = np.array([fmts[f] for f in DATE_FORMATS], dtype=float)
+        fmt = DATE_FORMATS[noise.exponential_mechanism(scores, eps_format, 1.0)]
+        counts["date"] = fmts[fmt]
+        stats.append(ColumnStats(str(name), n, date_format=fmt, **counts))
+    true = np.concatenate([s.vector() for s in stats])
+    noisy = true + noise.discrete_gaussian(sigma, true.size)
+    k = len(STATISTICS)
+    released = []
+    for i, st in enumerate(stats):
+        vals = noisy[i * k : (i + 1) * k]
+        released.append(
+            ColumnStats(st.name, n, *[int(v) for v in vals], date_format=st.date_format, sigma=sigma)  # type: ignore[arg-type]
+        )
+    roles = [replace(decide_role(st), source="dp", stats=st.to_dict()) for st in released]
+    return PrivateRoles(roles, released, float(rho), sigma, eps_format)

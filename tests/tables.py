@@ -1,0 +1,158 @@
+"""Generated private tables of every kind the ingestion engine must handle (never only the bundled Adult).
+
+Each builder is seeded and returns a DataFrame (as :func:`dpcore.data.read_table` would give it) or the bytes of a
+file, so tests read them through the real loader.  The planted facts each test relies on are documented here:
+
+* :func:`kitchen_sink` -- every role: integers, a continuous score, categories with a long tail and ONE value held
+  by a single row (:data:`SINGLETON`), ISO dates, day/month dates with times, month/day dates, person names,
+  case numbers and numeric ids (identifier headers), free text, a constant and an empty column, a column with
+  mixed numbers and text, missing cells;
+* :func:`kitchen_sink_csv` -- the same as CSV bytes with a repeated header name and an empty one;
+* :func:`wide_table` -- 400 columns; :func:`small_table` -- 100 rows;
+* :func:`million_rows` -- a million-value continuous column beside a categorical one.
+"""
+
+from __future__ import annotations
+
+import io
+
+import numpy as np
+import pandas as pd
+
+#: The category held by exactly one row of :func:`kitchen_sink`'s ``country`` column.
+SINGLETON = "Atlantis"
+FIRST_NAMES = [
+    f"{a}{b}" for a in ("Jo", "An", "Ma", "Li", "Sa", "Ro", "Ka", "El", "Da", "Mi") for b in "abcdefghijklmnopqrst"
+]
+LAST_NAMES = [
+    f"{a}{b}son" for a in ("Ber", "Car", "Dal", "Fin", "Gar", "Hol", "Ive", "Jen", "Kel", "Lar") for b in "aeiouy"
+]
+WORDS = (
+    "the defendant was charged with possession of a controlled substance after a traffic stop on the highway near"
+).split()
+COUNTRIES = ["United-States"] * 60 + ["Mexico"] * 15 + ["Canada"] * 10 + ["Germany"] * 8 + ["India"] * 7
+
+
+def kitchen_sink(n: int = 2000, seed: int = 0) -> pd.DataFrame:
+    rng = np.random.default_rng(seed)
+    age = rng.integers(17, 91, n)
+    score = np.round(rng.normal(50.0, 15.0, n), 4)
+    income = rng.integers(0, 200_000, n)
+    country = rng.choice(COUNTRIES, n).astype(object)
+    country[rng.integers(0, n)] = SINGLETON
+    days = rng.integers(0, 3 * 365, n)
+    admitted = pd.Timestamp("2013-01-01") + pd.to_timedelta(days, unit="D")
+    released = admitted + pd.to_timedelta(rng.integers(60, 86_400 * 30, n), unit="s")
+    born = pd.Timestamp("1950-01-01") + pd.to_timedelta(rng.integers(0, 40 * 365, n), unit="D")
+    names = [f"{rng.choice(FIRST_NAMES)} {rng.choice(LAST_NAMES)}" for _ in range(n)]
+    notes = [" ".join(rng.choice(WORDS, rng.integers(7, 14))) for _ in range(n)]
+    mixed = np.where(rng.random(n) < 0.7, rng.integers(1, 5, n).astype(str), rng.choice(["none", "unknown"], n))
+    df = pd.DataFrame(
+        {
+            "person_id": rng.permutation(n) + 10_000,
+            "case_number": [f"C{2013 + i % 5}-{i:06d}" for i in rng.permutation(n)],
+            "name": names,
+            "age": age,
+            "score": score,
+            "income": income,
+            "sex": rng.choice(["Female", "Male"], n),
+            "country": country,
+            "admitted": admitted.strftime("%Y-%m-%d"),
+            "released": released.strftime("%d/%m/%Y %H:%M"),
+            "born": born.strftime("%m/%d/%Y"),
+            "notes": notes,
+            "constant": ["same"] * n,
+            "empty": [np.nan] * n,
+            "priors": mixed,
+        }
+    )
+    holes = rng.random(n) < 0.05
+    df.loc[holes, "age"] = np.nan
+    df.loc[rng.random(n) < 0.05, "sex"] = np.nan
+    df["age"] = df["age"].astype("Int64")
+    return df
+
+
+#: The role :func:`kitchen_sink`'s columns must get ("numeric:int" = integer numeric).
+KITCHEN_SINK_ROLES = {
+    "person_id": "excluded",
+    "case_number": "excluded",
+    "name": "excluded",
+    "age": "numeric:int",
+    "score": "numeric:real",
+    "income": "numeric:int",
+    "sex": "categorical",
+    "country": "categorical",
+    "admitted": "datetime:%Y-%m-%d",
+    "released": "datetime:%d/%m/%Y %H:%M",
+    "born": "datetime:%m/%d/%Y",
+    "notes": "excluded",
+    "constant": "excluded",
+    "empty": "excluded",
+    "priors": "categorical",
+}
+
+
+def to_csv_bytes(df: pd.DataFrame, header=None, sep: str = ",", encoding: str = "utf-8") -> bytes:
+    """The table as CSV bytes; ``header`` overrides the header line (to plant repeated or empty names)."""
+    buf = io.StringIO()
+    df.to_csv(buf, index=False, sep=sep, header=header if header is not None else True)
+    return buf.getvalue().encode(encoding)
+
+
+def kitchen_sink_csv(n: int = 2000, seed: int = 0, sep: str = ",", encoding: str = "utf-8") -> bytes:
+    """:func:`kitchen_sink` as CSV with ``sex`` and ``score`` both headed ``grade`` and ``constant`` headed ''."""
+    df = kitchen_sink(n, seed)
+    header = [{"sex": "grade", "score": "grade", "constant": ""}.get(c, c) for c in df.columns]
+    return to_csv_bytes(df, header=header, sep=sep, encoding=encoding)
+
+
+def latin1_csv(n: int = 300, seed: int = 0) -> bytes:
+    """A semicolon-separated Latin-1 file with accented categories and a numeric column."""
+    rng = np.random.default_rng(seed)
+    df = pd.DataFrame(
+        {
+            "ville": rng.choice(["Zürich", "Köln", "Besançon", "Málaga"], n),
+            "âge": rng.integers(18, 80, n),
+            "catégorie": rng.choice(["A", "B"], n),
+        }
+    )
+    return to_csv_bytes(df, sep=";", encoding="latin-1")
+
+
+def small_table(n: int = 100, seed: int = 0) -> pd.DataFrame:
+    """100 rows: a tiny table on which the defaults must still run and mean something."""
+    rng = np.random.default_rng(seed)
+    return pd.DataFrame(
+        {
+            "group": rng.choice(["a", "b", "c"], n, p=[0.5, 0.3, 0.2]),
+            "flag": rng.choice(["yes", "no"], n),
+            "level": rng.integers(1, 6, n),
+            "amount": np.round(rng.gamma(2.0, 30.0, n), 2),
+            "visit": (pd.Timestamp("2020-01-01") + pd.to_timedelta(rng.integers(0, 365, n), unit="D")).strftime(
+                "%Y-%m-%d"
+            ),
+        }
+    )
+
+
+def wide_table(n: int = 2000, p: int = 400, seed: int = 0) -> pd.DataFrame:
+    """``p`` columns: a quarter integers, a quarter reals, half categorical with 2-6 values."""
+    rng = np.random.default_rng(seed)
+    cols = {}
+    for j in range(p):
+        kind = j % 4
+        if kind == 0:
+            cols[f"int_{j}"] = rng.integers(0, 1000, n)
+        elif kind == 1:
+            cols[f"real_{j}"] = rng.normal(0.0, 1.0, n)
+        else:
+            k = 2 + j % 5
+            cols[f"cat_{j}"] = rng.choice([f"v{i}" for i in range(k)], n)
+    return pd.DataFrame(cols)
+
+
+def million_rows(n: int = 1_000_000, seed: int = 0) -> pd.DataFrame:
+    """A million values of a continuous measurement (nearly all distinct) beside a three-valued category."""
+    rng = np.random.default_rng(seed)
+    return pd.DataFrame({"measurement": rng.lognormal(3.0, 1.0, n), "site": rng.choice(["north", "south", "east"], n)})

@@ -1,0 +1,216 @@
+"""Column roles: the rule on exact counts, the sensitivity of its statistics, and the private (noisy) path."""
+
+import math
+import time
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from dpcore.data import read_table
+from dpcore.errors import BudgetError, DataError
+from dpcore.ingest import (
+    DATE_FORMAT_SHARE,
+    DATE_FORMATS,
+    SENSITIVITY,
+    STATISTICS,
+    ColumnStats,
+    Role,
+    column_counts,
+    confirmed,
+    decide_role,
+    exact_stats,
+    identifier_header,
+    private_roles,
+    propose_roles,
+    role_noise,
+)
+from dpcore.privacy.samplers import Randomness
+
+from .tables import KITCHEN_SINK_ROLES, kitchen_sink, kitchen_sink_csv, latin1_csv, million_rows
+
+
+def _kind(role: Role) -> str:
+    if role.role == "numeric":
+        return f"numeric:{'int' if role.integer else 'real'}"
+    if role.role == "datetime":
+        return f"datetime:{role.format}"
+    return role.role
+
+
+@pytest.fixture(scope="module")
+def sink():
+    return kitchen_sink()
+
+
+def test_proposed_roles_on_every_kind_of_column(sink):
+    roles = {r.name: r for r in propose_roles(sink)}
+    assert {n: _kind(r) for n, r in roles.items()} == KITCHEN_SINK_ROLES
+    assert all(r.source == "inferred" and r.stats is not None for r in roles.values())
+    reasons = {n: r.reason for n, r in roles.items() if not r.kept}
+    assert reasons["empty"].startswith("empty") and reasons["constant"].startswith("constant")
+    assert reasons["notes"].startswith("free text") and reasons["name"].startswith("identifier-like")
+    assert reasons["person_id"].startswith("identifier") and reasons["case_number"].startswith("identifier")
+    assert roles["released"].granularity == "day" and "mixed" in roles["priors"].reason
+
+
+def test_a_continuous_score_is_numeric_not_an_identifier(sink):
+    st = {s.name: s for s in exact_stats(sink)}
+    assert st["score"].distinct >= 0.99 * st["score"].present  # nearly one value per row ...
+    assert _kind(decide_role(st["score"])) == "numeric:real"  # ... and still numeric
+    renamed = ColumnStats(**{**st["score"].__dict__, "name": "score_id"})
+    assert decide_role(renamed).role == "excluded"  # an identifier header marks it
+
+
+@pytest.mark.parametrize("fmt", DATE_FORMATS)
+def test_every_date_format_is_recognised(fmt):
+    rng = np.random.default_rng(0)
+    days = pd.Timestamp("2001-01-01") + pd.to_timedelta(rng.integers(0, 9000, 300), unit="D")
+    secs = pd.to_timedelta(rng.integers(0, 86_400, 300), unit="s")
+    text = pd.Series((days + secs).strftime(fmt))
+    counts, fmts = column_counts(text)
+    assert fmts[fmt] == 300
+    role = propose_roles(pd.DataFrame({"when": text}))[0]
+    assert role.role == "datetime"
+    # A day/month order that every cell fits equally (all days ≤ 12) reads as the first listed format;
+    # with days above 12 (as here) only the true order parses every cell.
+    assert role.format == fmt
+
+
+def test_mixed_types_get_a_clear_role_or_reason():
+    rng = np.random.default_rng(1)
+    n = 1000
+    few = pd.Series(np.where(rng.random(n) < 0.7, rng.integers(1, 4, n).astype(str), "unknown"))
+    many = pd.Series(np.where(rng.random(n) < 0.7, rng.random(n).round(6).astype(str), [f"t{i}" for i in range(n)]))
+    mostly_numbers = pd.Series(np.where(rng.random(n) < 0.97, rng.normal(size=n).round(3).astype(str), "n/a"))
+    roles = {r.name: r for r in propose_roles(pd.DataFrame({"few": few, "many": many, "mostly": mostly_numbers}))}
+    assert roles["few"].role == "categorical" and "mixed" in roles["few"].reason
+    assert roles["many"].role == "excluded" and roles["many"].reason
+    assert roles["mostly"].role == "numeric" and "missing" in roles["mostly"].reason
+
+
+def test_identifier_headers():
+    for name in ["id", "ID", "person_id", "caseNumber", "case_number", "record no", "uuid", "ssn"]:
+        assert identifier_header(name), name
+    for name in ["age", "idea", "width", "number_of_children", "priors_count", "grade"]:
+        assert not identifier_header(name), name
+
+
+def test_role_parse_and_confirmed():
+    assert Role.parse("a", "integer") == Role("a", "numeric", integer=True)
+    assert Role.parse("a", "real") == Role("a", "numeric")
+    assert Role.parse("a", "date:%d/%m/%Y").format == "%d/%m/%Y"
+    assert Role.parse("a", "date:%Y-%m-%d %H:%M:month").granularity == "month"
+    assert Role.parse("a", {"role": "categorical"}).source == "declared"
+    assert Role.parse("a", "excluded").reason == "excluded by the user"
+    with pytest.raises(DataError, match="unknown role"):
+        Role.parse("a", "blob")
+    proposed = propose_roles(pd.DataFrame({"x": ["a", "b"] * 10, "y": range(20)}))
+    assert all(r.source == "declared" and r.stats is None for r in confirmed(proposed).values())
+    assert confirmed({"x": "excluded"})["x"].role == "excluded"
+
+
+def _neighbour(df: pd.DataFrame, rng: np.random.Generator, pool: list) -> pd.DataFrame:
+    """Replace one row by a row drawn from ``pool`` (values of every kind, including missing)."""
+    out = df.copy()
+    i = int(rng.integers(len(df)))
+    for c in df.columns:
+        out.at[i, c] = pool[int(rng.integers(len(pool)))]
+    return out
+
+
+def test_each_statistic_moves_by_at_most_its_sensitivity_under_replace_one():
+    """Brute force over random neighbours, including the cases that move the distinct count: a value held
+    once replaced by a new one, a value held twice replaced by a new one, missing <-> present."""
+    rng = np.random.default_rng(7)
+    pool = ["a", "b", "c", "1", "2.5", "2020-01-02", "03/04/2021 10:00", "x" * 40, None, "new1", "new2", "7"]
+    for trial in range(150):
+        df = pd.DataFrame({"c": [pool[int(rng.integers(len(pool)))] for _ in range(6)]}, dtype=object)
+        nb = _neighbour(df, rng, pool + [f"fresh{trial}"])
+        s0, f0 = column_counts(df["c"])
+        s1, f1 = column_counts(nb["c"])
+        for key in STATISTICS:
+            if key != "date":
+                assert abs(s0[key] - s1[key]) <= SENSITIVITY[key], (key, df["c"].tolist(), nb["c"].tolist())
+        for fmt in DATE_FORMATS:
+            assert abs(f0[fmt] - f1[fmt]) <= SENSITIVITY["date"]
+
+
+def test_a_count_of_values_held_once_would_move_by_two():
+    """Why the rule reads the distinct count and never a singleton count (see the module docstring)."""
+    before = pd.Series(["a", "a", "b", "b"])
+    after = pd.Series(["a", "z", "b", "b"])  # one row replaced: 'a' now held once, 'z' new
+    held_once = lambda s: int((s.value_counts() == 1).sum())  # noqa: E731
+    assert held_once(after) - held_once(before) == 2
+    assert column_counts(after)[0]["distinct"] - column_counts(before)[0]["distinct"] == 1
+
+
+def test_role_noise_accounts_to_rho():
+    for rho, p in [(0.01, 1), (0.3, 15), (2.0, 400)]:
+        sigma, eps_f = role_noise(rho, p)
+        l2_squared = sum(SENSITIVITY[s] ** 2 for s in STATISTICS) * p
+        assert math.isclose(l2_squared / (2 * sigma**2) + p * eps_f**2 / 8, rho, rel_tol=1e-12)
+        assert math.isclose(p * eps_f**2 / 8, DATE_FORMAT_SHARE * rho, rel_tol=1e-12)
+    with pytest.raises(BudgetError):
+        role_noise(0.0, 3)
+
+
+def test_private_roles_match_the_exact_ones_when_the_noise_is_small(sink):
+    pr = private_roles(sink, 50.0, Randomness(11))  # σ ≈ 1.5 rows on 2,000: the decisions must agree
+    assert pr.sigma < 2
+    assert {r.name: _kind(r) for r in pr.roles} == KITCHEN_SINK_ROLES
+    assert all(r.source == "dp" for r in pr.roles)
+
+
+def test_private_role_counts_carry_discrete_gaussian_noise_of_the_stated_scale(sink):
+    """The released counts minus the true ones: mean 0 and variance σ², within tolerances from the sample size
+    (the variance of a sample variance of N normal draws is 2σ⁴/(N-1); 5 standard errors)."""
+    exact = np.concatenate([s.vector() for s in exact_stats(sink)])
+    diffs = []
+    for seed in range(12):
+        pr = private_roles(sink, 0.5, Randomness(seed))
+        noisy = np.concatenate([s.vector() for s in pr.stats])
+        keep = np.ones(exact.size, bool)
+        keep[STATISTICS.index("date") :: len(STATISTICS)] = False  # the date count depends on the chosen format
+        diffs.append((noisy - exact)[keep])
+    d = np.concatenate(diffs).astype(float)
+    sigma = pr.sigma
+    n = d.size
+    assert abs(d.mean()) < 5 * sigma / math.sqrt(n)
+    assert abs(d.var(ddof=1) - sigma**2) < 5 * sigma**2 * math.sqrt(2.0 / (n - 1))
+    assert np.all(d == np.round(d))  # integer noise
+
+
+def test_heavy_noise_keeps_columns_rather_than_guessing_small_counts():
+    st = ColumnStats(
+        "c", 1000, present=990, numeric=3, non_integer=0, date=0, distinct=1, mode=900, long_text=0, sigma=200.0
+    )
+    assert decide_role(st).role == "categorical"  # not "constant": 1 distinct value is within the noise
+    st = ColumnStats(
+        "c", 1000, present=300, numeric=0, non_integer=0, date=0, distinct=5, mode=100, long_text=0, sigma=200.0
+    )
+    assert decide_role(st).reason.startswith("empty")  # 300 present cells are within 2σ of none
+
+
+def test_csv_fixture_reads_with_renamed_headers_and_roles():
+    df = read_table(kitchen_sink_csv(sep=";", encoding="latin-1"))
+    assert df.attrs["renamed"] == [{"original": "grade", "name": "grade_2"}, {"original": "", "name": "column_13"}]
+    roles = {r.name: r for r in propose_roles(df)}
+    assert roles["grade"].role == "numeric" and roles["grade_2"].role == "categorical"
+    assert roles["column_13"].reason.startswith("constant")
+    latin = read_table(latin1_csv())
+    assert {r.name: r.role for r in propose_roles(latin)} == {
+        "ville": "categorical",
+        "âge": "numeric",
+        "catégorie": "categorical",
+    }
+
+
+def test_a_million_values_are_fast():
+    df = million_rows()
+    t0 = time.perf_counter()
+    roles = {r.name: r for r in propose_roles(df)}
+    elapsed = time.perf_counter() - t0
+    assert roles["measurement"].role == "numeric" and not roles["measurement"].integer
+    assert roles["site"].role == "categorical"
+    assert elapsed < 20.0, elapsed  # ~1 s on an idle core; generous for a shared, loaded machine
