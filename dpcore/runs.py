@@ -393,6 +393,10 @@ def execute_release(
     return release, internal, run_id
 
 
+#: A release of more rows than this also keeps a uniform sample of them (previews, the fidelity view).
+SAMPLE_ROWS = 100_000
+
+
 def release_files(release, internal) -> dict:
     """The files of a finished run: the public ones, and the internal evaluation under a name that says so."""
     from .report import card_summary
@@ -401,12 +405,40 @@ def release_files(release, internal) -> dict:
         "card.json": json.dumps(release.card, indent=2, default=float).encode(),
         "card.txt": (card_summary(release.card) + "\n").encode(),
         "INTERNAL_evaluation_not_for_publication.json": dumps(internal.report).encode(),
+        "INTERNAL_answers_not_for_publication.npz": internal_arrays(release, internal),
     }
     if release.rows is not None:
         files["synthetic.csv"] = release.write_synthetic_csv
+        if release.rows.shape[0] > SAMPLE_ROWS:
+            files["synthetic_sample.csv"] = lambda path: _write_sample(release, path)
     elif release.answers is not None:
         files["answers.csv"] = release.write_synthetic_csv
     synopsis = release.synopsis_json()
     if synopsis is not None:
         files["synopsis.json"] = json.dumps(synopsis, indent=2, default=float).encode()
     return files
+
+
+def internal_arrays(release, internal) -> bytes:
+    """INTERNAL: the true and released answers with the workload they answer (its schema may hold values
+    read off the private data), so charts can be drawn later without the data or the Release in memory."""
+    import io
+
+    import numpy as np
+
+    wl = release.workload
+    spec = {"domain": json.loads(wl.domain.to_json()), "marginals": [[int(a) for a in m] for m in wl.marginals]}
+    buf = io.BytesIO()
+    arrays = {"true_answers": np.asarray(internal.true_answers, dtype=float), "workload": np.array(json.dumps(spec))}
+    if internal.released_answers is not None:
+        arrays["released_answers"] = np.asarray(internal.released_answers, dtype=float)
+    np.savez_compressed(buf, **arrays)
+    return buf.getvalue()
+
+
+def _write_sample(release, path) -> None:
+    import numpy as np
+
+    # The sample is a subset of the released rows (public); its randomness protects nothing.
+    idx = np.sort(np.random.default_rng().choice(release.rows.shape[0], SAMPLE_ROWS, replace=False))
+    release.workload.domain.decode(release.rows[idx], "interval").to_csv(path, index=False)

@@ -66,7 +66,13 @@ def test_execute_release_records_the_run_and_its_files(tmp_path, small):
     assert run["card"]["privacy"]["guarantee"] == "differential privacy"
     assert run["evaluation"]["max_error"] == pytest.approx(internal.report["max_error"])
     names = set(run["artifacts"])
-    assert {"card.json", "card.txt", "answers.csv", "INTERNAL_evaluation_not_for_publication.json"} == names
+    assert {
+        "card.json",
+        "card.txt",
+        "answers.csv",
+        "INTERNAL_evaluation_not_for_publication.json",
+        "INTERNAL_answers_not_for_publication.npz",
+    } == names
     assert Ledger(ws).total(ds.ledger_key)["runs"] == 1
 
 
