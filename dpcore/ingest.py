@@ -112,6 +112,7 @@ LONG_TEXT_RATE = 0.5
 CONFIDENCE_SIGMAS = 2.0
 
 CONSTANT_REASON = "constant: one value in (nearly) every cell"
+IDENTIFIER_HEADER_REASON = "identifier: its header names an identifier and values rarely repeat"
 _ID_TOKENS = {"id", "ids", "uuid", "guid", "ssn", "key"}
 _NUMBER_TOKENS = {"number", "no", "num", "nr"}
 _DATE_LIKE = re.compile(r"^\d{1,4}[-/.]\d{1,2}[-/.]\d{1,4}(?:[ T]\d{1,2}:\d{2}(?::\d{2})?)?$|^\d{4}-\d{1,2}$")
@@ -346,10 +347,11 @@ def exact_stats(df: pd.DataFrame, columns=None) -> list[ColumnStats]:
 def decide_role(st: ColumnStats) -> Role:
     """The role of one column from its statistics (exact or noisy).
 
-    With noise (``sigma`` > 0) every comparison leans the safe way by CONFIDENCE_SIGMAS·σ: a column counts as
-    empty unless clearly present, keeps its type (numeric, date) unless clearly not of it, and is constant or a
-    small set of whole numbers only when clearly so.  The decisions are reliable when σ is a few percent of n;
-    :func:`dpcore.tabular.prepare_table` warns when it is not."""
+    With noise (``sigma`` > 0) every rate is read through a confidence margin of CONFIDENCE_SIGMAS·σ cells, in
+    the direction that keeps the column as it looks: a column keeps its type (numeric, date) unless clearly not
+    of it, and is excluded (constant, identifier, free text) only when clearly so; it counts as empty unless
+    clearly present.  With exact counts the margin is 0.  The decisions are reliable when σ is a few percent of
+    n; :func:`dpcore.tabular.prepare_table` warns when it is not."""
     name, n = st.name, max(1, st.n)
     margin = CONFIDENCE_SIGMAS * st.sigma
     present = st.present
@@ -357,39 +359,40 @@ def decide_role(st: ColumnStats) -> Role:
         reason = "empty: no values" if st.sigma == 0 and present == 0 else "empty: nearly every cell is missing"
         return Role(name, "excluded", reason=reason)
 
-    def rate(count: float) -> float:
-        return float(np.clip(count / present, 0.0, 1.0))
+    def clearly(count: float, rate: float) -> bool:  # the rate's lower confidence bound reaches ``rate``
+        return count - margin >= rate * (present + margin)
 
-    constant = st.distinct + margin < 1.5 or rate(st.mode) >= CONSTANT_RATE
-    id_header = identifier_header(name)
-    distinct_rate = rate(st.distinct)
-    if st.numeric + margin >= TYPE_RATE * present:
+    def possibly(count: float, rate: float) -> bool:  # the rate's upper confidence bound reaches ``rate``
+        return count + margin >= rate * max(present - margin, 0.0)
+
+    constant = st.distinct + margin < 1.5 or clearly(st.mode, CONSTANT_RATE)
+    identifier = identifier_header(name) and clearly(st.distinct, IDENTIFIER_HEADER_RATE)
+    if possibly(st.numeric, TYPE_RATE):
         if constant:
             return Role(name, "excluded", reason=CONSTANT_REASON)
+        if identifier:
+            return Role(name, "excluded", reason=IDENTIFIER_HEADER_REASON)
         integer = st.non_integer < NON_INTEGER_RATE * max(st.numeric, 1.0)
-        if id_header and distinct_rate >= IDENTIFIER_HEADER_RATE:
-            return Role(name, "excluded", reason="identifier: its header names an identifier and values rarely repeat")
         if integer and st.distinct + margin <= SMALL_INTEGER_CATEGORIES:
             return Role(name, "categorical", reason="whole numbers with few distinct values")
         note = "" if st.numeric >= present else "cells that are not numbers are read as missing"
         return Role(name, "numeric", integer=integer, reason=note)
-    if st.date_format and st.date + margin >= TYPE_RATE * present:
+    if st.date_format and possibly(st.date, TYPE_RATE):
         if constant:
             return Role(name, "excluded", reason=CONSTANT_REASON)
         note = "" if st.date >= present else "cells that are not dates are read as missing"
         return Role(name, "datetime", format=st.date_format, reason=note)
     if constant:
         return Role(name, "excluded", reason=CONSTANT_REASON)
-    if id_header and distinct_rate >= IDENTIFIER_HEADER_RATE:
-        return Role(name, "excluded", reason="identifier: its header names an identifier and values rarely repeat")
-    if rate(st.long_text) >= LONG_TEXT_RATE:
+    if identifier:
+        return Role(name, "excluded", reason=IDENTIFIER_HEADER_REASON)
+    if clearly(st.long_text, LONG_TEXT_RATE):
         return Role(name, "excluded", reason="free text: long strings")
-    if distinct_rate >= IDENTIFIER_RATE:
+    if clearly(st.distinct, IDENTIFIER_RATE):
         return Role(name, "excluded", reason="identifier-like: nearly one distinct value per row")
-    if distinct_rate >= HIGH_CARDINALITY_RATE:
+    if clearly(st.distinct, HIGH_CARDINALITY_RATE):
         return Role(name, "excluded", reason="free text: too many distinct values to be categories")
-    mixed = max(rate(st.numeric), rate(st.date) if st.date_format else 0.0)
-    if mixed >= MIXED_RATE:
+    if st.numeric >= MIXED_RATE * present or (st.date_format and st.date >= MIXED_RATE * present):
         return Role(name, "categorical", reason="mixed numbers (or dates) and text: kept as categories")
     return Role(name, "categorical")
 
