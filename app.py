@@ -10,10 +10,11 @@ from pathlib import Path
 import streamlit as st
 
 from dpcore.errors import DPCoreError
-from ui import datasource, sidebar, state, warmup
+from ui import access, datasource, sidebar, state, warmup
 from ui.text import show_error
 
 st.set_page_config(page_title="dpcore — private synthetic data", page_icon=":material/shield_lock:", layout="wide")
+access.guard()  # shared: say so; on the network without a password: refuse (ui/access.py)
 
 state.keep_choices()
 state.init()

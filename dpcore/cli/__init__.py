@@ -14,7 +14,7 @@ import sys
 from ..errors import DPCoreError
 
 #: Subcommand name -> module in this package, in the order ``--help`` lists them.
-SUBCOMMANDS = ("info", "workload", "mechanisms", "release", "ledger", "runs", "learn", "evaluate", "bench")
+SUBCOMMANDS = ("info", "workload", "mechanisms", "release", "ledger", "runs", "learn", "evaluate", "bench", "app")
 
 
 def _module(name: str):
