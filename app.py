@@ -18,7 +18,7 @@ access.guard()  # shared: say so; on the network without a password: refuse (ui/
 
 state.keep_choices()
 state.init()
-if state.job_exists():  # the run machinery (and scipy) loads only once something ran
+if state.job_exists():  # legacy: the teaching page's session-held run (ui/runner.py)
     from ui import runner
 
     runner.collect_finished()
@@ -54,4 +54,5 @@ except Exception as exc:  # a bug: the details go to the server log only (st.sto
         icon=":material/error:",
     )
 finally:
+    state.save_choices()  # a reload or a restart comes back with these choices
     warmup.start_once()  # after the page is out (even after st.stop): load the later pages' modules

@@ -1,22 +1,50 @@
-"""Compare: every run of this session side by side."""
+"""Compare: the workspace's runs on one dataset side by side (errors are internal)."""
 
 import streamlit as st
 
 from dpcore.report import INTERNAL_LABEL
-from ui import charts, results, runner, state
+from ui import charts, results, state
+from ui.text import md_escape
 
 st.title("5 · Compare")
-records = state.runs()
-if not records:
-    st.info("No finished run yet: run mechanisms on the Release page (or a teaching preset) to compare them.")
+st.checkbox(
+    "Show demo (fixed-seed) runs",
+    key=state.SHOW_DEMO,
+    help="Demo runs promise no privacy; they are hidden so they are not mistaken for releases.",
+)
+runs = [r for r in results.list_runs(include_demo=bool(state.get(state.SHOW_DEMO))) if r["status"] == "done"]
+runs = [r for r in runs if r.get("max_error") is not None]
+if not runs:
+    st.info(
+        "No finished run to compare yet: run mechanisms on the Release page (or with the command line)."
+        + ("" if state.get(state.SHOW_DEMO) else " Demo runs are hidden.")
+    )
     st.stop()
 
 st.caption("Errors are measured on the private data: " + INTERNAL_LABEL)
-table = results.compare_table(records)
+datasets: dict[str, str] = {}
+counts: dict[str, int] = {}
+for r in runs:  # newest first: the most recently used dataset comes first
+    key = r.get("dataset") or "?"
+    datasets.setdefault(key, r.get("dataset_name") or "?")
+    counts[key] = counts.get(key, 0) + 1
+if state.get(state.COMPARE_DATASET) not in datasets:
+    st.session_state[state.COMPARE_DATASET] = next(iter(datasets))
+st.selectbox(
+    "Dataset",
+    list(datasets),
+    key=state.COMPARE_DATASET,
+    format_func=lambda k: f"{datasets[k]} ({counts[k]} run{'' if counts[k] == 1 else 's'})",
+    help="Runs are compared within one dataset: errors on different tables do not compare.",
+)
+chosen_ds = state.get(state.COMPARE_DATASET)
+group = [r for r in runs if (r.get("dataset") or "?") == chosen_ds]
+table = results.compare_table(group)
 st.dataframe(
-    table,
+    table.drop(columns=["id", "run", "demo"]),
     hide_index=True,
     column_config={
+        "label": st.column_config.TextColumn("run"),
         "max_error": st.column_config.NumberColumn(
             "max error", format="%.4f", help="Largest absolute error over the run's queries."
         ),
@@ -25,30 +53,39 @@ st.dataframe(
         "delta": st.column_config.NumberColumn(format="%.2e"),
     },
 )
+st.markdown("Runs: " + " · ".join(md_escape(label, 80) for label in table["label"]))
 if table["queries"].nunique() > 1:
-    st.caption("Runs used different workloads: compare errors only between runs on the same workload.")
+    st.caption(
+        "These runs used different workloads (the charts draw them with different shapes): compare errors only "
+        "between runs on the same workload."
+    )
 
 c1, c2 = st.columns(2)
 with c1:
-    st.markdown("**Max error vs ε**")
-    st.altair_chart(charts.scatter(table, "epsilon", "max_error", "ε", "max error", log_x=True), width="stretch")
+    st.markdown("**Max error vs ε** (internal)")
+    st.altair_chart(
+        charts.scatter(table, "epsilon", "max_error", "ε (privacy budget, log scale)", "max error", log_x=True),
+        width="stretch",
+    )
 with c2:
-    st.markdown("**Max error vs time**")
-    st.altair_chart(charts.scatter(table, "seconds", "max_error", "seconds", "max error"), width="stretch")
+    st.markdown("**Max error vs time** (internal)")
+    st.altair_chart(
+        charts.scatter(table, "seconds", "max_error", "seconds (wall clock, log scale)", "max error", log_x=True),
+        width="stretch",
+    )
 
-st.markdown("**Error histograms, overlaid**")
-ids = [r.id for r in records]
-current = [i for i in (state.get(state.COMPARE_RUNS) or []) if i in ids]
-if not current:
-    current = ids[-2:]
+st.markdown("**Error histograms, overlaid** (internal)")
+ids = list(table["id"])
+labels = dict(zip(table["id"], table["run"]))
+current = [i for i in (state.get(state.COMPARE_RUNS) or []) if i in ids] or ids[:2]
 st.session_state[state.COMPARE_RUNS] = current
-titles = {r.id: r.title for r in records}
-chosen = st.multiselect("Runs", ids, key=state.COMPARE_RUNS, format_func=titles.get)
-errs = {
-    runner.find_run(i).title: runner.find_run(i).internal.errors()
-    for i in chosen
-    if runner.find_run(i).release.answers is not None
-}
+chosen = st.multiselect("Runs", ids, key=state.COMPARE_RUNS, format_func=labels.get)
+by_id = {r["id"]: r for r in group}
+errs = {}
+for i in chosen:
+    e = results.errors(results.internal(by_id[i]))
+    if e is not None:
+        errs[f"{by_id[i].get('label') or by_id[i]['mechanism']} ({i[-8:]})"] = e
 if errs:
     st.altair_chart(charts.histogram_overlay(errs), width="stretch")
     st.caption("Each run's bars are shares of its own queries, so runs with different workloads stay comparable.")

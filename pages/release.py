@@ -1,14 +1,15 @@
-"""Release: pick a mechanism, ε and δ, its parameters; run with live progress."""
+"""Release: pick a mechanism, ε and δ, its parameters; see what it costs; run with live progress."""
 
 import streamlit as st
 
 from dpcore.errors import DPCoreError
 from dpcore.privacy import check_budget, default_delta
+from dpcore.privacy.ledger import over_cap_message
 from dpcore.release import plan_release
-from ui import datasource, runner, state, widgets
+from ui import datasource, jobs, progress, state, widgets
 from ui import mechanisms as ui_mechanisms
 from ui import workload_state as wls
-from ui.text import fmt_delta, fmt_eps, show_error, show_warning
+from ui.text import fmt_delta, fmt_eps, md_escape, show_error, show_warning
 
 st.title("3 · Release")
 st.caption("Choose how to privatise the data, how much privacy to spend, and run.")
@@ -18,6 +19,7 @@ workload, wl_err = wls.current_workload(dataset)
 if dataset is None or workload is None:
     st.info("Choose a dataset (Data page) and a workload (Workload page) first.")
     st.page_link("pages/workload.py", label="Go to Workload", icon=":material/grid_view:")
+    progress.live_panels("release")  # a run started before a reload is still watched here
     st.stop()
 
 mechs, broken = ui_mechanisms.for_workloads()
@@ -32,14 +34,15 @@ if state.get(state.MECH) not in names:
     rows = [m.name for m in mechs if m.output == "rows"]
     st.session_state[state.MECH] = (recommended or rows or names)[0]
 by_name = {m.name: m for m in mechs}
-job_running = runner.running(state.JOB) is not None
+# A release run of this server is in progress (started here, in another tab or before a reload): one at a time.
+busy = any(jobs.snapshot(r)["here"] for r in jobs.active("release"))
 
 st.selectbox(
     "Mechanism",
     names,
     key=state.MECH,
     format_func=lambda n: widgets.mechanism_label(by_name[n]),
-    disabled=job_running,
+    disabled=busy,
     help="Every mechanism registered in dpcore; the paper each comes from is shown below.",
 )
 mech = by_name[state.get(state.MECH)]
@@ -65,7 +68,7 @@ with e1:
         key=state.EPSILON,
         step=0.1,
         format="%g",
-        disabled=job_running,
+        disabled=busy,
         help="The privacy loss bound: smaller is more private and noisier. Typical values 0.1–10; "
         "the papers' benchmarks use 0.1–1.",
     )
@@ -76,16 +79,16 @@ with e2:
         ["default", "custom"],
         key=state.DELTA_MODE,
         horizontal=True,
-        disabled=job_running,
+        disabled=busy,
         format_func={"default": f"1/n² = {d_default:.2e} (default)", "custom": "custom"}.get,
         help="The probability the ε guarantee may fail. 1/n² is far below 1/n, the level at which a "
         "mechanism could publish a whole record; pure-ε mechanisms spend δ = 0 whatever you choose.",
     )
     if state.get(state.DELTA_MODE) == "custom":
         st.number_input(
-            "custom δ", key=state.DELTA, format="%.2e", step=1e-10, min_value=0.0, max_value=0.999, disabled=job_running
+            "custom δ", key=state.DELTA, format="%.2e", step=1e-10, min_value=0.0, max_value=0.999, disabled=busy
         )
-epsilon = float(state.get(state.EPSILON))
+epsilon = float(state.get(state.EPSILON) or 0.0)
 delta = None if state.get(state.DELTA_MODE) == "default" else float(state.get(state.DELTA))
 
 st.subheader("Parameters")
@@ -95,7 +98,7 @@ if class_k and any(p.name == "k" for p in mech.parameters):
         f"Your workload includes the class of all conjunctions of width ≤ {class_k}: this mechanism answers "
         "it directly (its parameter k starts at that width)."
     )
-params = widgets.parameter_form(mech, disabled=job_running, overrides={"k": class_k} if class_k else None)
+params = widgets.parameter_form(mech, disabled=busy, overrides={"k": class_k} if class_k else None)
 with st.expander("Advanced: solver, executor, seed"):
     a1, a2, a3 = st.columns(3)
     with a1:
@@ -105,7 +108,7 @@ with st.expander("Advanced: solver, executor, seed"):
             max_value=3600.0,
             step=1.0,
             key=state.TIME_LIMIT,
-            disabled=job_running or not mech.uses_oracle,
+            disabled=busy or not mech.uses_oracle,
             format="%g",
             help="A solve that hits the limit returns its best feasible answer. For mechanisms whose "
             "privacy holds even if the solver fails this only affects accuracy.",
@@ -115,7 +118,7 @@ with st.expander("Advanced: solver, executor, seed"):
             "Executor",
             ["serial", "local", "ray"],
             key=state.EXECUTOR,
-            disabled=job_running or not mech.uses_oracle,
+            disabled=busy or not mech.uses_oracle,
             format_func={
                 "serial": "serial (this process)",
                 "local": "local (all cores)",
@@ -126,55 +129,127 @@ with st.expander("Advanced: solver, executor, seed"):
         )
     with a3:
         st.checkbox(
-            "Fix the random seed (demos only)",
+            "Fix the random seed (a DEMO: no privacy)",
             key=state.FIX_SEED,
-            disabled=job_running,
-            help="A fixed seed makes the noise reproducible, which is fine for teaching but not for a real "
-            "release. The seed never appears on the release card.",
+            disabled=busy,
+            help="A fixed seed makes the noise reproducible, so anyone who knows the seed can remove it: the "
+            "output promises no privacy. Fine for teaching, never for a real release. The run is still charged "
+            "(it reads the data) and is labelled DEMO everywhere.",
         )
         if state.get(state.FIX_SEED):
-            st.number_input("seed", min_value=0, step=1, key=state.DEMO_SEED, disabled=job_running)
+            st.number_input("seed", min_value=0, step=1, key=state.DEMO_SEED, disabled=busy)
+if state.get(state.FIX_SEED):
+    st.warning(
+        "**Demo run:** the seed is fixed, so this run's output promises **no privacy** (its card says so, its "
+        "downloads are named DEMO_…). It is still charged to the ledger.",
+        icon=":material/science:",
+    )
+st.text_input(
+    "Label (optional)",
+    key=state.RUN_LABEL,
+    max_chars=120,
+    disabled=busy,
+    help="A name for this run on the Results and Compare pages (the command line's --label).",
+)
 
-# ---------------------------------------------------------------- plan + budget
-st.subheader("Before running")
-plan, plan_error = None, None
+# ---------------------------------------------------------------- cost before spend
+st.subheader("Before running: what it costs")
+plan, plan_error, over_cap = None, None, None
+d_used = d_default if delta is None else delta
 try:
-    check_budget(epsilon, delta if delta is not None else d_default, dataset.n)
+    check_budget(epsilon, d_used, dataset.n)
     plan = plan_release(dataset.n, workload, mech.name, epsilon, delta, params)
 except DPCoreError as exc:
     plan_error = str(exc)
 if plan_error:
     show_error(plan_error)
 else:
-    for w in check_budget(epsilon, delta if delta is not None else d_default, dataset.n):
+    for w in check_budget(epsilon, d_used, dataset.n):
         show_warning(w)
-    d_used = d_default if delta is None else delta
-    tot = state.ledger().total(dataset.ledger_key)
-    p1, p2, p3 = st.columns(3)
+    led = state.ledger()
+    key = dataset.ledger_key
+    tot = led.total(key)
+    after = led.preview(key, dataset.n, epsilon, d_used)
+    p1, p2, p3, p4 = st.columns(4)
     p1.metric(
-        "This run spends at most",
+        "This run charges at most",
         f"ε = {fmt_eps(epsilon)}",
         f"δ = {fmt_delta(d_used)}",
         delta_color="off",
         delta_arrow="off",
-        help="The run's accountant keeps its total within this budget; the release card shows what was actually spent.",
+        help="Charged to the ledger before the run reads the data (a cancelled or failed run stays charged). "
+        "When it ends, the charge becomes what its accountant reports, never more.",
     )
     p2.metric(
         "Spent on this dataset so far",
         f"ε = {fmt_eps(tot['epsilon'])}",
-        f"δ = {fmt_delta(tot['delta'])} · {tot['runs']} run(s)",
+        f"δ = {fmt_delta(tot['delta'])} · {tot['runs']} run{'' if tot['runs'] == 1 else 's'}",
         delta_color="off",
         delta_arrow="off",
-        help="Basic composition over this session's completed runs on this exact table and schema.",
+        help="Every run charged to this file in this workspace (app, command line, Python), whatever its schema "
+        "or workload. Basic composition: the ε's and δ's add.",
     )
+    zcdp = "" if after["epsilon_zcdp"] is None else f" · zCDP: ε = {fmt_eps(after['epsilon_zcdp'])}"
     p3.metric(
-        "Total after this run",
-        f"ε = {fmt_eps(tot['epsilon'] + epsilon)}",
-        f"δ = {fmt_delta(tot['delta'] + d_used)} (basic composition)",
+        "Dataset total after this run",
+        f"ε = {fmt_eps(after['epsilon'])}",
+        f"δ = {fmt_delta(after['delta'])}{zcdp}",
         delta_color="off",
         delta_arrow="off",
-        help="Basic composition (ε's and δ's add). The sidebar also shows the zCDP total; the smaller holds.",
+        help="Basic composition (ε's and δ's add). When every run is zCDP the total is also stated in zCDP, "
+        "converted at δ = 1/n²; both bounds hold, the smaller is the better one.",
     )
+    cap_eps = tot["cap_epsilon"]
+    p4.metric(
+        "Cap on this dataset",
+        "none" if cap_eps is None else f"ε = {fmt_eps(cap_eps)}",
+        f"δ < {fmt_delta(tot['cap_delta'])}",
+        delta_color="off",
+        delta_arrow="off",
+        help="A run that would take the total beyond the cap is refused before it reads the data. The δ cap is "
+        "1/n unless set.",
+    )
+    if after["within"] is None:
+        over_cap = over_cap_message(dataset.name, tot, cap_eps, tot["cap_delta"], epsilon, d_used)
+        st.error(f"Refused: {md_escape(over_cap, 600)}", icon=":material/block:")
+    with st.expander("Set or lift this dataset's budget cap"):
+        st.caption(
+            "The cap is kept per dataset (per file) in the workspace and checked before every run, from the app "
+            "or the command line. Setting, changing or lifting it is an explicit act, recorded with its time and "
+            "your note."
+        )
+        c1, c2 = st.columns([1, 2])
+        cap_value = c1.number_input(
+            "Cap on the total ε",
+            min_value=0.001,
+            value=float(cap_eps) if cap_eps is not None else max(1.0, round(tot["epsilon"] + epsilon, 3)),
+            step=0.5,
+            format="%g",
+            key=f"cap_value:{key}",
+        )
+        cap_note = c2.text_input("Why (recorded with the cap)", key=f"cap_note:{key}", max_chars=200)
+        b1, b2 = st.columns(2)
+        if b1.button("Set the cap", key=f"cap_set:{key}", icon=":material/lock:"):
+            led.set_cap(key, float(cap_value), None, note=cap_note or "set in the app", name=dataset.name, n=dataset.n)
+            st.rerun()
+        if cap_eps is not None and b2.button("Lift the cap", key=f"cap_lift:{key}", icon=":material/lock_open:"):
+            led.set_cap(key, None, None, note=cap_note or "lifted in the app", name=dataset.name, n=dataset.n)
+            st.rerun()
+        history = led.cap_history(key)
+        if history:
+            import datetime as _dt
+
+            st.dataframe(
+                [
+                    {
+                        "when": _dt.datetime.fromtimestamp(h["time"]).strftime("%Y-%m-%d %H:%M:%S"),
+                        "cap ε": "none" if h["epsilon"] is None else fmt_eps(h["epsilon"]),
+                        "note": h["note"],
+                    }
+                    for h in history
+                ],
+                hide_index=True,
+            )
     if plan:
         st.caption("Public figures of this run (computed from n, the workload and the parameters only):")
         st.dataframe(
@@ -182,18 +257,20 @@ else:
             hide_index=True,
         )
 
+button_key, request_key = state.next_request_key()
 run_clicked = st.button(
     "Run",
+    key=button_key,
     type="primary",
     icon=":material/play_arrow:",
-    disabled=job_running or bool(plan_error),
-    help="Runs in the background; the page stays usable and you can cancel.",
+    disabled=busy or bool(plan_error) or bool(over_cap),
+    help="Runs on the server: the page stays usable, a reload or another tab still sees it, and you can cancel.",
 )
 if run_clicked:
+    state.clicked_run()  # first: a second click on this same button (a double click) finds a new key
     seed = int(state.get(state.DEMO_SEED)) if state.get(state.FIX_SEED) else None
-    st.session_state[state.JOB] = runner.start_release_job(
-        label=mech.name,
-        kind="release",
+    label = (state.get(state.RUN_LABEL) or "").strip() or f"{mech.name} ε={epsilon:g}"
+    run_id = jobs.start_release(
         dataset=dataset,
         workload=workload,
         mechanism=mech.name,
@@ -201,16 +278,17 @@ if run_clicked:
         delta=delta,
         params=params,
         seed=seed,
-        time_limit=float(state.get(state.TIME_LIMIT)),
+        label=label,
+        request_key=request_key,
+        time_limit=float(state.get(state.TIME_LIMIT)) if mech.uses_oracle else None,
         executor_spec=state.get(state.EXECUTOR),
-        ledger=state.ledger(),
-        plan=plan,
         class_width=class_k,
     )
+    st.session_state[state.LAST_RUN] = run_id
+    st.session_state[state.RESULT_RUN] = run_id
     st.rerun()
 
-runner.progress_panel(state.JOB)
-runner.outcome(state.JOB)
-job = st.session_state.get(state.JOB)
-if job is not None and job.done and job.record is not None:
+progress.live_panels("release")
+snap = progress.outcome(st.session_state.get(state.LAST_RUN))
+if snap is not None and snap["status"] == "done":
     st.page_link("pages/results.py", label="See the results", icon=":material/bar_chart:")

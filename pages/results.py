@@ -1,100 +1,136 @@
-"""Results: how close the release is to the private data (internal evaluation) and downloads."""
+"""Results: every run of the workspace — its card, its files, and how close it is to the private data."""
 
 import streamlit as st
 
 from dpcore.report import INTERNAL_LABEL
-from ui import charts, results, runner, state
-from ui.text import fmt_delta, fmt_eps
+from ui import charts, progress, results, state
+from ui.text import fmt_bytes, fmt_delta, fmt_eps, md_escape, show_error
 
 st.title("4 · Results")
 
-records = state.runs()
-if not records:
-    st.info("No finished run yet: run a mechanism on the Release page.")
+runs = results.list_runs()
+if not runs:
+    st.info("No run yet in this workspace: run a mechanism on the Release page (or with the command line).")
     st.page_link("pages/release.py", label="Go to Release", icon=":material/play_circle:")
     st.stop()
 
-ids = [r.id for r in records]
-if state.get(state.RESULT_RUN) not in ids:
-    st.session_state[state.RESULT_RUN] = ids[-1]
-run_labels = {r.id: f"{r.title} — ε = {fmt_eps(r.release.budget.epsilon)}" for r in records}
-st.selectbox("Run", ids, key=state.RESULT_RUN, format_func=run_labels.get)
-record = runner.find_run(state.get(state.RESULT_RUN))
-rel = record.release
-ev = record.internal.report
-card = rel.card
-
+# ---------------------------------------------------------------- the runs, as plain text
+st.subheader("Runs in this workspace")
 st.caption(
-    f"{card['mechanism']['title']} · ε spent {fmt_eps(card['privacy']['epsilon_spent'])} · "
-    f"δ {fmt_delta(card['privacy']['delta_spent'])} · {rel.workload.n_marginals} marginals, "
-    f"{rel.workload.n_queries:,} queries · {rel.seconds:.1f} s"
+    "From this app, another browser tab or the command line (`dpcore release --workspace … --label …`), "
+    "newest first, by dataset."
+)
+SHOWN = 30
+by_dataset: dict[str, list[dict]] = {}
+for r in runs[:SHOWN]:
+    by_dataset.setdefault(r.get("dataset_name") or "?", []).append(r)
+with st.container(height=min(420, 60 + 34 * (len(runs[:SHOWN]) + len(by_dataset))), border=True):
+    for name, group in by_dataset.items():
+        st.markdown(f"**{md_escape(name, 80)}**")
+        st.markdown(
+            "\n".join(
+                f"- {md_escape(r.get('label') or r['mechanism'], 120)} — {md_escape(r['mechanism'], 40)}"
+                + ("" if r.get("epsilon") is None else f", ε = {r['epsilon']:g}")
+                + f" · {results.when(r.get('created'))}"
+                + (" · **DEMO**" if r.get("demo") else "")
+                + ("" if r["status"] == "done" else f" · *{r['status']}*")
+                for r in group
+            )
+        )
+if len(runs) > SHOWN:
+    st.caption(f"… and {len(runs) - SHOWN} older runs (in the list below).")
+
+ids = [r["id"] for r in runs]
+titles = {r["id"]: results.run_title(r) for r in runs}
+if state.get(state.RESULT_RUN) not in ids:
+    st.session_state[state.RESULT_RUN] = ids[0]
+st.selectbox("Run", ids, key=state.RESULT_RUN, format_func=titles.get)
+run = results.get_run(state.get(state.RESULT_RUN))
+if run is None:
+    st.info("That run is no longer in the workspace.")
+    st.stop()
+
+if run["demo"]:
+    st.error(
+        "**DEMO RUN — not a private release.** It was made with a fixed random seed, so its noise can be reproduced "
+        "and removed: it promises **no privacy**. Do not publish its output. Its files are named DEMO_…",
+        icon=":material/science:",
+    )
+
+
+def delete_control() -> None:
+    with st.popover("Delete this run", icon=":material/delete:"):
+        st.write(
+            "Deletes the run and its files from the workspace. Its privacy charge stays in the ledger: the "
+            "data was read, whatever happens to the output."
+        )
+        if st.button("Delete the run", key=f"delete:{run['id']}", type="primary"):
+            state.runs_store().delete(run["id"])
+            st.session_state.pop(state.RESULT_RUN, None)
+            st.toast("Run deleted; its ledger charge stays.", icon=":material/delete:")
+            st.rerun()
+
+
+if run["status"] != "done":
+    if run["status"] in ("starting", "running"):
+        st.info("This run is still in progress.")
+        progress.live_panels(run["kind"], key_prefix="results")
+    else:
+        message = run.get("error") or f"The run ended as {run['status']}."
+        show_error(f"{run['status'].capitalize()}: {message}")
+        st.caption("Nothing was released. The run read the data, so its privacy charge stays in the ledger.")
+    delete_control()
+    st.stop()
+
+card = run["card"] or {}
+ev = run["evaluation"] or {}
+
+# ---------------------------------------------------------------- the card (public)
+st.subheader("What this release promises")
+promise = card.get("promise") or ""
+(st.warning if run["demo"] else st.info)(md_escape(promise, 3000), icon=":material/verified_user:")
+privacy = card.get("privacy", {})
+wl = card.get("workload", {})
+st.caption(
+    f"{md_escape(card.get('mechanism', {}).get('title', run['mechanism']), 120)} · ε spent "
+    f"{fmt_eps(privacy.get('epsilon_spent'))} · δ {fmt_delta(privacy.get('delta_spent'))} · "
+    f"{len(wl.get('marginals', []))} marginals, {wl.get('n_queries', 0):,} queries · "
+    f"{run.get('seconds') or 0:.1f} s · label: {md_escape(run.get('label') or '—', 120)}"
 )
 
-# ---------------------------------------------------------------- downloads (public first)
-files = results.downloads(record)
+# ---------------------------------------------------------------- downloads (public first), streamed from the files
 st.subheader("Downloads")
-dl1, dl2, dl3, dl4 = st.columns(4)
-with dl1:
-    st.download_button(
-        "Synthetic data (CSV)" if rel.rows is not None else "Released answers (CSV)",
-        files["synthetic"],
-        file_name=f"synthetic_run{record.id}.csv",
-        mime="text/csv",
-        on_click="ignore",
-        icon=":material/download:",
-        type="primary",
-        help="Rows decoded to the original labels (numeric attributes as their bins)."
-        if rel.rows is not None
-        else "This mechanism releases noisy answers, not rows.",
-    )
-with dl2:
-    st.download_button(
-        "Release card (JSON)",
-        files["card_json"],
-        file_name=f"release_card_run{record.id}.json",
-        mime="application/json",
-        on_click="ignore",
-        icon=":material/verified:",
-        help="Public: mechanism, parameters, ε, δ, neighbour relation, schema and its provenance. "
-        "No seed, no error figure, no timing.",
-    )
-with dl3:
-    st.download_button(
-        "Release card (text)",
-        files["card_txt"],
-        file_name=f"release_card_run{record.id}.txt",
-        mime="text/plain",
-        on_click="ignore",
-        icon=":material/description:",
-    )
-with dl4:
-    st.download_button(
-        "Internal evaluation (NOT for publication)",
-        files["evaluation"],
-        file_name=f"INTERNAL_evaluation_run{record.id}_not_for_publication.json",
-        mime="application/json",
-        on_click="ignore",
-        icon=":material/lock:",
-        help=INTERNAL_LABEL,
-    )
-if "synopsis" in files:
-    st.download_button(
-        "Synopsis model (JSON)",
-        files["synopsis"],
-        file_name=f"synopsis_run{record.id}.json",
-        mime="application/json",
-        on_click="ignore",
-        icon=":material/function:",
-        help="Public: the released function that answers every query of its class "
-        "(the CSV above holds its answers for your workload).",
-    )
-with st.expander("Release card summary (public)"):
-    st.text(files["card_txt"].decode())
+files = results.downloads(run)
+cols = st.columns(min(4, max(1, len(files))))
+for i, f in enumerate(files):
+    with cols[i % len(cols)]:
+        st.download_button(
+            f["label"],
+            results.opener(f["path"]),
+            file_name=f["file_name"],
+            mime=f["mime"],
+            on_click="ignore",
+            icon=f["icon"],
+            type="primary" if f["primary"] else "secondary",
+            help=(f["help"] or "") + f" ({fmt_bytes(results.file_size(f['path']))})",
+            key=f"download:{run['id']}:{f['label']}",
+        )
+with st.expander("Release card (public)"):
+    card_txt = results.artifact(run, "card.txt")
+    st.text(card_txt.read_text() if card_txt is not None else "—")
+head = results.preview(run)
+if head is not None:
+    out_rows = card.get("output", {}).get("rows")
+    st.markdown("**First released rows**" if out_rows else "**First released answers**")
+    st.dataframe(head, hide_index=True)
+    if out_rows:
+        st.caption(f"The first {len(head)} of {out_rows:,} rows (the download has them all).")
+delete_control()
 
 # ---------------------------------------------------------------- internal evaluation
 st.subheader("Accuracy (internal evaluation)")
 st.warning(INTERNAL_LABEL, icon=":material/lock:")
-if rel.answers is None:
+if ev.get("max_error") is None:
     st.info("This mechanism's output cannot be evaluated on the workload.")
     st.stop()
 
@@ -113,8 +149,7 @@ if ev.get("class_error"):
         help="Average absolute error over the same sampled queries.",
     )
 
-with st.spinner("Computing the direct-Gaussian yardstick (internal what-if)…"):
-    ys = results.yardstick(record)
+ys_key = f"yardstick:{run['id']}"
 h1, h2, h3, h4 = st.columns(4)
 base = ev["baselines"]
 h1.metric(
@@ -128,55 +163,70 @@ h3.metric(
     "Uniform baseline (max)",
     f"{base['uniform']['max_error']:.4f}",
     help="Max error of answering every query as if the data were uniform over the domain: a release should "
-    "beat this. (Answering all zeros gives "
-    f"{base['zeros']['max_error']:.4f}.)",
+    f"beat this. (Answering all zeros gives {base['zeros']['max_error']:.4f}.)",
 )
-if "max_error" in ys:
-    h4.metric(
-        "Direct Gaussian (max)",
-        f"{ys['max_error']:.4f}",
-        help="Internal what-if computed on the private data, for comparison only: the Gaussian mechanism at "
-        "the same ε, δ on the same workload (noisy answers, no rows). Not a release, not charged.",
-    )
-else:
-    h4.metric("Direct Gaussian (max)", "—", help=ys.get("note", ""))
+ys = st.session_state.get(ys_key)
+with h4:
+    if ys is not None and "max_error" in ys:
+        st.metric(
+            "Direct Gaussian (max)",
+            f"{ys['max_error']:.4f}",
+            help="Internal what-if computed on the private data, for comparison only: the Gaussian mechanism at "
+            "the same ε, δ on the same workload (noisy answers, no rows). Not a release, not charged.",
+        )
+    elif ys is not None:
+        st.metric("Direct Gaussian (max)", "—", help=ys.get("note", ""))
+    elif st.button(
+        "Direct-Gaussian what-if",
+        key=f"ys_button:{run['id']}",
+        help="Internal: run the Gaussian mechanism at the same ε, δ on the same workload, on the private data, "
+        "for comparison only (not a release, not charged).",
+    ):
+        with st.spinner("Computing the direct-Gaussian yardstick (internal what-if)…"):
+            st.session_state[ys_key] = results.yardstick(run)
+        st.rerun()
 st.dataframe(
-    results.headline(record),
+    results.headline(ev, ys),
     hide_index=True,
     column_config={
         "max error": st.column_config.NumberColumn(format="%.5f"),
         "mean error": st.column_config.NumberColumn(format="%.6f"),
     },
 )
-st.caption(
-    "The direct-Gaussian row is an internal what-if computed on the private data for comparison only: it is "
-    "not a release and is not charged to the ledger."
-)
 
-st.markdown("**Error of every query**")
-st.altair_chart(charts.error_histogram(record.internal.errors()), width="stretch")
-st.caption("Answers are shares of rows, so an error of 0.01 means one percentage point.")
+data = results.internal(run)
+errs = results.errors(data)
+if errs is None:
+    st.caption("This run has no internal answers file (it was recorded by an older version): no charts.")
+else:
+    st.markdown("**Error of every query**")
+    st.altair_chart(charts.error_histogram(errs), width="stretch")
+    st.caption("Answers are shares of rows, so an error of 0.01 means one percentage point.")
 
-st.markdown("**Error per marginal**")
-metric = st.radio(
-    "Measure",
-    ["total_variation", "max_error"],
-    horizontal=True,
-    key="keep:pm_metric",
-    format_func={"total_variation": "total variation", "max_error": "max query error"}.get,
-    help="Total variation = half the L1 distance between the real and released tables (0 = identical, 1 = disjoint).",
-)
-st.altair_chart(charts.per_marginal_bars(ev["per_marginal"], metric), width="stretch")
+if ev.get("per_marginal"):
+    st.markdown("**Error per marginal**")
+    metric = st.radio(
+        "Measure",
+        ["total_variation", "max_error"],
+        horizontal=True,
+        key="keep:pm_metric",
+        format_func={"total_variation": "total variation", "max_error": "max query error"}.get,
+        help="Total variation = half the L1 distance between the real and released tables (0 = identical, "
+        "1 = disjoint).",
+    )
+    st.altair_chart(charts.per_marginal_bars(ev["per_marginal"], metric), width="stretch")
 
-st.markdown("**Real vs released, one marginal**")
-names = [rel.workload.marginal_name(j) for j in range(rel.workload.n_marginals)]
-j = st.selectbox("Marginal", range(len(names)), format_func=lambda i: names[i], key=f"marginal_pick:{record.id}")
-cells, n_cells = results.marginal_cells(rel, record.internal, j)
-st.altair_chart(charts.real_vs_synthetic(cells), width="stretch")
-if n_cells > len(cells):
-    st.caption(f"Showing the {len(cells)} largest of {n_cells:,} cells.")
+if errs is not None:
+    st.markdown("**Real vs released, one marginal**")
+    wload = data["workload"]
+    names = [wload.marginal_name(j) for j in range(wload.n_marginals)]
+    j = st.selectbox("Marginal", range(len(names)), format_func=lambda i: names[i], key=f"marginal_pick:{run['id']}")
+    cells, n_cells = results.marginal_cells(data, j)
+    st.altair_chart(charts.real_vs_synthetic(cells), width="stretch")
+    if n_cells > len(cells):
+        st.caption(f"Showing the {len(cells)} largest of {n_cells:,} cells.")
 
-trace = results.trace_frame(record.internal)
+trace = results.trace_frame(ev)
 st.markdown("**Per-round trace**")
 if trace.empty:
     st.caption("This mechanism has no rounds to trace.")
@@ -184,7 +234,7 @@ else:
     x = "round" if "round" in trace.columns else trace.columns[0]
     ys_cols = results.numeric_trace_columns(trace, x)
     if ys_cols:
-        chosen = st.multiselect("Quantities", ys_cols, default=ys_cols[:1], key=f"trace_pick:{record.id}")
+        chosen = st.multiselect("Quantities", ys_cols, default=ys_cols[:1], key=f"trace_pick:{run['id']}")
         if chosen:
             st.altair_chart(charts.trace_lines(trace, x, chosen), width="stretch")
     with st.expander("Trace table"):
@@ -192,3 +242,47 @@ else:
 if ev.get("oracle"):
     with st.expander("Oracle statistics (SCIP)"):
         st.json(ev["oracle"])
+
+# ---------------------------------------------------------------- fidelity beyond the workload (internal)
+if card.get("output", {}).get("rows"):
+    st.subheader("Fidelity beyond the workload (internal)")
+    st.caption(
+        "Every column, every pair of columns, associations and a classifier trained on the synthetic rows, "
+        "compared with the private table. " + INTERNAL_LABEL
+    )
+    from ui import fidelity as fidelity_charts
+
+    report = results.saved_fidelity(run)
+    data_cols = data["domain"].names if data is not None else []
+    target = st.selectbox(
+        "Column to predict (ML efficacy)",
+        ["(none)", *data_cols],
+        key=f"fidelity_target:{run['id']}",
+        help="Train a classifier on the synthetic rows and test it on real rows, against one trained on real rows.",
+    )
+    if st.button("Compute the fidelity report", key=f"fidelity:{run['id']}", icon=":material/troubleshoot:"):
+        with st.spinner("Comparing the released rows with the private table…"):
+            report, _, _ = results.fidelity(run, None if target == "(none)" else target)
+        if report is None:
+            st.info("The private table of this run is not in the workspace (e.g. a command-line run).")
+    if report is not None:
+        real = results.source_table(run.get("dataset"))
+        synthetic = results.synthetic_sample(run)
+        one, two = report["one_way_tvd"], report["two_way_tvd"]
+        f1, f2, f3 = st.columns(3)
+        f1.metric("Mean 1-way TVD", f"{one['mean']:.4f}", help="Per column: total-variation distance, averaged.")
+        f2.metric("Mean 2-way TVD", f"{two['mean']:.4f}", help="Per pair of columns, averaged (all pairs).")
+        f3.metric("Worst 2-way TVD", f"{two['max']:.4f}")
+        if real is not None and synthetic is not None:
+            cols_ = [c["name"] for c in report["columns"]]
+            st.altair_chart(
+                fidelity_charts.column_distributions(report, real[cols_], synthetic[cols_], data["domain"]),
+                width="content",
+            )
+        st.altair_chart(fidelity_charts.pair_error_heatmap(report), width="content")
+        st.altair_chart(fidelity_charts.association_matrices(report), width="content")
+        ml = fidelity_charts.ml_efficacy_bars(report)
+        if ml is not None:
+            st.altair_chart(ml, width="content")
+        if report.get("notes"):
+            st.caption(" · ".join(md_escape(n, 300) for n in report["notes"]))

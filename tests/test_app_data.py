@@ -17,7 +17,8 @@ XSS = "<img src=x onerror=alert(1)>"
 
 
 @pytest.fixture
-def at():
+def at(tmp_path, monkeypatch):
+    monkeypatch.setenv("DPCORE_WORKSPACE", str(tmp_path / "ws"))  # each test its own workspace: nothing carries over
     with apptest.navigation_only():
         app = apptest.new_app().run()
         assert not app.exception

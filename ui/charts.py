@@ -117,20 +117,32 @@ def trace_lines(trace: pd.DataFrame, x: str, ys: list[str]) -> alt.Chart:
 
 
 def scatter(df: pd.DataFrame, x: str, y: str, x_title: str, y_title: str, log_x: bool = False) -> alt.Chart:
-    return (
-        alt.Chart(df)
-        .mark_point(filled=True, size=80)
-        .encode(
-            x=alt.X(f"{x}:Q", title=x_title, scale=alt.Scale(type="log") if log_x else alt.Undefined),
-            y=alt.Y(f"{y}:Q", title=y_title),
-            color=alt.Color("mechanism:N"),
-            tooltip=[
-                "run:N",
-                "mechanism:N",
-                alt.Tooltip("epsilon:Q", format=".4g"),
-                alt.Tooltip("max_error:Q", format=".4f"),
-                alt.Tooltip("seconds:Q", format=".2f"),
-            ],
-        )
-        .properties(height=280)
+    """Runs as points, coloured by mechanism (legend titled), one line per mechanism through its runs in
+    order of ``x``; a second legend tells workloads (and demo runs) apart when there are several."""
+    df = df.copy()
+    df["workload"] = [
+        f"{int(m or 0)} marginals, {int(q or 0):,} queries" for m, q in zip(df["marginals"], df["queries"])
+    ]
+    df["run kind"] = ["DEMO (fixed seed)" if d else "private release" for d in df["demo"]]
+    scale = alt.Scale(type="log") if log_x else alt.Undefined
+    color = alt.Color("mechanism:N", title="mechanism", legend=alt.Legend(orient="bottom", columns=4))
+    shape_field = "workload" if df["workload"].nunique() > 1 else "run kind"
+    shape = alt.Shape(f"{shape_field}:N", title=shape_field, legend=alt.Legend(orient="bottom", columns=2))
+    base = alt.Chart(df).encode(
+        x=alt.X(f"{x}:Q", title=x_title, scale=scale),
+        y=alt.Y(f"{y}:Q", title=y_title, scale=alt.Scale(zero=True)),
+        color=color,
     )
+    lines = base.mark_line(opacity=0.5).encode(detail=f"{shape_field}:N", order=f"{x}:Q")
+    points = base.mark_point(filled=True, size=90).encode(
+        shape=shape,
+        tooltip=[
+            alt.Tooltip("label:N", title="run"),
+            "mechanism:N",
+            alt.Tooltip("epsilon:Q", title="ε", format=".4g"),
+            alt.Tooltip("max_error:Q", title="max error", format=".4f"),
+            alt.Tooltip("seconds:Q", title="seconds", format=".2f"),
+            "workload:N",
+        ],
+    )
+    return (lines + points).properties(height=300)

@@ -1,8 +1,10 @@
 """The table in use: the bundled Adult sample or an upload, its schema table, its Dataset.
 
 The bundled sample is public, so its load is cached across sessions
-(``st.cache_resource``).  An upload is private: it lives in this session's state
-only, never in a shared cache.
+(``st.cache_resource``).  An upload is private: it lives in this session's state and
+in the workspace (a copy of the file, so a reload or a restart finds it again), never
+in a cache shared between sessions.  The schema table is saved to the workspace after
+every edit.
 
 The schema editor edits a plain table (one row per column of the file); this module
 turns that table into a :class:`~dpcore.domain.Domain` and back.  An attribute is
@@ -102,18 +104,44 @@ def accept_upload(uploaded) -> None:
     except DataError as exc:
         st.session_state[state.UPLOAD_ERROR] = str(exc)
         return
+    raw = uploaded.getvalue()
+    digest = hashlib.sha256(raw).hexdigest()
+    st.session_state[state.UPLOAD] = {"name": uploaded.name, "file_id": file_id, "df": df, "digest": digest}
+    # A copy in the workspace: a reload or a restart finds the table again (and the ledger knows its name).
+    ws = state.workspace()
+    ws.store_source(raw, uploaded.name, len(df))
+    ws.set_state(UPLOAD_STATE_KEY, {"digest": digest, "name": uploaded.name})
+
+
+def restore_upload() -> None:
+    """The last uploaded table, read back from the workspace's copy (a new session after a reload or restart)."""
+    saved = state.workspace().get_state(UPLOAD_STATE_KEY)
+    if not isinstance(saved, dict) or not saved.get("digest"):
+        return
+    info = state.workspace().dataset(saved["digest"])
+    path = (info or {}).get("stored_path")
+    if not path:
+        return
+    try:
+        df = read_table(path)
+    except DataError:  # the copy is gone or unreadable: the user uploads again
+        return
+    name = saved.get("name") or info["name"]
     st.session_state[state.UPLOAD] = {
-        "name": uploaded.name,
-        "file_id": file_id,
+        "name": name,
+        "file_id": f"stored:{saved['digest']}",
         "df": df,
-        "digest": hashlib.sha256(uploaded.getvalue()).hexdigest()[:16],
+        "digest": saved["digest"],
     }
 
 
 UPLOADER_KEY = "uploader"
+UPLOAD_STATE_KEY = "app.upload"  # workspace state: the last upload's digest and name
+SCHEMA_TABLE_NAME = "app-schema-table"  # schemas saved by the Data page: the editor's whole table
 SCHEMA_VERSION = "schema_version"
 SCHEMA_TABLES = "schema_tables"  # source key -> its schema table, kept while another source is in use
 UPLOAD_SEEN = "upload_seen"  # file id of the last upload taken in (read or refused)
+RESTORE_TRIED = "upload_restore_tried"
 
 
 def sync_upload() -> None:
@@ -128,10 +156,13 @@ def sync_upload() -> None:
 def current_source() -> tuple[str, str, pd.DataFrame, Domain | None] | None:
     """(source key, display name, raw table, declared schema or None), or None if nothing is loaded."""
     if state.get(state.SOURCE) == "upload":
+        if state.get(state.UPLOAD) is None and state.get(RESTORE_TRIED) is None:
+            st.session_state[RESTORE_TRIED] = True
+            restore_upload()
         up = state.get(state.UPLOAD)
         if up is None:
             return None
-        return f"upload:{up['digest']}", up["name"], up["df"], None
+        return f"upload:{up['digest'][:16]}", up["name"], up["df"], None
     return "bundled", BUNDLED_NAME, bundled_table(), bundled_domain()
 
 
@@ -307,6 +338,7 @@ def apply_editor_changes(editor_key: str) -> None:
     """
     edits = st.session_state.get(editor_key) or {}
     st.session_state[state.SCHEMA_TABLE] = fold_edits(st.session_state[state.SCHEMA_TABLE], edits)
+    save_schema_table()
 
 
 def fold_edits(table: pd.DataFrame, edits: dict) -> pd.DataFrame:
@@ -346,6 +378,41 @@ def _same(a, b) -> bool:
         return str(a) == str(b)
 
 
+def _digest_of(source_key: str) -> str:
+    """The workspace's key of a source: the digest of its bytes (the ledger's key too)."""
+    if source_key == "bundled":
+        return str(bundled_table().attrs.get("source_digest") or source_key)
+    up = state.get(state.UPLOAD)
+    return up["digest"] if up is not None and source_key == f"upload:{up['digest'][:16]}" else source_key
+
+
+def save_schema_table() -> None:
+    """Keep the schema table (the user's edits) in the workspace: a reload or a restart finds it again."""
+    table, source_key = state.get(state.SCHEMA_TABLE), state.get(state.SCHEMA_FOR)
+    if table is None or source_key is None:
+        return
+    state.workspace().save_schema(table.to_json(orient="records"), SCHEMA_TABLE_NAME, _digest_of(source_key))
+
+
+def saved_schema_table(source_key: str, df: pd.DataFrame) -> pd.DataFrame | None:
+    """The last schema table saved for this source, if it still describes the file's columns."""
+    import json
+
+    rows = state.workspace().query(
+        "SELECT json FROM schemas WHERE dataset IS ? AND name = ? ORDER BY id DESC LIMIT 1",
+        (_digest_of(source_key), SCHEMA_TABLE_NAME),
+    )
+    if not rows:
+        return None
+    try:
+        table = pd.DataFrame.from_records(json.loads(rows[0]["json"]))
+        if list(table.columns) != SCHEMA_COLUMNS or [str(c) for c in table["column"]] != [str(c) for c in df.columns]:
+            return None  # saved by another version of the page, or for other columns
+        return table.astype({"lower": "float64", "upper": "float64", "bins": "Int64"})
+    except (ValueError, TypeError, KeyError):
+        return None
+
+
 def _replace_schema_table(table: pd.DataFrame, source_key: str) -> None:
     st.session_state[state.SCHEMA_TABLE] = table
     st.session_state[state.SCHEMA_FOR] = source_key
@@ -365,6 +432,8 @@ def ensure_schema_table(source_key: str, df: pd.DataFrame, declared: Domain | No
         if state.get(state.SCHEMA_FOR) is not None and state.get(state.SCHEMA_TABLE) is not None:
             saved[state.get(state.SCHEMA_FOR)] = st.session_state[state.SCHEMA_TABLE]
         table = saved.get(source_key)
+        if table is None:
+            table = saved_schema_table(source_key, df)
         _replace_schema_table(table if table is not None else schema_table_for(df, declared), source_key)
     return st.session_state[state.SCHEMA_TABLE]
 
@@ -382,6 +451,7 @@ def load_schema_json(raw: bytes, source_key: str, df: pd.DataFrame) -> str | Non
             "schema belongs to this file."
         )
     _replace_schema_table(schema_table_for(df, dom.project(known)), source_key)
+    save_schema_table()
     return None
 
 

@@ -1,88 +1,248 @@
-"""What the Results and Compare pages compute from a finished run (no layout here)."""
+"""What the Results and Compare pages read from the workspace (no layout here).
+
+A run is a row of the workspace (``dpcore.runs``) with its files in ``artifacts/<run id>/``: the public card,
+the synthetic CSV (or released answers), and the INTERNAL files (the evaluation report, the true and released
+answers).  Nothing here loads the synthetic rows: previews read the first rows of the CSV, charts use the
+answers (one number per query) and, for the fidelity view, a sample of the rows; downloads hand Streamlit a
+callable that opens the file only when the button is clicked.  So a 20-million-row release costs the page what
+a small one does.
+"""
 
 from __future__ import annotations
 
 import json
+import re
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
+import streamlit as st
 
 from dpcore.errors import DPCoreError
-from dpcore.release import run_release
-from dpcore.report import INTERNAL_LABEL, card_summary
+from dpcore.report import INTERNAL_LABEL
+
+from . import state
 
 MAX_CELLS_SHOWN = 40
+PREVIEW_ROWS = 20
+#: Real rows the fidelity view compares with (a seeded sample of a larger table; the evaluation is internal).
+FIDELITY_REAL_ROWS = 200_000
+KINDS = ("release", "teaching")
+ANSWERS_FILE = "INTERNAL_answers_not_for_publication.npz"
+EVALUATION_FILE = "INTERNAL_evaluation_not_for_publication.json"
+FIDELITY_FILE = "INTERNAL_fidelity_not_for_publication.json"
+DEMO_PREFIX = "DEMO_"
+#: Session cache of the internal answers of the last runs looked at (this session only).
+_CACHE = "results_cache"
+_CACHE_SIZE = 4
 
 
-def json_default(o):
-    if isinstance(o, np.integer):
-        return int(o)
-    if isinstance(o, np.floating):
-        return float(o)
-    if isinstance(o, np.ndarray):
-        return o.tolist()
-    return str(o)
-
-
-def yardstick(record) -> dict:
-    """Internal what-if: the direct Gaussian mechanism at the same ε, δ on the same workload.
-
-    Computed on the private data for comparison only: it is NOT a release, is not
-    charged to the ledger (nothing of it is ever shown except its error) and has no
-    card.  Cached on the record.
-    """
-    if record.yardstick is not None:
-        return record.yardstick
-    rel = record.release
-    if rel.mechanism == "gaussian":
-        out = {"note": "This run is the direct Gaussian yardstick itself."}
-    elif record.dataset is None or rel.budget.delta <= 0:
-        out = {"note": "The Gaussian yardstick needs δ > 0; this run used δ = 0."}
-    else:
-        try:
-            what_if, what_if_eval = run_release(
-                record.dataset,
-                rel.workload,
-                "gaussian",
-                rel.budget.epsilon,
-                rel.budget.delta,
-                None,
-                seed=None,
-                ledger=None,
-            )
-            out = {"max_error": what_if_eval.report["max_error"], "mean_error": what_if_eval.report["mean_error"]}
-        except DPCoreError as exc:
-            out = {"note": f"The yardstick could not be computed: {exc}"}
-    record.yardstick = out
+# ---------------------------------------------------------------------------------------------- listing
+def list_runs(kinds=KINDS, include_demo: bool = True, dataset: str | None = None) -> list[dict]:
+    """Runs of the workspace, newest first, without their (large) card and evaluation, plus the few figures
+    the lists need read inside SQLite (max error, queries, ε spent, rows)."""
+    ws = state.workspace()
+    where = ["deleted = 0", f"kind IN ({', '.join('?' for _ in kinds)})"]
+    args: list = list(kinds)
+    if not include_demo:
+        where.append("demo = 0")
+    if dataset is not None:
+        where.append("dataset IS ?")
+        args.append(dataset)
+    sql = (
+        "SELECT id, dataset, dataset_name, kind, mechanism, label, epsilon, delta, demo, status, created, started, "
+        "finished, seconds, error, artifacts, "
+        "json_extract(evaluation, '$.max_error') AS max_error, json_extract(evaluation, '$.mean_error') AS "
+        "mean_error, json_extract(evaluation, '$.n_queries') AS queries, json_extract(card, '$.privacy.epsilon_spent')"
+        " AS epsilon_spent, json_extract(card, '$.output.rows') AS rows_released, "
+        "json_array_length(card, '$.workload.marginals') AS marginals, json_extract(card, '$.output.kind') AS output "
+        f"FROM runs WHERE {' AND '.join(where)} ORDER BY created DESC"
+    )
+    out = []
+    for r in ws.query(sql, tuple(args)):
+        d = dict(r)
+        d["artifacts"] = json.loads(d["artifacts"] or "{}")
+        out.append(d)
     return out
 
 
-def headline(record) -> pd.DataFrame:
-    ev = record.internal.report
-    rows = [{"answers from": "this release", "max error": ev["max_error"], "mean error": ev["mean_error"]}]
-    for name, label in (("zeros", "all zeros (release nothing)"), ("uniform", "uniform distribution")):
-        b = ev["baselines"].get(name)
-        if b:
-            rows.append({"answers from": label, "max error": b["max_error"], "mean error": b["mean_error"]})
-    ys = record.yardstick or {}
-    if "max_error" in ys:
-        rows.append(
+def get_run(run_id: str) -> dict | None:
+    return state.runs_store().get(run_id)
+
+
+def when(ts: float | None) -> str:
+    import datetime as _dt
+
+    return "—" if not ts else _dt.datetime.fromtimestamp(ts).strftime("%Y-%m-%d %H:%M")
+
+
+def run_title(run: dict) -> str:
+    """One line naming a run: its label first (the user's words), then what and when."""
+    eps = "" if run.get("epsilon") is None else f", ε = {run['epsilon']:g}"
+    demo = " · DEMO" if run.get("demo") else ""
+    status = "" if run.get("status") == "done" else f" · {run.get('status')}"
+    label = run.get("label") or run.get("mechanism") or run["id"]
+    where = run.get("dataset_name") or "?"
+    return f"{label} — {run.get('mechanism')}{eps} · {where} · {when(run.get('created'))}{demo}{status}"
+
+
+# ---------------------------------------------------------------------------------------------- files
+def artifact(run: dict, name: str) -> Path | None:
+    """The path of one of the run's files, if it exists (a deleted run's files are gone)."""
+    path = (run.get("artifacts") or {}).get(name)
+    if path is None:
+        candidate = state.workspace().run_dir(run["id"]) / name
+        path = str(candidate) if candidate.exists() else None
+    return Path(path) if path and Path(path).exists() else None
+
+
+def slug(text: str, limit: int = 40) -> str:
+    s = re.sub(r"[^A-Za-z0-9._-]+", "_", str(text)).strip("._-")
+    return s[:limit] or "run"
+
+
+def download_name(run: dict, stem: str, suffix: str) -> str:
+    """``DEMO_`` first for a fixed-seed run, so the file says what it is wherever it ends up."""
+    prefix = DEMO_PREFIX if run.get("demo") else ""
+    return f"{prefix}{stem}_{slug(run.get('label') or run.get('mechanism'))}_{run['id']}{suffix}"
+
+
+def opener(path: Path):
+    """A callable for ``st.download_button``: the file is read only when the button is clicked."""
+
+    def read():
+        return open(path, "rb")  # Streamlit reads and closes it
+
+    return read
+
+
+def downloads(run: dict) -> list[dict]:
+    """The run's download buttons, public files first, the INTERNAL ones last and named so."""
+    out = []
+    rows = artifact(run, "synthetic.csv")
+    answers = artifact(run, "answers.csv")
+    if rows is not None:
+        out.append(
             {
-                "answers from": "direct Gaussian at the same ε, δ (internal what-if)",
-                "max error": ys["max_error"],
-                "mean error": ys["mean_error"],
+                "label": "Synthetic data (CSV)",
+                "path": rows,
+                "file_name": download_name(run, "synthetic", ".csv"),
+                "mime": "text/csv",
+                "icon": ":material/download:",
+                "help": "The released rows, decoded to the original labels (numeric attributes as their bins).",
+                "primary": True,
             }
         )
-    return pd.DataFrame(rows)
+    elif answers is not None:
+        out.append(
+            {
+                "label": "Released answers (CSV)",
+                "path": answers,
+                "file_name": download_name(run, "answers", ".csv"),
+                "mime": "text/csv",
+                "icon": ":material/download:",
+                "help": "This mechanism releases noisy answers, not rows.",
+                "primary": True,
+            }
+        )
+    for name, label, stem, suffix, mime, icon, help_text in (
+        (
+            "card.json",
+            "Release card (JSON)",
+            "release_card",
+            ".json",
+            "application/json",
+            ":material/verified:",
+            "Public: what the release promises, mechanism, parameters, ε, δ, neighbour relation, schema and its "
+            "provenance. No seed, no error figure, no timing.",
+        ),
+        ("card.txt", "Release card (text)", "release_card", ".txt", "text/plain", ":material/description:", None),
+        (
+            "synopsis.json",
+            "Synopsis model (JSON)",
+            "synopsis",
+            ".json",
+            "application/json",
+            ":material/function:",
+            "Public: the released function that answers every query of its class.",
+        ),
+        (
+            EVALUATION_FILE,
+            "Internal evaluation (NOT for publication)",
+            "INTERNAL_evaluation",
+            "_not_for_publication.json",
+            "application/json",
+            ":material/lock:",
+            INTERNAL_LABEL,
+        ),
+    ):
+        path = artifact(run, name)
+        if path is not None:
+            out.append(
+                {
+                    "label": label,
+                    "path": path,
+                    "file_name": download_name(run, stem, suffix),
+                    "mime": mime,
+                    "icon": icon,
+                    "help": help_text,
+                    "primary": False,
+                }
+            )
+    return out
 
 
-def marginal_cells(release, internal, j: int) -> tuple[pd.DataFrame, int]:
+def preview(run: dict, rows: int = PREVIEW_ROWS) -> pd.DataFrame | None:
+    """The first rows of the released CSV (read as text: labels stay as released)."""
+    path = artifact(run, "synthetic.csv") or artifact(run, "answers.csv")
+    if path is None:
+        return None
+    return pd.read_csv(path, nrows=rows, dtype=str, keep_default_na=False)
+
+
+def file_size(path: Path | None) -> int:
+    return 0 if path is None else path.stat().st_size
+
+
+# ---------------------------------------------------------------------------------------------- internal answers
+def internal(run: dict) -> dict | None:
+    """INTERNAL: the run's true and released answers and its workload, read from its artifact (cached in this
+    session for the last few runs looked at); None when the run has no such file."""
+    cache = st.session_state.setdefault(_CACHE, {})
+    if run["id"] in cache:
+        return cache[run["id"]]
+    path = artifact(run, ANSWERS_FILE)
+    if path is None:
+        return None
+    from dpcore.domain import Domain
+    from dpcore.workload import Workload
+
+    with np.load(path, allow_pickle=False) as z:
+        spec = json.loads(str(z["workload"]))
+        true = np.asarray(z["true_answers"], dtype=float)
+        released = np.asarray(z["released_answers"], dtype=float) if "released_answers" in z.files else None
+    domain = Domain.from_json(json.dumps(spec["domain"]))
+    workload = Workload(domain, tuple(tuple(m) for m in spec["marginals"]))
+    out = {"true": true, "released": released, "workload": workload, "domain": domain}
+    cache[run["id"]] = out
+    while len(cache) > _CACHE_SIZE:
+        cache.pop(next(iter(cache)))
+    return out
+
+
+def errors(data: dict) -> np.ndarray | None:
+    if data is None or data["released"] is None:
+        return None
+    return np.abs(data["true"] - data["released"])
+
+
+def marginal_cells(data: dict, j: int) -> tuple[pd.DataFrame, int]:
     """Real and released shares of marginal j's cells (the largest MAX_CELLS_SHOWN by real share)."""
-    wl = release.workload
+    wl = data["workload"]
     m = wl.marginals[j]
     labels = [wl.domain[a].labels() for a in m]
-    real = wl.marginal_table(internal.true_answers, j).ravel()
-    est = wl.marginal_table(release.answers, j).ravel()
+    real = wl.marginal_table(data["true"], j).ravel()
+    est = wl.marginal_table(data["released"], j).ravel()
     shape = wl.marginal_shape(j)
     order = np.argsort(-np.maximum(real, est), kind="stable")[:MAX_CELLS_SHOWN]
     cells = []
@@ -92,9 +252,9 @@ def marginal_cells(release, internal, j: int) -> tuple[pd.DataFrame, int]:
     return pd.DataFrame({"cell": cells, "real": real[order], "released": est[order]}), int(real.size)
 
 
-def trace_frame(internal) -> pd.DataFrame:
+def trace_frame(report: dict) -> pd.DataFrame:
     """The per-round trace; non-numeric columns as text (labels may hold user values)."""
-    trace = pd.DataFrame(internal.report.get("trace") or [])
+    trace = pd.DataFrame((report or {}).get("trace") or [])
     for col in trace.columns:
         if not pd.api.types.is_numeric_dtype(trace[col]):
             trace[col] = trace[col].map(lambda v: "" if v is None else str(v))
@@ -109,45 +269,141 @@ def numeric_trace_columns(trace: pd.DataFrame, x: str) -> list[str]:
     ]
 
 
-def downloads(record) -> dict:
-    """The three download files of a run, encoded once."""
-    if not record.downloads:
-        rel = record.release
-        card = rel.card
-        ev = dict(record.internal.report)
-        ev["label"] = INTERNAL_LABEL
-        record.downloads = {
-            "synthetic": rel.synthetic_csv(),
-            "card_json": json.dumps(card, indent=2, default=json_default).encode(),
-            "card_txt": (card_summary(card) + "\n").encode(),
-            "evaluation": json.dumps(ev, indent=2, default=json_default).encode(),
-        }
-        synopsis = rel.synopsis_json()
-        if synopsis is not None:
-            record.downloads["synopsis"] = json.dumps(synopsis, indent=2, default=json_default).encode()
-    return record.downloads
-
-
-def compare_table(records) -> pd.DataFrame:
-    rows = []
-    for r in records:
-        rel = r.release
-        ev = r.internal.report
+def headline(report: dict, yardstick: dict | None = None) -> pd.DataFrame:
+    rows = [{"answers from": "this release", "max error": report["max_error"], "mean error": report["mean_error"]}]
+    for name, label in (("zeros", "all zeros (release nothing)"), ("uniform", "uniform distribution")):
+        b = (report.get("baselines") or {}).get(name)
+        if b:
+            rows.append({"answers from": label, "max error": b["max_error"], "mean error": b["mean_error"]})
+    if yardstick and "max_error" in yardstick:
         rows.append(
             {
-                "run": r.title,
-                "kind": r.kind,
-                "mechanism": rel.mechanism,
-                "dataset": r.dataset_name,
-                "epsilon": rel.budget.epsilon,
-                "delta": rel.budget.delta,
-                "epsilon spent": rel.card["privacy"]["epsilon_spent"],
-                "marginals": rel.workload.n_marginals,
-                "queries": rel.workload.n_queries,
-                "max_error": ev["max_error"],
-                "mean_error": ev["mean_error"],
-                "seconds": rel.seconds,
-                "output": (f"{rel.rows.shape[0]:,} rows" if rel.rows is not None else "answers"),
+                "answers from": "direct Gaussian at the same ε, δ (internal what-if)",
+                "max error": yardstick["max_error"],
+                "mean error": yardstick["mean_error"],
+            }
+        )
+    return pd.DataFrame(rows)
+
+
+# ---------------------------------------------------------------------------------------------- the private table
+def source_table(dataset_key: str | None) -> pd.DataFrame | None:
+    """The private table a run used, as read from its source (the bundled sample, this session's upload or the
+    workspace's copy of an upload); None when the workspace has no copy (e.g. a command-line run)."""
+    from . import datasource
+
+    if not dataset_key:
+        return None
+    bundled = datasource.bundled_table()
+    if bundled.attrs.get("source_digest") == dataset_key:
+        return bundled
+    up = state.get(state.UPLOAD)
+    if up is not None and up.get("digest") == dataset_key:
+        return up["df"]
+    info = state.workspace().dataset(dataset_key)
+    if info and info.get("stored_path") and Path(info["stored_path"]).exists():
+        from dpcore.data import read_table
+
+        return read_table(info["stored_path"])
+    return None
+
+
+def private_dataset(run: dict, data: dict):
+    """The run's private table encoded with the run's own schema (for the internal what-ifs), or None."""
+    from dpcore.data import load_dataset
+
+    df = source_table(run.get("dataset"))
+    if df is None:
+        return None
+    domain = data["domain"]
+    if any(n not in df.columns for n in domain.names):
+        return None
+    return load_dataset(df[domain.names], domain, run.get("dataset_name") or "data")
+
+
+def yardstick(run: dict) -> dict:
+    """Internal what-if: the direct Gaussian mechanism at the same ε, δ on the same workload.
+
+    Computed on the private data for comparison only: it is NOT a release, is not charged to the ledger
+    (nothing of it is ever shown except its error) and has no card."""
+    from dpcore.release import run_release
+
+    if run.get("mechanism") == "gaussian":
+        return {"note": "This run is the direct Gaussian yardstick itself."}
+    if not run.get("delta"):
+        return {"note": "The Gaussian yardstick needs δ > 0; this run used δ = 0."}
+    data = internal(run)
+    if data is None:
+        return {"note": "This run has no internal answers file, so no what-if can be set beside it."}
+    dataset = private_dataset(run, data)
+    if dataset is None:
+        return {"note": "The private table of this run is not in the workspace (e.g. a command-line run)."}
+    try:
+        _, what_if = run_release(dataset, data["workload"], "gaussian", run["epsilon"], run["delta"], None, ledger=None)
+    except DPCoreError as exc:
+        return {"note": f"The yardstick could not be computed: {exc}"}
+    return {"max_error": what_if.report["max_error"], "mean_error": what_if.report["mean_error"]}
+
+
+# ---------------------------------------------------------------------------------------------- fidelity
+def synthetic_sample(run: dict) -> pd.DataFrame | None:
+    """The released rows, or the uniform sample kept beside a large release (never the whole large file)."""
+    path = artifact(run, "synthetic_sample.csv")
+    if path is None:
+        path = artifact(run, "synthetic.csv")
+        if path is None:
+            return None
+    return pd.read_csv(path, dtype=str, keep_default_na=False)
+
+
+def saved_fidelity(run: dict) -> dict | None:
+    path = artifact(run, FIDELITY_FILE)
+    return None if path is None else json.loads(path.read_text())
+
+
+def fidelity(run: dict, target: str | None = None) -> tuple[dict | None, pd.DataFrame | None, pd.DataFrame | None]:
+    """INTERNAL: :func:`dpcore.evaluate.evaluate` of the run's rows (or their sample) against its private table,
+    saved beside the run.  Returns (report, real, synthetic) or (None, None, None) with no table to compare."""
+    from dpcore.evaluate import evaluate
+
+    data = internal(run)
+    real = source_table(run.get("dataset"))
+    synthetic = synthetic_sample(run)
+    if data is None or real is None or synthetic is None:
+        return None, None, None
+    cols = [c for c in data["domain"].names if c in real.columns and c in synthetic.columns]
+    real = real[cols]
+    if len(real) > FIDELITY_REAL_ROWS:  # randomness that protects nothing: which real rows the report reads
+        real = real.sample(FIDELITY_REAL_ROWS, random_state=0)
+    report = evaluate(real, synthetic[cols], schema=data["domain"], target=target or None)
+    state.runs_store().write_artifacts(run["id"], {FIDELITY_FILE: json.dumps(report, default=str).encode()})
+    return report, real, synthetic[cols]
+
+
+# ---------------------------------------------------------------------------------------------- compare
+def compare_table(runs: list[dict]) -> pd.DataFrame:
+    rows = []
+    for r in runs:
+        if r.get("status") != "done" or r.get("max_error") is None:
+            continue
+        rows.append(
+            {
+                "run": run_title(r),
+                "id": r["id"],
+                "label": r.get("label") or r["mechanism"],
+                "mechanism": r["mechanism"],
+                "kind": r["kind"],
+                "demo": bool(r["demo"]),
+                "dataset": r.get("dataset_name") or "?",
+                "epsilon": r["epsilon"],
+                "delta": r["delta"],
+                "epsilon spent": r.get("epsilon_spent"),
+                "marginals": r.get("marginals"),
+                "queries": r.get("queries"),
+                "max_error": r["max_error"],
+                "mean_error": r.get("mean_error"),
+                "seconds": r.get("seconds"),
+                "output": f"{int(r['rows_released']):,} rows" if r.get("rows_released") else "answers",
             }
         )
     return pd.DataFrame(rows)

@@ -1,4 +1,8 @@
-"""Runs off the script thread: progress, cancel, and collecting finished runs.
+"""LEGACY (the teaching page only, until it moves onto :mod:`ui.jobs`): runs held by one browser session.
+
+New code uses :mod:`ui.jobs`, where runs belong to the server process and live in the workspace.
+
+Runs off the script thread: progress, cancel, and collecting finished runs.
 
 A :class:`RunJob` runs :func:`dpcore.release.run_release` in a daemon thread.  The
 thread never calls Streamlit: it writes progress into the job (a plain object) and
@@ -189,7 +193,7 @@ def start_release_job(
 
 def collect_finished() -> None:
     """Move finished releases into this session's run list (script thread only)."""
-    for key in (state.JOB, state.TEACH_JOB):
+    for key in (state.TEACH_JOB,):
         job = st.session_state.get(key)
         if job is None or not job.done or job.collected:
             continue
@@ -210,8 +214,6 @@ def collect_finished() -> None:
             )
             state.runs().append(record)
             job.record = record
-            if job.kind == "release":
-                st.session_state[state.RESULT_RUN] = record.id
 
 
 def running(key: str) -> RunJob | None:

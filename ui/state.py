@@ -1,24 +1,27 @@
-"""Session-state keys, their defaults, and keeping choices across page switches.
+"""Session-state keys, their defaults, keeping choices across page switches, and the workspace.
 
-Everything a user chose or produced lives in ``st.session_state`` of their own
-session: nothing private is ever put in a cache shared between sessions.
+What the user made lives in the workspace (``dpcore.workspace``: datasets, schemas, runs, the ledger), shared
+by every session of this server and by the CLI, so a reload or a restart loses nothing.  ``st.session_state``
+holds the widgets' values and per-session caches only.
 
-Widget values live under keys starting with :data:`KEEP`.  Streamlit forgets a
-widget's value when a page that does not show the widget runs; :func:`keep_choices`
-(called by ``app.py`` before every page) re-assigns those keys so that switching
-pages never loses a choice.  Widgets using such keys take their initial value from
-session state only (never a ``value=`` argument), set by :func:`default`.
+Widget values live under keys starting with :data:`KEEP`.  Streamlit forgets a widget's value when a page that
+does not show the widget runs; :func:`keep_choices` (called by ``app.py`` before every page) re-assigns those
+keys so that switching pages never loses a choice.  The same keys are saved to the workspace after every script
+run (:func:`save_choices`) and a new session starts from them (:func:`init`): a reload or a restart comes back
+with the last choices.  Widgets using such keys take their initial value from session state only (never a
+``value=`` argument), set by :func:`default`.
 """
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import streamlit as st
 
 KEEP = "keep:"
 
-# Widget keys (persisted across pages).
+# Widget keys (persisted across pages, reloads and restarts).
 SOURCE = KEEP + "source"  # "bundled" | "upload"
 WL_K = KEEP + "wl_k"
 WL_MODE = KEEP + "wl_mode"  # "all" | "random" | "picked"
@@ -35,8 +38,11 @@ TIME_LIMIT = KEEP + "time_limit"
 EXECUTOR = KEEP + "executor"
 FIX_SEED = KEEP + "fix_seed"
 DEMO_SEED = KEEP + "demo_seed"
-RESULT_RUN = KEEP + "result_run"
-COMPARE_RUNS = KEEP + "compare_runs"
+RUN_LABEL = KEEP + "run_label"
+RESULT_RUN = KEEP + "result_run"  # run id shown on the Results page
+COMPARE_RUNS = KEEP + "compare_runs"  # run ids overlaid on the Compare page
+COMPARE_DATASET = KEEP + "compare_dataset"
+SHOW_DEMO = KEEP + "show_demo"
 TEACH_MECH = KEEP + "teach_mech"
 
 WIDGET_DEFAULTS: dict[str, Any] = {
@@ -55,10 +61,15 @@ WIDGET_DEFAULTS: dict[str, Any] = {
     EXECUTOR: "serial",
     FIX_SEED: False,
     DEMO_SEED: 0,
+    RUN_LABEL: "",
+    SHOW_DEMO: False,
 }
+#: Choices that are never restored in a new session: a fixed seed makes a run a demo, so it must be picked
+#: again on purpose (issue 12, finding 1), and the seed goes with it.
+NOT_RESTORED = (FIX_SEED, DEMO_SEED)
 
 # Plain (non-widget) keys.
-UPLOAD = "upload"  # dict(name, file_id, df) of the uploaded table, this session only
+UPLOAD = "upload"  # dict(name, file_id, df, digest) of the uploaded table
 UPLOAD_ERROR = "upload_error"
 SCHEMA_TABLE = "schema_table"  # DataFrame edited by the schema editor
 SCHEMA_FOR = "schema_for"  # the source the schema table was built for
@@ -67,10 +78,15 @@ DATASET = "dataset"  # (key, Dataset) or None
 DATASET_ERROR = "dataset_error"
 WORKLOAD = "workload"  # (key, Workload | None, error message | None)
 LEDGER = "ledger"
-RUNS = "runs"  # list[ui.runner.RunRecord]
-JOB = "job"  # ui.runner.RunJob of the Release page
-TEACH_JOB = "teach_job"  # ui.runner.RunJob of the teaching page
-DATASET_NAMES = "dataset_names"  # fingerprint -> display name, for the ledger
+RUNS = "runs"  # legacy: the teaching page's finished runs (ui.runner), until it moves onto ui.jobs
+TEACH_JOB = "teach_job"  # legacy: ui.runner.RunJob of the teaching page
+DATASET_NAMES = "dataset_names"  # fingerprint -> display name
+LAST_RUN = "last_run"  # id of the run this session last started on the Release page
+RUN_CLICKS = "run_clicks"  # how many runs this session started: part of the Run button's key
+SESSION_ID = "session_id"
+ANNOUNCED = "announced"  # run ids whose end this session already announced (toast)
+SAVED_CHOICES = "saved_choices"  # the choices last written to the workspace (skip identical writes)
+CHOICES_STATE_KEY = "app.choices"
 
 
 def keep_choices() -> None:
@@ -81,12 +97,54 @@ def keep_choices() -> None:
 
 
 def init() -> None:
-    """Defaults for every key; existing values are left alone."""
+    """Defaults for every key; existing values are left alone.  A new session starts from the choices saved
+    in the workspace (the last session's)."""
+    if SESSION_ID not in st.session_state:
+        import uuid
+
+        st.session_state[SESSION_ID] = uuid.uuid4().hex[:12]
+        saved = _saved_choices()
+        for key, value in saved.items():
+            if isinstance(key, str) and key.startswith(KEEP) and key not in NOT_RESTORED:
+                st.session_state.setdefault(key, value)
+        st.session_state[SAVED_CHOICES] = json.dumps(saved, sort_keys=True, default=str)
     for key, value in WIDGET_DEFAULTS.items():
         default(key, value)
-    for key, factory in ((RUNS, list), (DATASET_NAMES, dict)):
+    for key, factory in ((RUNS, list), (DATASET_NAMES, dict), (ANNOUNCED, set)):
         if key not in st.session_state:
             st.session_state[key] = factory()
+
+
+def _saved_choices() -> dict:
+    try:
+        saved = workspace().get_state(CHOICES_STATE_KEY, {})
+    except Exception:  # an unreadable saved state must not keep the app from starting
+        return {}
+    return saved if isinstance(saved, dict) else {}
+
+
+def current_choices() -> dict:
+    out = {}
+    for key in list(st.session_state.keys()):
+        if not (isinstance(key, str) and key.startswith(KEEP)) or key in NOT_RESTORED:
+            continue
+        value = st.session_state[key]
+        try:
+            json.dumps(value)
+        except (TypeError, ValueError):
+            continue
+        out[key] = value
+    return out
+
+
+def save_choices() -> None:
+    """Write this session's choices to the workspace when they changed (after every script run)."""
+    choices = current_choices()
+    text = json.dumps(choices, sort_keys=True, default=str)
+    if st.session_state.get(SAVED_CHOICES) == text:
+        return
+    workspace().set_state(CHOICES_STATE_KEY, choices)
+    st.session_state[SAVED_CHOICES] = text
 
 
 def default(key: str, value: Any) -> None:
@@ -110,7 +168,11 @@ def workspace():
 def _open_workspace(path: str):
     from dpcore.workspace import Workspace
 
-    return Workspace(path)
+    from . import jobs
+
+    ws = Workspace(path)
+    jobs.recover(ws)  # first use in this server process: runs of a dead process become "interrupted"
+    return ws
 
 
 def ledger():
@@ -120,23 +182,44 @@ def ledger():
     return Ledger(workspace())
 
 
+def runs_store():
+    from dpcore.runs import RunStore
+
+    return RunStore(workspace())
+
+
 def has_spent() -> bool:
-    return bool(ledger().summary())
+    """Whether anything was charged or capped (a plain query: the ledger module loads scipy)."""
+    return bool(workspace().query("SELECT 1 FROM ledger UNION ALL SELECT 1 FROM caps LIMIT 1"))
 
 
 def job_exists() -> bool:
-    return st.session_state.get(JOB) is not None or st.session_state.get(TEACH_JOB) is not None
+    return st.session_state.get(TEACH_JOB) is not None
 
 
 def runs() -> list:
+    """Legacy: the teaching page's runs of this session (ui.runner)."""
     return st.session_state[RUNS]
 
 
+def next_request_key() -> tuple[str, str]:
+    """(button key, request key) of the next Run click: both change once a click started a run, so a second
+    click on the same rendering of the button (a double click) carries the same request and starts nothing."""
+    clicks = int(st.session_state.get(RUN_CLICKS, 0))
+    return f"run_button:{clicks}", f"{st.session_state[SESSION_ID]}:{clicks}"
+
+
+def clicked_run() -> None:
+    st.session_state[RUN_CLICKS] = int(st.session_state.get(RUN_CLICKS, 0)) + 1
+
+
 def reset() -> None:
-    """Forget everything of this session (cancelling a run first)."""
-    for key in (JOB, TEACH_JOB):
-        job = st.session_state.get(key)
-        if job is not None:
-            job.cancel()
+    """Back to the default choices: this session's and the saved ones.  Runs, datasets and the ledger stay in
+    the workspace (a reset never undoes a privacy charge)."""
+    job = st.session_state.get(TEACH_JOB)
+    if job is not None:
+        job.cancel()
     for key in list(st.session_state.keys()):
         del st.session_state[key]
+    workspace().set_state(CHOICES_STATE_KEY, {})
+    workspace().set_state("app.upload", None)
