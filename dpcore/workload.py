@@ -16,8 +16,8 @@ from __future__ import annotations
 
 import itertools
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Sequence
 
 import numpy as np
 
@@ -61,7 +61,7 @@ class Workload:
 
     # -------------------------------------------------------------- builders
     @classmethod
-    def all_kway(cls, domain: Domain, k: int, max_cells: int | None = None) -> "Workload":
+    def all_kway(cls, domain: Domain, k: int, max_cells: int | None = None) -> Workload:
         _check_k(domain, k)
         margs = [
             m
@@ -73,7 +73,7 @@ class Workload:
         return cls(domain, tuple(margs))
 
     @classmethod
-    def random_kway(cls, domain: Domain, k: int, m: int, seed: int = 0, max_cells: int | None = None) -> "Workload":
+    def random_kway(cls, domain: Domain, k: int, m: int, seed: int = 0, max_cells: int | None = None) -> Workload:
         """``m`` distinct k-way marginals chosen uniformly at random (seeded: the workload is public)."""
         _check_k(domain, k)
         if m < 1:
@@ -95,7 +95,7 @@ class Workload:
         return cls(domain, tuple(candidates[i] for i in pick))
 
     @classmethod
-    def from_names(cls, domain: Domain, marginals: Sequence[Sequence[str]]) -> "Workload":
+    def from_names(cls, domain: Domain, marginals: Sequence[Sequence[str]]) -> Workload:
         return cls(domain, tuple(tuple(domain.index(a) for a in m) for m in marginals))
 
     # ------------------------------------------------------------- indexing
@@ -305,3 +305,91 @@ def error_summary(workload: Workload, true: np.ndarray, est: np.ndarray) -> dict
         "mean_error": mean_error(true, est),
         "max_marginal_tv": float(marginal_tv(workload, true, est).max()),
     }
+
+
+# ---------------------------------------------------------------- defaults that fit the table
+#: A default workload keeps marginals whose cells hold at least this many rows on average (n / cells).
+MIN_ROWS_PER_CELL = 5
+#: A default workload has at most this many marginals beyond the one-way ones (when the table has room).
+DEFAULT_MARGINALS = 64
+
+
+def default_workload(
+    domain: Domain,
+    n: int,
+    *,
+    max_marginals: int = DEFAULT_MARGINALS,
+    min_rows_per_cell: float = MIN_ROWS_PER_CELL,
+    seed: int = 0,
+) -> Workload:
+    """A workload that fits the table, from public quantities only (n and the attribute sizes).
+
+    Every one-way marginal (each attribute alone: what any release must get right first), then two-way
+    marginals whose average cell holds at least ``min_rows_per_cell`` rows (cells ≤ n / min_rows_per_cell),
+    up to ``max_marginals`` marginals in all, chosen uniformly at random among the eligible pairs with a
+    public seed.  A 100-row table gets its one-way marginals and the few small pairs it can support; a
+    400-column table gets its 400 one-way marginals (thousands of queries, not millions).
+    """
+    n = int(n)
+    if n < 1:
+        raise WorkloadError("The table has no rows.")
+    p = len(domain)
+    one_way = [(a,) for a in range(p)]
+    room = max(0, int(max_marginals) - p)
+    cap = max(1.0, n / float(min_rows_per_cell))
+    pairs: list[tuple[int, int]] = []
+    if room and p >= 2:
+        shape = np.asarray(domain.shape, dtype=float)
+        i, j = np.triu_indices(p, k=1)
+        eligible = np.flatnonzero(shape[i] * shape[j] <= cap)
+        if eligible.size:
+            rng = np.random.default_rng(seed)
+            pick = np.sort(rng.choice(eligible, size=min(room, eligible.size), replace=False))
+            pairs = [(int(i[k]), int(j[k])) for k in pick]
+    return Workload(domain, tuple(one_way + pairs))
+
+
+def noise_check(sigma: float, n: int, n_cells: int) -> dict:
+    """Expected noise per cell against what a cell holds, from public quantities only.
+
+    ``sigma`` is the standard deviation of the noise added to each cell's COUNT (rows), ``n`` the table's
+    rows, ``n_cells`` the cells of a marginal (the largest one for a workload).  A cell holds n / n_cells rows
+    on average; the noise moves it by E|N(0, σ²)| = σ·sqrt(2/π) rows.  When the noise is larger, the released
+    marginal is mostly noise: ``suggested_max_cells`` = n / (σ·sqrt(2/π)) is the largest marginal for which it
+    is not."""
+    if n < 1 or n_cells < 1:
+        raise WorkloadError("noise_check needs n ≥ 1 and at least one cell.")
+    if not (math.isfinite(sigma) and sigma >= 0):
+        raise WorkloadError("The noise scale σ must be a finite non-negative number.")
+    noise = float(sigma) * math.sqrt(2.0 / math.pi)
+    held = float(n) / float(n_cells)
+    return {
+        "expected_noise_per_cell": noise,
+        "rows_per_cell": held,
+        "ratio": noise / held if held > 0 else math.inf,
+        "ok": noise <= held,
+        "suggested_max_cells": int(n / noise) if noise > 0 else None,
+    }
+
+
+def noise_warning(sigma: float, n: int, n_cells: int) -> str | None:
+    """A pre-run warning when the expected noise per cell exceeds what a cell holds (None when it does not)."""
+    c = noise_check(sigma, n, n_cells)
+    if c["ok"]:
+        return None
+    fix = (
+        f"choose marginals of at most {c['suggested_max_cells']:,} cells (fewer attributes per marginal, coarser "
+        "bins, fewer marginals) or a larger ε"
+        if c["suggested_max_cells"]
+        else "choose a larger ε or fewer marginals"
+    )
+    return (
+        f"Expected noise per cell (about {c['expected_noise_per_cell']:,.0f} rows) exceeds what a cell holds "
+        f"(n / cells = {n:,} / {n_cells:,} ≈ {c['rows_per_cell']:,.1f} rows): the released marginals will be "
+        f"mostly noise. Suggestion: {fix}."
+    )
+
+
+def workload_noise_warning(workload: Workload, sigma: float, n: int) -> str | None:
+    """:func:`noise_warning` for a workload's largest marginal."""
+    return noise_warning(sigma, n, int(workload.sizes.max()))

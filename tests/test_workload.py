@@ -7,13 +7,19 @@ import pytest
 from dpcore.domain import Attribute, Domain
 from dpcore.errors import WorkloadError
 from dpcore.workload import (
+    DEFAULT_MARGINALS,
+    MIN_ROWS_PER_CELL,
     Workload,
     check_memory,
+    default_workload,
     marginal_max,
     marginal_tv,
     max_error,
     mean_error,
+    noise_check,
+    noise_warning,
     uniform_baseline,
+    workload_noise_warning,
     zeros_baseline,
 )
 
@@ -24,7 +30,7 @@ def naive_answers(workload, rows, weights=None):
     """The definition, one query and one row at a time."""
     weights = np.ones(len(rows)) if weights is None else weights
     out = []
-    for j, m in enumerate(workload.marginals):
+    for m in workload.marginals:
         for cell in itertools.product(*[range(workload.domain.shape[a]) for a in m]):
             hit = sum(w for r, w in zip(rows, weights) if all(r[a] == c for a, c in zip(m, cell)))
             out.append(hit / weights.sum())
@@ -149,3 +155,53 @@ def test_answers_rejects_bad_weights():
         w.answers(rows, np.array([1.0, -1.0, 1.0]))
     with pytest.raises(WorkloadError):
         w.answers(rows, np.zeros(3))
+
+
+# ------------------------------------------------------------------ defaults that fit the table
+def _domain(sizes):
+    return Domain(
+        tuple(Attribute(f"a{i}", "categorical", tuple(str(v) for v in range(s))) for i, s in enumerate(sizes))
+    )
+
+
+def test_default_workload_on_a_100_row_table():
+    dom = _domain([3, 2, 6, 11, 4])
+    wl = default_workload(dom, 100)
+    ones = [m for m in wl.marginals if len(m) == 1]
+    pairs = [m for m in wl.marginals if len(m) == 2]
+    assert len(ones) == 5  # every attribute alone
+    assert pairs and all(dom.shape[i] * dom.shape[j] <= 100 / MIN_ROWS_PER_CELL for i, j in pairs)
+    assert len(pairs) == sum(
+        1 for i, j in itertools.combinations(range(5), 2) if dom.shape[i] * dom.shape[j] <= 100 / MIN_ROWS_PER_CELL
+    )  # few eligible pairs: all of them
+
+
+def test_default_workload_on_a_400_column_table_and_a_mid_sized_one():
+    wide = _domain([2 + i % 12 for i in range(400)])
+    wl = default_workload(wide, 2000)
+    assert wl.n_marginals == 400 and all(len(m) == 1 for m in wl.marginals) and wl.n_queries < 5000
+    mid = _domain([10, 9, 16, 7, 15, 6, 5, 2, 3, 42, 2, 12, 8, 2])
+    wl = default_workload(mid, 32561)
+    assert wl.n_marginals == DEFAULT_MARGINALS and sum(len(m) == 2 for m in wl.marginals) == DEFAULT_MARGINALS - 14
+    assert default_workload(mid, 32561).marginals == wl.marginals  # public seed: the same workload every time
+    assert default_workload(mid, 32561, seed=1).marginals != wl.marginals
+
+
+def test_noise_check_against_the_closed_form():
+    c = noise_check(10.0, 1000, 50)
+    assert c["expected_noise_per_cell"] == pytest.approx(10.0 * math.sqrt(2 / math.pi))
+    assert (
+        c["rows_per_cell"] == 20.0 and c["ok"] and c["suggested_max_cells"] == int(1000 / (10 * math.sqrt(2 / math.pi)))
+    )
+    assert noise_warning(10.0, 1000, 50) is None
+    msg = noise_warning(40.0, 100, 20)
+    assert msg and "exceeds" in msg and "at most 3 cells" in msg
+    # E|N(0, σ²)| = σ·sqrt(2/π), checked by simulation (tolerance: 5 standard errors)
+    draws = np.abs(np.random.default_rng(0).normal(0, 7.0, 200_000))
+    assert abs(draws.mean() - noise_check(7.0, 10, 1)["expected_noise_per_cell"]) < 5 * draws.std() / math.sqrt(
+        draws.size
+    )
+    wl = Workload.all_kway(tiny_domain(), 2)
+    assert workload_noise_warning(wl, 40.0, 100) == noise_warning(40.0, 100, int(wl.sizes.max()))
+    with pytest.raises(WorkloadError):
+        noise_check(1.0, 0, 10)
