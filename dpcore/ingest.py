@@ -107,6 +107,12 @@ HIGH_CARDINALITY_RATE = 0.5
 #: A cell longer than this many characters is long text; a column with LONG_TEXT_RATE of them is free text.
 LONG_TEXT_CHARS = 30
 LONG_TEXT_RATE = 0.5
+#: Above this noise (σ as a fraction of n) the counts cannot tell roles apart: every undecided column is kept as
+#: categories (a public default -- partition selection then keeps only values that clear its threshold).
+UNDECIDABLE_NOISE = 0.1
+UNDECIDABLE_REASON = (
+    "kept as categories: the noise (σ ≈ {sigma:,.0f} rows) is too large to decide its role; confirm the role"
+)
 #: How many noise standard deviations a decision that needs a small absolute count (constant, few values)
 #: must clear: with heavy noise the rule keeps the column rather than guessing.
 CONFIDENCE_SIGMAS = 2.0
@@ -353,6 +359,8 @@ def decide_role(st: ColumnStats) -> Role:
     clearly present.  With exact counts the margin is 0.  The decisions are reliable when σ is a few percent of
     n; :func:`dpcore.tabular.prepare_table` warns when it is not."""
     name, n = st.name, max(1, st.n)
+    if st.sigma > UNDECIDABLE_NOISE * n:
+        return Role(name, "categorical", reason=UNDECIDABLE_REASON.format(sigma=st.sigma))
     margin = CONFIDENCE_SIGMAS * st.sigma
     present = st.present
     if present < max(EMPTY_RATE * n, margin) or present <= 0:

@@ -44,7 +44,8 @@ def kitchen_sink(n: int = 2000, seed: int = 0) -> pd.DataFrame:
     admitted = pd.Timestamp("2013-01-01") + pd.to_timedelta(days, unit="D")
     released = admitted + pd.to_timedelta(rng.integers(60, 86_400 * 30, n), unit="s")
     born = pd.Timestamp("1950-01-01") + pd.to_timedelta(rng.integers(0, 40 * 365, n), unit="D")
-    names = [f"{rng.choice(FIRST_NAMES)} {rng.choice(LAST_NAMES)}" for _ in range(n)]
+    initials = [chr(c) for c in range(ord("A"), ord("Z") + 1)]
+    names = [f"{rng.choice(FIRST_NAMES)} {rng.choice(initials)}. {rng.choice(LAST_NAMES)}" for _ in range(n)]
     notes = [" ".join(rng.choice(WORDS, rng.integers(7, 14))) for _ in range(n)]
     mixed = np.where(rng.random(n) < 0.7, rng.integers(1, 5, n).astype(str), rng.choice(["none", "unknown"], n))
     df = pd.DataFrame(

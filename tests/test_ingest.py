@@ -183,13 +183,21 @@ def test_private_role_counts_carry_discrete_gaussian_noise_of_the_stated_scale(s
 
 def test_heavy_noise_keeps_columns_rather_than_guessing_small_counts():
     st = ColumnStats(
-        "c", 1000, present=990, numeric=3, non_integer=0, date=0, distinct=1, mode=900, long_text=0, sigma=200.0
+        "c", 10_000, present=9900, numeric=3, non_integer=0, date=0, distinct=1, mode=9000, long_text=0, sigma=200.0
     )
     assert decide_role(st).role == "categorical"  # not "constant": 1 distinct value is within the noise
     st = ColumnStats(
-        "c", 1000, present=300, numeric=0, non_integer=0, date=0, distinct=5, mode=100, long_text=0, sigma=200.0
+        "c", 10_000, present=300, numeric=0, non_integer=0, date=0, distinct=5, mode=100, long_text=0, sigma=200.0
     )
     assert decide_role(st).reason.startswith("empty")  # 300 present cells are within 2σ of none
+
+
+def test_noise_too_large_to_decide_keeps_columns_as_categories():
+    st = ColumnStats(
+        "c", 100, present=-40, numeric=90, non_integer=3, date=0, distinct=70, mode=5, long_text=0, sigma=30.0
+    )
+    role = decide_role(st)
+    assert role.role == "categorical" and "too large" in role.reason
 
 
 def test_csv_fixture_reads_with_renamed_headers_and_roles():

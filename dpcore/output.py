@@ -1,0 +1,51 @@
+"""Synthetic rows back in the input's shape.
+
+:func:`to_table` turns integer codes over a :class:`~dpcore.domain.Domain` into a table like the one that
+came in: the kept columns under their (renamed) names in input order; numbers drawn uniformly within their
+bin and inside the public bounds (whole numbers, as a nullable integer column, where the attribute is
+integer); dates drawn within their bin and printed in the input's format; categories as their labels (a
+value the schema does not list decodes to ``"(other)"``); missing as an empty cell.  ``numeric="bins"``
+gives bin labels (``[35, 40)``) instead.
+
+The draws within a bin are post-processing of released codes: they protect nothing, so they take a NumPy
+generator (``ctx.rng`` / ``Randomness.post_processing_generator()``), never privacy noise.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+from .domain import Domain
+from .errors import DomainError
+
+OUTPUT_MODES = ("values", "bins")
+
+
+def to_table(
+    domain: Domain, codes: np.ndarray, rng: np.random.Generator | None = None, numeric: str = "values"
+) -> pd.DataFrame:
+    """The synthetic table for ``codes`` (n × len(domain)): values (``numeric="values"``, needs ``rng``) or bin
+    labels (``numeric="bins"``)."""
+    if numeric not in OUTPUT_MODES:
+        raise DomainError(f"Output numeric columns as 'values' or 'bins', not {numeric!r}.")
+    if numeric == "values" and rng is None:
+        raise DomainError("Writing numbers and dates as values draws them within their bins: pass a numpy Generator.")
+    return domain.decode(np.asarray(codes), numeric, rng)
+
+
+def write_csv(
+    domain: Domain,
+    codes: np.ndarray,
+    path,
+    rng: np.random.Generator | None = None,
+    numeric: str = "values",
+    chunk_rows: int = 500_000,
+) -> None:
+    """Write :func:`to_table` as CSV to ``path`` a chunk at a time (a release of millions of rows never sits in
+    memory as text).  Missing cells are empty."""
+    codes = np.asarray(codes)
+    with open(path, "w", newline="", encoding="utf-8") as fh:
+        for start in range(0, max(1, codes.shape[0]), chunk_rows):
+            part = to_table(domain, codes[start : start + chunk_rows], rng, numeric)
+            part.to_csv(fh, index=False, header=start == 0)

@@ -1,0 +1,557 @@
+"""One entry point from a raw table to a private Dataset, and back: :func:`prepare_table`.
+
+Given a table as :func:`dpcore.data.read_table` returns it, :func:`prepare_table`
+
+1. gives every column a role (:mod:`dpcore.ingest`): the user's confirmed ``roles``, else the schema's
+   declared kind, else decided from noisy counts (``"dp"``), or -- only with ``schema_from_data=True`` --
+   from exact counts (``"inferred"``);
+2. completes the schema field by field (:mod:`dpcore.discovery`): what the ``schema`` declares wins and costs
+   nothing; category sets and bounds it lacks are released under DP from a share of (ε, δ), or read off the
+   data in the explicit non-private mode; every attribute has a missing code;
+3. encodes the table into a :class:`~dpcore.data.Dataset` (n = the file's row count, ``source_id`` = the file's
+   digest, the privacy ledger's key);
+4. returns a :class:`PreparedTable` with what the release needs: ``dataset``, ``spends`` (what discovery
+   charged), ``excluded``, ``renamed``, ``card_data`` (the card's ``data`` section), ``guarantee_note`` and
+   :meth:`PreparedTable.to_table` to decode synthetic rows in the input's shape (:mod:`dpcore.output`).
+
+The cost is public before the run: :func:`discovery_budget` (or :func:`dpcore.discovery.discovery_cost` with
+:func:`columns_to_discover`).  The caller reserves the whole (ε, δ) in the ledger, calls
+:func:`prepare_table`, gives the mechanism (ε - ε_d, δ - δ_d) and records ``spends`` for the discovery part.
+
+Example::
+
+    from dpcore.data import read_table
+    from dpcore.privacy.samplers import Randomness
+    from dpcore.tabular import discovery_budget, prepare_table
+
+    df = read_table("people.csv")                       # repeated headers come back renamed
+    eps_d, delta_d, cols = discovery_budget(df.columns, epsilon=1.0, delta=1e-9)   # shown before the run
+    noise = Randomness()                                # cryptographic; Randomness(seed) is a demo
+    prep = prepare_table(df, epsilon=1.0, delta=1e-9, noise=noise,
+                         roles={"zip": "categorical", "comment": "excluded"})
+    prep.dataset                   # codes over the released Domain, n = row count, source_id = file digest
+    prep.spends                    # [SpendRecord(eps_d, delta_d, None, "schema discovery ...")]
+    prep.card_data                 # {"n", "schema" (each with its "source"), "excluded", "renamed", ...}
+    # ... run a mechanism at (1.0 - eps_d, 1e-9 - delta_d) on prep.dataset, get rows (codes) ...
+    synthetic = prep.to_table(rows, noise.post_processing_generator())   # numbers, dates, labels, empties
+
+A declared schema: ``schema=Domain`` (complete: columns it does not list are excluded, costs nothing when every
+field is declared -- e.g. the bundled Adult schema) or a schema JSON dict ``{"attributes": [...]}`` whose
+entries may be partial (``{"name": "age", "kind": "numeric", "lower": 0}``: the upper bound is discovered);
+columns a partial schema does not list get a role like any other (``unlisted="exclude"`` to drop them).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from .data import Dataset, unique_column_names
+from .discovery import (
+    DEFAULT_BINS,
+    DEFAULT_SCHEMA_SHARE,
+    DiscoveryPlan,
+    ValueTask,
+    discover_values,
+    discovery_cost,
+    exact_bounds,
+    exact_values,
+)
+from .domain import PROVENANCE, Attribute, Domain, _normalise_source
+from .errors import DataError, DomainError
+from .ingest import Role, confirmed, private_roles, propose_roles
+from .mechanisms.base import SpendRecord
+from .output import to_table as _to_table
+
+#: What the card must say when the schema was read from the data without DP.
+SCHEMA_FROM_DATA_NOTE = (
+    "The schema was read from the private data without differential privacy (schema_from_data): the fields "
+    "marked 'inferred' (column roles, category sets, bounds) are NOT covered by the guarantee and may reveal "
+    "rare values and exact minima and maxima."
+)
+#: The settings a schema entry may give besides its provenance fields.
+_SETTINGS = ("bins", "edges", "integer", "granularity", "format", "other", "out_of_bounds", "unparsable")
+
+
+# ---------------------------------------------------------------------------- declared schema
+@dataclass
+class ColumnSpec:
+    """What a (possibly partial) declared schema says about one column: fields and their provenance."""
+
+    name: str
+    kind: str | None = None
+    values: tuple[str, ...] | None = None
+    lower: Any = None
+    upper: Any = None
+    sources: dict[str, str] = field(default_factory=dict)
+    settings: dict[str, Any] = field(default_factory=dict)
+
+    def role(self) -> Role | None:
+        if self.kind is None:
+            return None
+        return Role(
+            self.name,
+            self.kind,
+            integer=bool(self.settings.get("integer", False)),
+            format=self.settings.get("format"),
+            granularity=self.settings.get("granularity"),
+            source=self.sources.get("kind", "declared"),
+        )
+
+
+def _spec_from_attribute(attr: Attribute, keep_inferred: bool) -> ColumnSpec:
+    src = attr.field_sources
+    usable = {f: s for f, s in src.items() if keep_inferred or s != "inferred"}
+    spec = ColumnSpec(attr.name, sources=dict(usable))
+    if "kind" in usable:
+        spec.kind = attr.kind
+        for key in ("integer", "granularity", "format"):
+            val = getattr(attr, key)
+            if val not in (None, False):
+                spec.settings[key] = val
+    if attr.kind == "categorical" and "values" in usable:
+        spec.values = attr.values
+        spec.settings["other"] = attr.other
+    if attr.kind != "categorical":
+        if "lower" in usable:
+            spec.lower = attr.lower
+        if "upper" in usable:
+            spec.upper = attr.upper
+        if attr.kind == "numeric" and "lower" in usable and "upper" in usable:
+            spec.settings["edges"] = attr.edges
+        spec.settings["bins"] = attr.bins
+    spec.settings["out_of_bounds"] = attr.out_of_bounds
+    spec.settings["unparsable"] = attr.unparsable
+    return spec
+
+
+def _spec_from_dict(d: dict, keep_inferred: bool) -> ColumnSpec:
+    if not isinstance(d, dict) or not isinstance(d.get("name"), str) or not d["name"]:
+        raise DomainError("Each attribute in a schema must be an object with at least a 'name'.")
+    name = d["name"]
+    extra = set(d) - {"name", "kind", "values", "lower", "upper", "missing", "source", *_SETTINGS}
+    if extra:
+        raise DomainError(f"Attribute {name!r}: unknown schema keys {sorted(extra)}.")
+    src = d.get("source", "declared")
+    given = {k: d[k] for k in ("kind", "values", "lower", "upper") if k in d and d[k] is not None}
+    if "edges" in d and d["edges"]:
+        given.setdefault("lower", d["edges"][0])
+        given.setdefault("upper", d["edges"][-1])
+    if isinstance(src, dict):
+        sources = {f: _normalise_source(src.get(f, "declared")) for f in given}
+    else:
+        sources = dict.fromkeys(given, _normalise_source(src))
+    if "mixed" in sources.values():
+        raise DomainError(f"Attribute {name!r}: give each field's provenance, not 'mixed'.")
+    usable = {f for f, s in sources.items() if keep_inferred or s != "inferred"}
+    spec = ColumnSpec(name, sources={f: sources[f] for f in usable})
+    kind = given.get("kind") if "kind" in usable else None
+    if kind is None and "values" in usable:
+        kind, spec.sources["kind"] = "categorical", sources["values"]
+    if kind is None and ("lower" in usable or "upper" in usable):
+        raise DomainError(f"Attribute {name!r}: bounds are given, so give its kind too (numeric or datetime).")
+    if kind is not None and kind not in ("categorical", "numeric", "datetime", "excluded"):
+        raise DomainError(f"Attribute {name!r}: kind must be categorical, numeric or datetime, not {kind!r}.")
+    spec.kind = kind
+    if "values" in usable:
+        vals = d["values"]
+        if not isinstance(vals, (list, tuple)):
+            raise DomainError(f"Attribute {name!r}: 'values' must be a list.")
+        spec.values = tuple(vals)
+    if "lower" in usable:
+        spec.lower = d["lower"] if "lower" in d else d["edges"][0]
+    if "upper" in usable:
+        spec.upper = d["upper"] if "upper" in d else d["edges"][-1]
+    for key in _SETTINGS:
+        if key in d and d[key] is not None:
+            spec.settings[key] = d[key]
+    if "edges" in spec.settings and not ("lower" in usable and "upper" in usable):
+        spec.settings.pop("edges")
+    return spec
+
+
+def parse_schema(schema, *, keep_inferred: bool = False) -> tuple[dict[str, ColumnSpec], bool]:
+    """Column specs of a declared schema, and whether it is complete (a :class:`Domain`: columns it does not list
+    are excluded by default).  Fields marked ``"inferred"`` are dropped unless ``keep_inferred`` -- they are
+    discovered again, so nothing read off the data without DP reaches a private release."""
+    if schema is None:
+        return {}, False
+    if isinstance(schema, (str, bytes)):
+        try:
+            schema = json.loads(schema)
+        except ValueError as exc:
+            raise DomainError(f"The schema is not valid JSON ({exc}).") from None
+    if isinstance(schema, Domain):
+        return {a.name: _spec_from_attribute(a, keep_inferred) for a in schema.attributes}, True
+    if isinstance(schema, dict) and "attributes" in schema:
+        entries = schema["attributes"]
+        complete = bool(schema.get("complete", False))
+    elif isinstance(schema, dict) and schema and all(isinstance(v, int) for v in schema.values()):
+        return parse_schema(Domain.from_dict(schema), keep_inferred=keep_inferred)
+    elif isinstance(schema, (list, tuple)):
+        entries, complete = schema, False
+    else:
+        raise DomainError("A schema is a Domain, a schema JSON object {'attributes': [...]}, or a list of entries.")
+    if not isinstance(entries, (list, tuple)):
+        raise DomainError("'attributes' in a schema must be a list.")
+    specs: dict[str, ColumnSpec] = {}
+    for d in entries:
+        spec = _spec_from_dict(d.to_dict() if isinstance(d, Attribute) else d, keep_inferred)
+        if spec.name in specs:
+            raise DomainError(f"The schema describes {spec.name!r} twice.")
+        specs[spec.name] = spec
+    return specs, complete
+
+
+# ---------------------------------------------------------------------------- the plan (public)
+def _resolve(columns, specs, user_roles, unlisted: str) -> tuple[dict[str, Role], list[str]]:
+    """Roles known without reading the data, and the columns whose role must be decided."""
+    known: dict[str, Role] = {}
+    undecided: list[str] = []
+    for c in columns:
+        if c in user_roles:
+            known[c] = user_roles[c]
+        elif c in specs and specs[c].kind == "excluded":
+            known[c] = Role(
+                c, "excluded", reason="excluded by the schema", source=specs[c].sources.get("kind", "declared")
+            )
+        elif c in specs and specs[c].kind is not None:
+            known[c] = specs[c].role()
+        elif c not in specs and unlisted == "exclude":
+            known[c] = Role(c, "excluded", reason="not in the declared schema")
+        else:
+            undecided.append(c)
+    return known, undecided
+
+
+def _needs(role: Role, spec: ColumnSpec | None) -> tuple[bool, bool, bool]:
+    """(values, lower, upper): what a kept column still needs from the data."""
+    if role.role == "categorical":
+        has = spec is not None and spec.kind == "categorical" and spec.values is not None
+        return (not has, False, False)
+    same = spec is not None and spec.kind == role.role
+    return (False, not (same and spec.lower is not None), not (same and spec.upper is not None))
+
+
+def _unlisted_policy(schema, unlisted: str | None, complete: bool) -> str:
+    if unlisted is None:
+        return "exclude" if complete else "discover"
+    if unlisted not in ("exclude", "discover"):
+        raise DomainError("unlisted must be 'exclude' or 'discover'.")
+    return unlisted
+
+
+def columns_to_discover(columns, *, schema=None, roles=None, unlisted: str | None = None) -> list[str]:
+    """The columns something must be discovered for (a role, a value set or a bound) -- from public inputs only:
+    the header, the declared schema and the user's roles."""
+    columns, _ = unique_column_names(list(columns))
+    specs, complete = parse_schema(schema)
+    user_roles = confirmed(roles) if roles else {}
+    known, undecided = _resolve(columns, specs, user_roles, _unlisted_policy(schema, unlisted, complete))
+    out = []
+    for c in columns:
+        if c in undecided:
+            out.append(c)
+        elif known[c].kept and any(_needs(known[c], specs.get(c))):
+            out.append(c)
+    return out
+
+
+def discovery_budget(
+    columns,
+    *,
+    epsilon: float,
+    delta: float,
+    schema=None,
+    roles=None,
+    unlisted: str | None = None,
+    schema_share: float = DEFAULT_SCHEMA_SHARE,
+) -> tuple[float, float, list[str]]:
+    """(ε_d, δ_d, columns to discover): what :func:`prepare_table` will spend, before anything is read."""
+    cols = columns_to_discover(columns, schema=schema, roles=roles, unlisted=unlisted)
+    eps_d, delta_d = discovery_cost(epsilon, delta, len(cols), schema_share=schema_share)
+    return eps_d, delta_d, cols
+
+
+# ---------------------------------------------------------------------------- result
+@dataclass
+class PreparedTable:
+    """A table ready for a mechanism: the Dataset and everything the release card and the output need."""
+
+    dataset: Dataset
+    roles: list[Role]
+    spends: list[SpendRecord]
+    excluded: list[dict]
+    renamed: list[dict]
+    card_data: dict
+    guarantee_note: str | None
+    plan: DiscoveryPlan | None = None
+    discovery_report: dict = field(default_factory=dict)
+    #: Public warnings about what the discovery budget can resolve on a table of this size (say them before
+    #: or after the run: they depend only on ε, δ, n and the number of columns).
+    warnings: list[str] = field(default_factory=list)
+
+    @property
+    def domain(self) -> Domain:
+        return self.dataset.domain
+
+    @property
+    def epsilon_spent(self) -> float:
+        return math.fsum(s.epsilon for s in self.spends)
+
+    @property
+    def delta_spent(self) -> float:
+        return math.fsum(s.delta for s in self.spends)
+
+    def to_table(self, codes: np.ndarray, rng: np.random.Generator | None = None, numeric: str = "values"):
+        """Synthetic codes back as a table in the input's shape (see :mod:`dpcore.output`)."""
+        return _to_table(self.domain, codes, rng, numeric)
+
+
+# ---------------------------------------------------------------------------- building attributes
+def _integer_edges(lo: float, hi: float, bins: int) -> tuple[float, ...]:
+    return tuple(float(e) for e in np.unique(np.round(np.linspace(lo, hi, bins + 1))))
+
+
+def _build_attribute(role: Role, spec: ColumnSpec | None, found: dict, found_source: str, bins: int) -> Attribute:
+    spec = spec if (spec is not None and spec.kind == role.role) else None
+    settings = dict(spec.settings) if spec else {}
+    prov = {"kind": role.source}
+
+    def pick(key: str):
+        if spec is not None and getattr(spec, key) is not None:
+            prov[key] = spec.sources.get(key, "declared")
+            return getattr(spec, key)
+        prov[key] = found_source
+        return found.get(key)
+
+    common = dict(
+        missing=True,
+        source="mixed",
+        out_of_bounds=settings.get("out_of_bounds", "clip"),
+    )
+    if role.role == "categorical":
+        values = pick("values")
+        other = bool(settings.get("other", prov["values"] == "dp"))
+        return Attribute(
+            role.name, "categorical", tuple(values or ()), other=other, provenance=tuple(prov.items()), **common
+        )
+    lower, upper = pick("lower"), pick("upper")
+    unparsable = settings.get("unparsable", "missing")
+    if role.role == "numeric":
+        nbins = int(settings.get("bins") or bins)
+        edges = tuple(settings.get("edges") or ())
+        if lower is None or upper is None:
+            raise DomainError(f"Column {role.name!r}: no bounds could be set (the column has no numbers).")
+        if not edges and role.integer:
+            edges = _integer_edges(float(lower), float(upper), nbins)
+        if edges:
+            return Attribute(
+                role.name, "numeric", edges=edges, integer=role.integer, unparsable=unparsable,
+                provenance=tuple(prov.items()), **common,
+            )  # fmt: skip
+        return Attribute(
+            role.name, "numeric", lower=float(lower), upper=float(upper), bins=nbins, integer=role.integer,
+            unparsable=unparsable, provenance=tuple(prov.items()), **common,
+        )  # fmt: skip
+    if lower is None or upper is None:
+        raise DomainError(f"Column {role.name!r}: no date bounds could be set (the column has no dates).")
+    return Attribute(
+        role.name, "datetime", lower=lower, upper=upper, bins=int(settings.get("bins") or bins),
+        granularity=role.granularity, format=role.format, unparsable=unparsable,
+        provenance=tuple(prov.items()), **common,
+    )  # fmt: skip
+
+
+def _task(role: Role, spec: ColumnSpec | None) -> ValueTask:
+    need_values, need_lower, need_upper = _needs(role, spec)
+    same = spec is not None and spec.kind == role.role
+    declared_lower = declared_upper = None
+    if same and role.role != "categorical":
+        probe = spec.lower, spec.upper
+        if role.role == "datetime":  # declared dates as days since 1970-01-01, like the attribute stores them
+            probe = tuple(
+                None if v is None else Attribute(role.name, "datetime", lower=v, upper=v).lower for v in probe
+            )
+        declared_lower, declared_upper = (None if v is None else float(v) for v in probe)
+    return ValueTask(
+        role.name,
+        role.role,
+        integer=role.integer,
+        granularity=role.granularity,
+        format=role.format,
+        need_values=need_values,
+        need_lower=need_lower,
+        need_upper=need_upper,
+        declared_lower=declared_lower,
+        declared_upper=declared_upper,
+    )
+
+
+# ---------------------------------------------------------------------------- the entry point
+def prepare_table(
+    df: pd.DataFrame,
+    *,
+    schema=None,
+    roles=None,
+    schema_from_data: bool = False,
+    epsilon: float,
+    delta: float,
+    noise,
+    schema_share: float = DEFAULT_SCHEMA_SHARE,
+    unlisted: str | None = None,
+    bins: int = DEFAULT_BINS,
+    name: str | None = None,
+) -> PreparedTable:
+    """Roles, a completed schema and the encoded Dataset of a raw table (see the module docstring).
+
+    ``noise`` is the run's :class:`~dpcore.privacy.samplers.Randomness` (every discovery draw goes through it).
+    ``epsilon``/``delta`` are the run's whole budget: discovery spends :func:`discovery_budget`'s share of it.
+    Raises :class:`~dpcore.errors.DataError` / :class:`~dpcore.errors.DomainError` /
+    :class:`~dpcore.errors.BudgetError` with a message the user can act on.
+    """
+    if not isinstance(df, pd.DataFrame):
+        raise DataError("prepare_table needs a table (a pandas DataFrame, e.g. from dpcore.data.read_table).")
+    if len(df) == 0:
+        raise DataError("The table has no rows.")
+    names, renames = unique_column_names(list(df.columns))
+    renamed = list(df.attrs.get("renamed", [])) + renames
+    if renames:
+        attrs = dict(df.attrs)
+        df = df.set_axis(names, axis=1)
+        df.attrs.update(attrs)
+    columns = list(df.columns)
+
+    specs, complete = parse_schema(schema, keep_inferred=schema_from_data)
+    policy = _unlisted_policy(schema, unlisted, complete)
+    user_roles = confirmed(roles) if roles else {}
+    unknown = sorted((set(specs) | set(user_roles)) - set(columns))
+    if unknown and not complete:
+        raise DataError(f"The schema or roles name column(s) {unknown} that the table does not have ({columns}).")
+    if unknown and complete:
+        raise DomainError(f"The table has no column(s) {unknown} that the schema describes.")
+
+    known, undecided = _resolve(columns, specs, user_roles, policy)
+    to_discover = columns_to_discover(columns, schema=schema, roles=roles, unlisted=policy)
+    plan = None
+    spends: list[SpendRecord] = []
+    report: dict = {}
+    if schema_from_data:
+        decided = {r.name: r for r in propose_roles(df, undecided)} if undecided else {}
+        found_source = "inferred"
+    else:
+        eps_d, delta_d = discovery_cost(epsilon, delta, len(to_discover), schema_share=schema_share)
+        if to_discover:
+            plan = DiscoveryPlan.make(eps_d, delta_d, len(undecided))
+            spends.append(plan.spend())
+        decided = {}
+        if undecided:
+            pr = private_roles(df, plan.rho_roles, noise, undecided)
+            decided = {r.name: r for r in pr.roles}
+            report["roles"] = {"columns": len(undecided), "sigma": pr.sigma, "epsilon_format": pr.epsilon_format}
+        found_source = "dp"
+    all_roles = [known.get(c) or decided[c] for c in columns]
+    kept = [r for r in all_roles if r.kept]
+    if not kept:
+        raise DataError(
+            "Every column was excluded (" + "; ".join(f"{r.name}: {r.reason}" for r in all_roles[:6]) + "). "
+            "Declare the roles of the columns to keep."
+        )
+
+    tasks = [_task(r, specs.get(r.name)) for r in kept]
+    found: dict[str, dict] = {}
+    if schema_from_data:
+        for t in tasks:
+            if t.need_values:
+                found[t.name] = {"values": exact_values(df[t.name])}
+            elif t.need_lower or t.need_upper:
+                lo, hi = exact_bounds(df, t)
+                found[t.name] = {"lower": lo, "upper": hi}
+    elif any(t.needed for t in tasks):
+        disc = discover_values(df, tasks, plan.rho_values, plan.delta_threshold, noise)
+        found = disc.fields
+        report.update(disc.report)
+
+    attrs = [_build_attribute(r, specs.get(r.name), found.get(r.name, {}), found_source, bins) for r in kept]
+    domain = Domain(tuple(attrs))
+    codes, clipped = domain.encode(df)
+    dataset = Dataset(codes, domain, name or str(df.attrs.get("name", "data")), clipped, df.attrs.get("source_digest"))
+    excluded = [{"name": r.name, "reason": r.reason or "excluded"} for r in all_roles if not r.kept]
+    note = SCHEMA_FROM_DATA_NOTE if (schema_from_data and _any_inferred(domain, all_roles)) else None
+    card = card_data(dataset, excluded, renamed, plan, report, note)
+    warnings = discovery_warnings(report, len(df))
+    return PreparedTable(dataset, all_roles, spends, excluded, renamed, card, note, plan, report, warnings)
+
+
+#: Above this fraction of n, a noise level or threshold is worth a warning.
+WARN_FRACTION = 0.05
+
+
+def discovery_warnings(report: dict, n: int) -> list[str]:
+    """What the discovery budget cannot resolve on a table of n rows (public: from σ, τ, q and n only)."""
+    out = []
+    roles = report.get("roles")
+    if roles and roles["sigma"] > WARN_FRACTION * n:
+        out.append(
+            f"Column roles were decided from counts with noise σ ≈ {roles['sigma']:,.0f} rows "
+            f"({roles['sigma'] / n:.0%} of the {n:,} rows): roles may be wrong. Confirm the roles, or give a larger "
+            "ε or schema share."
+        )
+    cats = report.get("categories")
+    if cats and cats["threshold"] > WARN_FRACTION * n:
+        out.append(
+            f"Only values held by about {cats['threshold']:,} rows or more ({cats['threshold'] / n:.0%} of the "
+            "rows) can enter a discovered category set; rarer values appear as '(other)'. Declare the value sets "
+            "for finer categories."
+        )
+    levels = [b["quantile_level"] for b in report.get("bounds", {}).values()]
+    if levels and max(levels) > WARN_FRACTION:
+        out.append(
+            f"Discovered bounds sit near the {max(levels):.0%} and {1 - max(levels):.0%} quantiles: values beyond "
+            "them are clipped to the bounds. Declare the bounds, or give a larger ε or schema share."
+        )
+    return out
+
+
+def _any_inferred(domain: Domain, roles: list[Role]) -> bool:
+    return bool(domain.inferred) or any(r.source == "inferred" for r in roles)
+
+
+def card_data(
+    dataset: Dataset,
+    excluded: list[dict],
+    renamed: list[dict],
+    plan: DiscoveryPlan | None,
+    report: dict,
+    note: str | None,
+) -> dict:
+    """The release card's ``data`` section: n, the schema (each entry with its ``source``), the excluded columns
+    (always present) and the renamed headers.  Only declared, DP-released or (explicit opt-in) inferred fields."""
+    schema = [a.to_dict() for a in dataset.domain.attributes]
+    for entry in schema:
+        src = entry["source"]
+        assert src in PROVENANCE or isinstance(src, dict), src
+    out: dict = {
+        "n": dataset.n,
+        "schema": schema,
+        "excluded": [dict(e) for e in excluded],
+        "renamed": [dict(r) for r in renamed],
+    }
+    if plan is not None:
+        out["schema_discovery"] = {
+            **plan.to_dict(),
+            "method": (
+                "roles from discrete-Gaussian counts and exponential-mechanism date formats; category sets by "
+                "thresholded partition selection (Gaussian noise); bounds by exponential-mechanism quantiles over "
+                "a public grid"
+            ),
+            "details": report,
+        }
+    if note:
+        out["schema_guarantee"] = note
+    return out
