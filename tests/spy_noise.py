@@ -19,6 +19,7 @@ DRAWS = (
     "gamma_integer_shape",
     "unit_vector",
     "exponential_mechanism",
+    "exponential_mechanism_large",
     "sample_log_weights",
     "uniform",
     "integers",

@@ -16,10 +16,11 @@ separate one-hot records, seed 001 Def. 4.1)::
 data; the data player sees the released queries and public noise (seed 001 Thm 6),
 so the guarantee holds whatever SCIP returns (time-outs included).  Every draw comes
 from ``ctx.noise``: the selections from OpenDP's exponential mechanism (report-noisy-max
-with Gumbel noise, vetted against floating-point attacks), the (s, D) perturbation
-matrices from ``exponential``/``bulk_laplace`` on cryptographic uniforms (no vetted
-sampler exists for them, and they protect nothing: they randomise the data player, which
-never reads D).  Replace-one
+with Gumbel noise, vetted against floating-point attacks), over the 2|Q| ≈ 10^6 queries in
+its two-stage form ``exponential_mechanism_large`` (the same distribution at a fraction of the
+cost); the (s, D) perturbation matrices from ``exponential``/``bulk_laplace`` on cryptographic
+uniforms (no vetted sampler exists for them, and they protect nothing: they randomise the data
+player, which never reads D).  Replace-one
 neighbours, score sensitivity 1/n.  Default accountant: each draw is ε0²/8-zCDP
 (bounded-range analysis of the exponential mechanism, Cesar & Rogers 2021), T draws
 are T·ε0²/8-zCDP, converted to (ε, δ) with Canonne–Kamath–Steinke.  Option
@@ -334,7 +335,8 @@ class FEM(Mechanism):
                 err = true - synth
                 # Score q(D) - q(D̂^t) on Q, and on ¬Q the negation (¬q(D) - ¬q(D̂) = -(q(D) - q(D̂))).
                 scores = np.concatenate([err, -err])
-                q = ctx.noise.exponential_mechanism(scores, eps0, 1.0 / n)
+                # the exponential mechanism over all 2|Q| queries (two-stage exact form: see the samplers module)
+                q = ctx.noise.exponential_mechanism_large(scores, eps0, 1.0 / n)
                 history = self._add_query(history, workload, q)
                 if t > burn:
                     kept.append(records)

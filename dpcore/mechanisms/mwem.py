@@ -132,7 +132,7 @@ class MWEM(Mechanism):
             ctx.check_cancel()
             est = distribution_answers(workload, A)
             err = np.abs(true - est)
-            q = ctx.noise.exponential_mechanism(err, eps_half, 1.0 / n)  # ε/2T, sensitivity 1/n
+            q = ctx.noise.exponential_mechanism_large(err, eps_half, 1.0 / n)  # ε/2T, sensitivity 1/n
             m = (counts[q] + int(ctx.noise.discrete_laplace(1.0 / eps_half, 1)[0])) / n  # ε/2T on the count
             measured.append((int(q), float(m)))
             for qid, val in measured:  # replay every measurement (Hardt et al. §3)
