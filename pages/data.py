@@ -23,7 +23,8 @@ if state.get(state.SOURCE) == "upload":
         f"CSV (comma, semicolon, tab or pipe separated) or Parquet, at most {limit} MB",
         type=["csv", "tsv", "txt", "parquet", "pq"],
         key=datasource.UPLOADER_KEY,
-        help="The file stays in this browser session's memory only; it is never shared with other sessions.",
+        help="A copy is kept in this app's workspace folder (shown in the sidebar), so a reload or a restart "
+        "finds it again; it is never sent anywhere else.",
     )
     if uploaded is not None:
         datasource.accept_upload(uploaded)  # a no-op when app.py already took this file in

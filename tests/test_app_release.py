@@ -1,28 +1,37 @@
-"""AppTest: Release, Results, Compare and teaching pages — runs, cancel, failures, ledger."""
+"""AppTest: Release, Results and Compare on the workspace — server-owned runs, cost before spend, one click one
+run, reload and restart, CLI runs, demo runs, cancel, failures, delete; and the teaching page."""
 
-import io
 import json
 import re
+import socket
+import time
 
 import pandas as pd
 import pytest
 
 from dpcore.errors import OracleError
 from dpcore.report import INTERNAL_LABEL
-from ui import apptest, runner, state
+from ui import apptest, jobs, state
 
 
 @pytest.fixture
-def at(tmp_path, monkeypatch):
-    monkeypatch.setenv("DPCORE_WORKSPACE", str(tmp_path / "ws"))  # each test its own workspace and ledger
+def ws_path(tmp_path, monkeypatch):
+    path = tmp_path / "ws"
+    monkeypatch.setenv("DPCORE_WORKSPACE", str(path))  # each test its own workspace, ledger and runs
+    return path
+
+
+@pytest.fixture
+def at(ws_path):
     with apptest.navigation_only():
         app = apptest.new_app().run()
         app.switch_page("pages/release.py").run()
         assert not app.exception
         yield app
-        job = app.session_state[state.JOB] if state.JOB in app.session_state else None
-        if job is not None:
-            job.cancel()
+        for run_id in jobs.active():
+            jobs.cancel(run_id)
+        for run_id in jobs.active():
+            jobs.wait(run_id, 30)
 
 
 def plain(markdown: str) -> str:
@@ -44,16 +53,32 @@ def choose(app, mechanism: str, **params):
     return app
 
 
-def start_and_wait(app, timeout=60.0):
+def start(app) -> str:
     run_button(app).click().run()
     assert not app.exception
-    return apptest.wait_for_job(app, state.JOB, timeout=timeout)
+    return app.session_state[state.LAST_RUN]
 
 
-def ledger(app):
+def start_and_wait(app, timeout=60.0) -> dict:
+    run_id = start(app)
+    apptest.wait_for_run(app, run_id, timeout)
+    return state.runs_store().get(run_id)
+
+
+def ledger():
     return state.ledger().entries()
 
 
+def metrics(app) -> dict:
+    return {m.label: m for m in app.metric}
+
+
+def new_session():
+    """Another browser session on the same server and workspace (a reload, another tab)."""
+    return apptest.new_app().run()
+
+
+# ---------------------------------------------------------------------------------------------- before running
 @pytest.mark.parametrize("epsilon", [0.0, -1.0])
 def test_nonpositive_epsilon_is_refused_before_running(at, epsilon):
     at.number_input(key=state.EPSILON).set_value(epsilon).run()
@@ -71,150 +96,275 @@ def test_budget_too_small_for_one_round_is_explained(at):
     assert errors(at) == [] and not run_button(at).disabled
 
 
-def test_gaussian_release_results_and_downloads(at):
+def test_cost_before_spend_and_a_recorded_cap(at):
     choose(at, "gaussian")
-    job = start_and_wait(at)
-    assert job.record is not None and errors(at) == []
-    assert any("Run 1 finished" in s.value for s in at.success)
-    assert len(ledger(at)) == 1 and ledger(at)[0]["epsilon"] == pytest.approx(1.0)
+    at.number_input(key=state.EPSILON).set_value(0.8).run()
+    m = metrics(at)
+    assert m["This run charges at most"].value == "ε = 0.8"
+    assert m["Spent on this dataset so far"].value == "ε = 0"
+    assert m["Dataset total after this run"].value == "ε = 0.8"
+    assert m["Cap on this dataset"].value == "none"
+    start_and_wait(at)
+    m = metrics(at)
+    assert m["Spent on this dataset so far"].value == "ε = 0.8" and "1 run" in m["Spent on this dataset so far"].delta
+    assert m["Dataset total after this run"].value == "ε = 1.6"
+    # Setting a cap is an explicit act, recorded with its note.
+    cap_input = next(n for n in at.number_input if n.label == "Cap on the total ε")
+    cap_input.set_value(1.0).run()
+    next(t for t in at.text_input if t.label == "Why (recorded with the cap)").input("agreed with the DPO").run()
+    next(b for b in at.button if b.label == "Set the cap").click().run()
+    assert metrics(at)["Cap on this dataset"].value == "ε = 1"
+    history = state.ledger().cap_history(at.session_state["dataset"][1].ledger_key)
+    assert [(h["epsilon"], h["note"]) for h in history] == [(1.0, "agreed with the DPO")]
+    # Over the cap: the one-line reason, and Run is disabled.
+    refused = [e for e in errors(at) if e.startswith("Refused:")]
+    assert len(refused) == 1 and "spent ε = 0.8 of the cap ε = 1" in refused[0] and "asks ε = 0.8" in refused[0]
+    assert run_button(at).disabled
+    at.number_input(key=state.EPSILON).set_value(0.2).run()
+    assert not [e for e in errors(at) if e.startswith("Refused:")] and not run_button(at).disabled
+
+
+# ---------------------------------------------------------------------------------------------- runs
+def test_gaussian_release_lands_with_results_and_downloads(at):
+    choose(at, "gaussian")
+    at.text_input(key=state.RUN_LABEL).input("first try").run()
+    run = start_and_wait(at)
+    assert run["status"] == "done" and errors(at) == []
+    assert any("Run “first try” finished in" in plain(s.value) for s in at.success)  # lands visibly
+    assert any(p.label == "See the results" for p in at.get("page_link"))
+    assert len(ledger()) == 1 and ledger()[0]["epsilon"] == pytest.approx(1.0)
 
     at.switch_page("pages/results.py").run()
     assert not at.exception and errors(at) == []
-    labels = {m.label: m.value for m in at.metric}
-    rel = job.release
-    assert labels["Max error"] == f"{job.internal.report['max_error']:.4f}"
-    assert labels["Direct Gaussian (max)"] == "—"  # the run is the yardstick itself
+    assert at.selectbox(key=state.RESULT_RUN).value == run["id"]
+    assert any("first try" in plain(md.value) for md in at.markdown)  # the label as plain text
+    assert any("Whoever sees this output learns almost nothing" in plain(i.value) for i in at.info)
+    assert metrics(at)["Max error"].value == f"{run['evaluation']['max_error']:.4f}"
     assert any(INTERNAL_LABEL in w.value for w in at.warning)
-    record = at.session_state[state.RUNS][0]
-    card = json.loads(record.downloads["card_json"])
+    from ui import results
+
+    files = {f["label"]: f for f in results.downloads(run)}
+    assert list(files) == [
+        "Released answers (CSV)",
+        "Release card (JSON)",
+        "Release card (text)",
+        "Internal evaluation (NOT for publication)",
+    ]
+    assert not any(f["file_name"].startswith("DEMO_") for f in files.values())
+    card = json.loads(files["Release card (JSON)"]["path"].read_text())
     text = json.dumps(card)
     assert "seed" not in card["parameters"] and "max_error" not in text and "seconds" not in text
-    assert card["privacy"]["epsilon"] == 1.0
-    evaluation = json.loads(record.downloads["evaluation"])
-    assert evaluation["label"] == INTERNAL_LABEL
-    answers = pd.read_csv(io.BytesIO(record.downloads["synthetic"]))
-    assert list(answers.columns) == ["marginal", "cell", "answer"] and len(answers) == rel.workload.n_queries
-    assert len(ledger(at)) == 1  # viewing results charges nothing
+    assert card["privacy"]["guarantee"] == "differential privacy"
+    assert json.loads(files["Internal evaluation (NOT for publication)"]["path"].read_text())["label"]
+    answers = pd.read_csv(files["Released answers (CSV)"]["path"])
+    assert list(answers.columns) == ["marginal", "cell", "answer"] and len(answers) == card["workload"]["n_queries"]
+    assert len(ledger()) == 1  # viewing results charges nothing
 
 
-def test_fem_release_has_rows_and_the_yardstick_is_not_charged(at):
+def test_fem_rows_preview_and_the_uncharged_yardstick(at):
     choose(at, "fem", rounds=6, samples=5)
-    job = start_and_wait(at)
-    assert job.record is not None, errors(at)
+    run = start_and_wait(at)
+    assert run["status"] == "done", run["error"]
     at.switch_page("pages/results.py").run()
     assert not at.exception and errors(at) == []
-    record = at.session_state[state.RUNS][0]
-    rel = record.release
-    assert "max_error" in record.yardstick  # the internal what-if was computed ...
-    assert len(ledger(at)) == len(rel.spends)  # ... and not charged
-    assert sum(e["epsilon"] for e in ledger(at)) <= 1.0 + 1e-9
-    rows = pd.read_csv(io.BytesIO(record.downloads["synthetic"]))
-    assert list(rows.columns) == rel.workload.domain.names
-    assert len(rows) == rel.rows.shape[0] > 0
-    assert [d.label for d in at.get("download_button")][0] == "Synthetic data (CSV)"
-    headline = at.dataframe[0].value
+    preview = next(d.value for d in at.dataframe if "age" in d.value.columns)
+    assert len(preview) == 20 and list(preview.columns) == [a["name"] for a in run["card"]["data"]["schema"]]
+    charged = len(ledger())
+    next(b for b in at.button if b.label == "Direct-Gaussian what-if").click().run()
+    assert metrics(at)["Direct Gaussian (max)"].value != "—"
+    assert len(ledger()) == charged  # the internal what-if is not charged
+    headline = next(d.value for d in at.dataframe if "answers from" in d.value.columns)
     assert "direct Gaussian at the same ε, δ (internal what-if)" in list(headline["answers from"])
+    assert len(at.get("vega_lite_chart")) >= 3  # histogram, per-marginal bars, real vs released
 
 
-def test_cancel_stops_the_run_releases_nothing_and_stays_charged(at):
+def test_one_click_is_one_run_even_when_clicked_twice(at):
+    choose(at, "gaussian")
+    button = run_button(at)
+    button.click().run()  # the first click starts the run, which ends at once (a 0.1 s run) ...
+    run_id = at.session_state[state.LAST_RUN]
+    jobs.wait(run_id)
+    button.click().run()  # ... the double click's second click, on the same rendering of the button, starts nothing
+    assert not run_button(at).disabled
+    apptest.wait_for_run(at, run_id)
+    assert [r["id"] for r in state.runs_store().list()] == [run_id]
+    assert len(ledger()) == 1
+    # The same request key twice (two reruns of one click) is one run, in the job registry too.
+    ds = at.session_state["dataset"][1]
+    wl = at.session_state["workload"][1]
+    kw = dict(dataset=ds, workload=wl, mechanism="gaussian", epsilon=0.5, delta=None, params=None, seed=None)
+    first = jobs.start_release(**kw, label="x", request_key="click-7")
+    assert jobs.start_release(**kw, label="x", request_key="click-7") == first
+    jobs.wait(first)
+    assert len(ledger()) == 2
+    # A new click (a new rendering of the button) is a new run.
+    second = start(at)
+    assert second != run_id
+
+
+def test_progress_is_labelled_internal_and_a_reload_sees_the_run_and_can_cancel_it(at):
     choose(at, "fem", rounds=5000, samples=50)
     at.number_input(key=state.EPSILON).set_value(50.0).run()  # enough budget for 5000 rounds
-    assert errors(at) == []
-    run_button(at).click().run()
-    job = at.session_state[state.JOB]
-    assert not job.done
-    live = {m.label: m for m in at.metric}
-    assert {"Elapsed", "Oracle calls", "Round"} <= set(live)  # the live progress panel
-    assert live["Oracle calls"].delta == f"of {5000 * 50:,} planned"  # FEM: T·s solves
-    cancel = next(b for b in at.button if b.label == "Cancel run")
-    assert run_button(at).disabled
-    cancel.click().run()
-    apptest.wait_for_job(at, state.JOB, timeout=30)
-    assert job.cancelled and job.release is None
-    assert any("cancelled" in i.value for i in at.info)
-    assert at.session_state[state.RUNS] == []
+    run_id = start(at)
+    deadline = time.monotonic() + 30
+    while jobs.snapshot(run_id)["t"] < 1 and time.monotonic() < deadline:
+        time.sleep(0.1)
+    at.run()
+    assert {"Elapsed", "Round"} <= set(metrics(at)) and run_button(at).disabled
+    assert any("Internal — computed on the private data" in plain(c.value) for c in at.caption)
+    assert any(c.value.startswith("Running: ") and "round" in c.value for c in at.sidebar.caption)
+    # A reload is a new session: the run is still there, with its progress and a Cancel button.
+    other = new_session()
+    other.switch_page("pages/release.py").run()
+    assert not other.exception
+    assert run_button(other).disabled
+    assert "Round" in metrics(other)
+    next(b for b in other.button if b.label == "Cancel run").click().run()
+    snap = jobs.wait(run_id, 30)
+    assert snap["status"] == "cancelled"
+    at.run()
+    assert any("cancelled" in plain(i.value) for i in at.info)
     # charged before it touched the data, and it did touch it: the charge stays
-    assert [(e["epsilon"], e["status"]) for e in ledger(at)] == [(50.0, "reserved")]
+    assert [(e["epsilon"], e["status"]) for e in ledger()] == [(50.0, "reserved")]
     at.switch_page("pages/results.py").run()
-    assert any("No finished run yet" in i.value for i in at.info)
+    assert any("Cancelled:" in e for e in errors(at))
 
 
-def test_failed_runs_show_an_error_and_keep_earlier_results(at, monkeypatch):
+def test_failed_runs_show_an_error_stay_charged_and_keep_earlier_results(at, monkeypatch):
+    from dpcore.mechanisms import registry
+
     choose(at, "gaussian")
-    start_and_wait(at)
-    assert len(at.session_state[state.RUNS]) == 1
+    first = start_and_wait(at)
+    gaussian = registry.get("gaussian")
 
-    def solver_fails(*args, **kwargs):
+    def solver_fails(self, *args, **kwargs):
         raise OracleError("SCIP could not solve the best-response problem (status 'infeasible'); raise the time limit.")
 
-    monkeypatch.setattr(runner, "run_release", solver_fails)
-    start_and_wait(at)
-    assert any("SCIP could not solve" in e for e in errors(at))
+    monkeypatch.setattr(gaussian, "run", solver_fails)
+    failed = start_and_wait(at)
+    assert failed["status"] == "failed" and any("SCIP could not solve" in e for e in errors(at))
 
-    def bug(*args, **kwargs):
+    def bug(self, *args, **kwargs):
         raise ZeroDivisionError("division by zero")
 
-    monkeypatch.setattr(runner, "run_release", bug)
-    start_and_wait(at)
+    monkeypatch.setattr(gaussian, "run", bug)
+    broken = start_and_wait(at)
     errs = errors(at)
+    assert broken["status"] == "failed"
     assert any("failed unexpectedly (ZeroDivisionError" in e and "nothing was released" in e for e in errs)
     assert not at.exception and all("Traceback" not in e for e in errs)
-    assert len(at.session_state[state.RUNS]) == 1 and len(ledger(at)) == 1  # the first run is intact
+    assert len(ledger()) == 3  # every run read the data: all charged
+    assert state.runs_store().get(first["id"])["status"] == "done"  # the first run is intact
 
 
-def test_compare_reset_and_session_isolation(at):
+def test_demo_run_is_unmistakable(at):
+    choose(at, "gaussian")
+    at.checkbox(key=state.FIX_SEED).check().run()
+    assert any("Demo run" in plain(w.value) for w in at.warning)
+    run = start_and_wait(at)
+    assert run["demo"] == 1 and run["card"]["privacy"]["guarantee"] == "none"
+    at.switch_page("pages/results.py").run()
+    assert any("DEMO RUN — not a private release" in plain(e.value) for e in at.error)
+    assert any("This is a DEMO, not a private release" in plain(w.value) for w in at.warning)
+    from ui import results
+
+    assert all(f["file_name"].startswith("DEMO_") for f in results.downloads(run))
+    # A new session never restores a fixed seed (a demo must be chosen on purpose).
+    other = new_session()
+    assert other.session_state[state.FIX_SEED] is False
+
+
+def test_compare_groups_by_dataset_and_hides_demo_runs(at):
     choose(at, "gaussian")
     start_and_wait(at)
     choose(at, "laplace")
     start_and_wait(at)
+    at.checkbox(key=state.FIX_SEED).check().run()
+    start_and_wait(at)
     at.switch_page("pages/compare.py").run()
     assert not at.exception and errors(at) == []
     table = at.dataframe[0].value
-    assert list(table["mechanism"]) == ["gaussian", "laplace"]
+    assert sorted(table["mechanism"]) == ["gaussian", "laplace"]  # the demo run is hidden
+    assert at.selectbox(key=state.COMPARE_DATASET).options == ["adult_census (2 runs)"]
+    at.checkbox(key=state.SHOW_DEMO).check().run()
+    assert len(at.dataframe[0].value) == 3
     sidebar = at.sidebar.dataframe[0].value
-    assert sidebar.loc["basic", "ε"] == "2"  # 1 + 1 under basic composition
-    assert any(c.value == "2 charged run(s)" for c in at.sidebar.caption)
-    # zCDP: the Gaussian run's ρ plus the Laplace run's ε²/2, converted at the fixed δ = 1/n².
-    from dpcore.privacy import eps_to_zcdp, zcdp_to_eps_cks
+    assert sidebar.loc["basic", "ε"] == "3"  # 1 + 1 + 1 under basic composition
+    assert any(c.value == "3 charged runs" for c in at.sidebar.caption)
 
-    delta = 1 / 32561**2
-    rho = eps_to_zcdp(1.0, delta) + 0.5
-    assert sidebar.loc["zCDP", "ε"] == f"{zcdp_to_eps_cks(rho, delta):.4g}"
-    with apptest.navigation_only():
-        other = apptest.new_app().run()
-        other.switch_page("pages/compare.py").run()
-        assert any("No finished run yet" in i.value for i in other.info)
-        # the ledger is the workspace's, not the session's: another session sees the same total
-        assert other.sidebar.dataframe[0].value.loc["basic", "ε"] == "2"
-    next(b for b in at.sidebar.button if b.label == "Reset session").click().run()
+
+def test_reload_and_restart_keep_runs_choices_and_the_ledger(at, ws_path):
+    choose(at, "laplace")
+    at.number_input(key=state.EPSILON).set_value(0.7).run()
+    at.text_input(key=state.RUN_LABEL).input("before the reload").run()
+    run = start_and_wait(at)
+    total = at.sidebar.dataframe[0].value.loc["basic", "ε"]
+    # A reload is a new session: the choices, the run and the ledger come back.
+    other = new_session()
+    assert other.session_state[state.MECH] == "laplace" and other.session_state[state.EPSILON] == 0.7
+    other.switch_page("pages/results.py").run()
+    assert other.selectbox(key=state.RESULT_RUN).value == run["id"]
+    assert any("before the reload" in plain(md.value) for md in other.markdown)
+    assert other.sidebar.dataframe[0].value.loc["basic", "ε"] == total == "0.7"
+    assert str(ws_path) in [c.value for c in other.sidebar.code]  # the app says which workspace it uses
+    # A restart: a run left "running" by a dead server process is shown as interrupted, its charge kept.
+    from dpcore.runs import RunStore
+    from dpcore.workspace import Workspace
+
+    ws = Workspace(ws_path)
+    store = RunStore(ws)
+    store.create(
+        run_id="dead-run",
+        kind="release",
+        mechanism="fem",
+        dataset=run["dataset"],
+        dataset_name="adult_census",
+        params={},
+        epsilon=0.5,
+        delta=None,
+        demo=False,
+        label="left running",
+    )
+    dead_process = f"{socket.gethostname()}:999999:1.0"  # no such pid: the server that ran it is gone
+    store.update("dead-run", status="running", owner=dead_process)
+    jobs._recovered.clear()  # what a fresh server process starts with
+    state._open_workspace.clear()
+    restarted = new_session()
+    restarted.switch_page("pages/results.py").run()
+    assert store.get("dead-run")["status"] == "interrupted"
+    restarted.selectbox(key=state.RESULT_RUN).set_value("dead-run").run()
+    assert any("Interrupted:" in e and "charge stays" in e for e in errors(restarted))
+
+
+def test_a_command_line_run_is_listed_with_its_label(at, ws_path):
+    from dpcore.data import bundled_adult
+    from dpcore.runs import execute_release
+    from dpcore.workload import Workload
+    from dpcore.workspace import Workspace
+
+    ds = bundled_adult()
+    wl = Workload.random_kway(ds.domain, 2, 3, seed=1, max_cells=ds.n)
+    _, _, run_id = execute_release(Workspace(ws_path), ds, wl, "gaussian", 0.3, label="from the <b>CLI</b>")
+    at.switch_page("pages/results.py").run()
     assert not at.exception
-    at.switch_page("pages/compare.py").run()
-    assert any("No finished run yet" in i.value for i in at.info)
+    assert at.selectbox(key=state.RESULT_RUN).value == run_id
+    listed = [plain(md.value) for md in at.markdown]
+    assert any("from the <b>CLI</b>" in md for md in listed)  # plain text: escaped, never markup
+    assert all("<b>" not in md.value for md in at.markdown if "CLI" in md.value)
+    assert metrics(at)["Max error"].value
+    assert len(at.get("vega_lite_chart")) >= 2
 
 
-def test_teaching_preset_shows_the_game_and_the_ledger(at):
-    from ui import teaching
-
-    at.switch_page("pages/how_it_works.py").run()
+def test_delete_a_run_keeps_its_charge(at):
+    choose(at, "gaussian")
+    run = start_and_wait(at)
+    at.switch_page("pages/results.py").run()
+    next(b for b in at.button if b.label == "Delete the run").click().run()
     assert not at.exception
-    presets = [m.name for m in teaching.preset_mechanisms()]
-    assert presets, "no mechanism declares a teaching preset"
-    # A game-playing mechanism (DualQuery, else FEM) is the default demo when registered.
-    game = [n for n in teaching.PREFERRED if n in presets]
-    assert at.radio(key=state.TEACH_MECH).value == (game[0] if game else presets[0])
-    next(b for b in at.button if b.label == "Run the demo").click().run()
-    job = apptest.wait_for_job(at, state.TEACH_JOB, timeout=60)
-    assert job.record is not None, [e.value for e in at.error]
-    assert job.spec["seed_fixed"] and job.kind == "teaching"
-    trace = job.internal.report["trace"]
-    assert len(trace) > 0
-    frames = [d.value for d in at.dataframe]
-    assert any(len(f) == len(trace) for f in frames)  # the round-by-round table
-    steps = next(f for f in frames if "ε so far (basic)" in f.columns)
-    assert steps["ε so far (basic)"].iloc[-1] == pytest.approx(sum(s.epsilon for s in job.release.spends))
-    assert steps["ε so far (basic)"].iloc[-1] <= 1.0 + 1e-9
-    # The demo is a real run on the bundled data: it is charged to the session's ledger.
-    assert sum(e["epsilon"] for e in ledger(at)) == pytest.approx(steps["ε so far (basic)"].iloc[-1])
+    assert any("No run yet" in i.value for i in at.info)
+    assert state.runs_store().get(run["id"])["deleted"] == 1
+    assert not (state.workspace().run_dir(run["id"])).exists()
+    assert len(ledger()) == 1 and ledger()[0]["run"] == run["id"]
 
 
 def test_every_registered_mechanism_gets_its_widgets_from_its_parameter_list(at):
@@ -238,19 +388,70 @@ def test_implicit_class_workload_runs_privlearn_and_shows_the_class_error(at):
     at.switch_page("pages/workload.py").run()
     at.number_input(key=state.WL_CLASS).set_value(2).run()
     assert not at.exception and errors(at) == []
-    assert any("conjunctions of width ≤ 2" in plain(c.value) and "queries" in plain(c.value) for c in at.caption)
     at.switch_page("pages/release.py").run()
     choose(at, "privlearn")
     assert at.number_input(key=f"{state.KEEP}param:privlearn:k").value == 2  # starts at the class width
     at.number_input(key=state.EPSILON).set_value(5.0).run()
-    job = start_and_wait(at)
-    assert job.record is not None, errors(at)
+    run = start_and_wait(at)
+    assert run["status"] == "done", run["error"]
     at.switch_page("pages/results.py").run()
     assert not at.exception and errors(at) == []
-    labels = {m.label: m.value for m in at.metric}
-    ce = job.internal.report["class_error"]
+    ce = run["evaluation"]["class_error"]
     assert ce["class"] == "all conjunctions of width ≤ 2"
-    assert labels["Max error on sampled class queries"] == f"{ce['max_error']:.4f}"
-    record = at.session_state[state.RUNS][0]
-    assert json.loads(record.downloads["synopsis"])["format"]
-    assert "class_error" not in record.downloads["card_json"].decode()
+    assert metrics(at)["Max error on sampled class queries"].value == f"{ce['max_error']:.4f}"
+    from ui import results
+
+    files = {f["label"]: f["path"] for f in results.downloads(run)}
+    assert json.loads(files["Synopsis model (JSON)"].read_text())["format"]
+    assert "class_error" not in files["Release card (JSON)"].read_text()
+
+
+def test_teaching_preset_shows_the_game_and_the_ledger(at):
+    from ui import teaching
+
+    at.switch_page("pages/how_it_works.py").run()
+    assert not at.exception
+    presets = [m.name for m in teaching.preset_mechanisms()]
+    assert presets, "no mechanism declares a teaching preset"
+    game = [n for n in teaching.PREFERRED if n in presets]
+    assert at.radio(key=state.TEACH_MECH).value == (game[0] if game else presets[0])
+    next(b for b in at.button if b.label == "Run the demo").click().run()
+    if state.TEACH_JOB in at.session_state:  # the page on the legacy session-held runner
+        job = apptest.wait_for_job(at, state.TEACH_JOB, timeout=60)
+        assert job.record is not None, [e.value for e in at.error]
+        spends = job.release.spends
+    else:  # the page on ui.jobs
+        run_id = jobs.active("teaching")[0] if jobs.active("teaching") else state.runs_store().list()[0]["id"]
+        apptest.wait_for_run(at, run_id)
+        run = state.runs_store().get(run_id)
+        assert run["status"] == "done" and run["demo"] == 1
+        spends = None
+    frames = [d.value for d in at.dataframe]
+    steps = next(f for f in frames if "ε so far (basic)" in f.columns)
+    assert steps["ε so far (basic)"].iloc[-1] <= 1.0 + 1e-9
+    if spends is not None:
+        assert steps["ε so far (basic)"].iloc[-1] == pytest.approx(sum(s.epsilon for s in spends))
+    # The demo is a real run on the bundled data: it is charged to the workspace ledger.
+    assert sum(e["epsilon"] for e in ledger()) == pytest.approx(steps["ε so far (basic)"].iloc[-1])
+
+
+def test_upload_and_schema_edits_come_back_after_a_reload(at):
+    from ui import datasource
+
+    csv = "colour,size,flag\n" + "".join(f"{'rgb'[i % 3]},{i % 7},{'yn'[i % 2]}\n" for i in range(120))
+    at.switch_page("pages/data.py").run()
+    at.radio(key=state.SOURCE).set_value("upload").run()
+    at.file_uploader(key="uploader").set_value(("mine.csv", csv.encode(), "text/csv")).run()
+    assert not at.exception and at.sidebar.text[0].value == "mine.csv"
+    upload = at.session_state[state.UPLOAD]
+    assert state.workspace().dataset(upload["digest"])["stored_path"]  # a copy is kept in the workspace
+    # What the schema editor's on_change saves after an edit (AppTest cannot type into a data editor).
+    edited = datasource.fold_edits(at.session_state[state.SCHEMA_TABLE], {"edited_rows": {0: {"values": "r|g|b|x"}}})
+    state.workspace().save_schema(edited.to_json(orient="records"), datasource.SCHEMA_TABLE_NAME, upload["digest"])
+    other = new_session()  # a reload, or a restart: the upload and the edited schema come back
+    other.switch_page("pages/data.py").run()
+    assert not other.exception and errors(other) == []
+    assert other.session_state[state.SOURCE] == "upload" and other.sidebar.text[0].value == "mine.csv"
+    restored = other.session_state[state.SCHEMA_TABLE]
+    assert restored.iloc[0]["values"] == "r | g | b | x" or restored.iloc[0]["values"] == "r|g|b|x"
+    assert restored.iloc[0]["source"] == datasource.DECLARED

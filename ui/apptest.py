@@ -50,3 +50,13 @@ def wait_for_job(at, key: str = "job", timeout: float = 60.0, poll: float = 0.2)
             return job
         time.sleep(poll)
     raise TimeoutError(f"the run under {key!r} did not finish within {timeout} s")
+
+
+def wait_for_run(at, run_id: str, timeout: float = 60.0, poll: float = 0.1):
+    """Rerun until the run (ui.jobs) has finished, then once more so the page shows how it ended."""
+    from ui import jobs
+
+    snap = jobs.wait(run_id, timeout)
+    time.sleep(poll)
+    at.run()
+    return snap

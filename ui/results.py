@@ -253,7 +253,9 @@ def marginal_cells(data: dict, j: int) -> tuple[pd.DataFrame, int]:
 
 
 def trace_frame(report: dict) -> pd.DataFrame:
-    """The per-round trace; non-numeric columns as text (labels may hold user values)."""
+    """The per-round trace of an evaluation report (or an InternalEvaluation); non-numeric columns as text
+    (labels may hold user values)."""
+    report = getattr(report, "report", report)  # an InternalEvaluation holds the report
     trace = pd.DataFrame((report or {}).get("trace") or [])
     for col in trace.columns:
         if not pd.api.types.is_numeric_dtype(trace[col]):
@@ -330,7 +332,9 @@ def yardstick(run: dict) -> dict:
 
     if run.get("mechanism") == "gaussian":
         return {"note": "This run is the direct Gaussian yardstick itself."}
-    if not run.get("delta"):
+    budget = (run.get("card") or {}).get("privacy") or {}  # the δ the run was given (its row says None: 1/n²)
+    epsilon, delta = budget.get("epsilon", run.get("epsilon")), budget.get("delta", run.get("delta"))
+    if not delta:
         return {"note": "The Gaussian yardstick needs δ > 0; this run used δ = 0."}
     data = internal(run)
     if data is None:
@@ -339,7 +343,7 @@ def yardstick(run: dict) -> dict:
     if dataset is None:
         return {"note": "The private table of this run is not in the workspace (e.g. a command-line run)."}
     try:
-        _, what_if = run_release(dataset, data["workload"], "gaussian", run["epsilon"], run["delta"], None, ledger=None)
+        _, what_if = run_release(dataset, data["workload"], "gaussian", epsilon, delta, None, ledger=None)
     except DPCoreError as exc:
         return {"note": f"The yardstick could not be computed: {exc}"}
     return {"max_error": what_if.report["max_error"], "mean_error": what_if.report["mean_error"]}
