@@ -125,6 +125,7 @@ def _import_registered() -> None:
         "dpcore.bench.projection",
         "dpcore.bench.learn",
         "dpcore.bench.implicit",
+        "dpcore.bench.peers",
     ):
         try:
             importlib.import_module(mod)
