@@ -1,4 +1,4 @@
-"""DQRS (seed 001, Algorithm 4): the privacy derivation, rejection sampling, a real run."""
+"""DQRS ([VTBSW20], Algorithm 4): the privacy derivation, rejection sampling, a real run."""
 
 import math
 

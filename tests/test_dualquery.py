@@ -1,4 +1,4 @@
-"""DualQuery (seed 004): accounting against Thm 4.2/4.3, the MW sampler, a real run."""
+"""DualQuery ([GGHRW14]): accounting against Thm 4.2/4.3, the MW sampler, a real run."""
 
 import math
 import threading
@@ -20,7 +20,7 @@ from .spy_noise import spy_context
 
 
 def thm43(T, eta, s, n, delta):
-    """Seed 004 Theorem 4.3, typed in from the paper."""
+    """[GGHRW14] Theorem 4.3, typed in from the paper."""
     e = 2 * eta * (T - 1) / n
     return e * (math.sqrt(2 * s * (T - 1) * math.log(1 / delta)) + s * (T - 1) * (math.exp(e) - 1))
 

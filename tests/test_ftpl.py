@@ -26,7 +26,7 @@ def test_growing_model_matches_brute_force_every_round():
     rng = np.random.default_rng(7)
     h = ClauseHistory("test-grow", SHAPE)
     clauses = [random_clause(rng) for _ in range(6)]
-    for t in range(14):
+    for _ in range(14):
         a, v, neg = clauses[int(rng.integers(0, len(clauses)))]  # repeats happen: weights > 1
         h = h.add(a, v, neg)
         for perturbation in ("exp", "lap"):

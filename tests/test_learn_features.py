@@ -24,7 +24,7 @@ def test_adult_seven_encoding_is_binary_with_bias(adult):
     X, y = enc.encode(adult)
     assert enc.d == 8 and X.shape == (adult.n, 8) and set(np.unique(X)) <= {0, 1}
     assert (X[:, 0] == 1).all()
-    assert y.sum() == 7841  # the UCI training split has 7,841 rows with >50K (seed 003 §5)
+    assert y.sum() == 7841  # the UCI training split has 7,841 rows with >50K ([NRVW20] §5)
     assert enc.max_distinct_points(adult.domain) == 2**7
 
 

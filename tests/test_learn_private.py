@@ -165,7 +165,7 @@ def test_opdisc_solution_is_the_minimiser_of_the_projected_objective():
     for seed in range(4):  # covers both signs of the last noise coordinate
         eta = np.random.default_rng(seed).normal(0, 8.0, size=4)
 
-        def perturbed(k):
+        def perturbed(k, eta=eta):
             w = tau * np.asarray(k, float)
             if w @ w > D * D + 1e-9:
                 return math.inf

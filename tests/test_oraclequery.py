@@ -1,4 +1,4 @@
-"""OracleQuery (seed 000 §IV): the query player's oracle against brute force, the accounting of the three
+"""OracleQuery ([NRW19] §IV): the query player's oracle against brute force, the accounting of the three
 Theorem 10 variants against their closed forms, exactness checks and the robust PRSMA path."""
 
 from __future__ import annotations
@@ -97,7 +97,7 @@ def test_approximate_dp_accounting(variant, T):
     eps, delta = 1.0, 1e-6
     b = per_round_budget(variant, eps, delta, T)
     eps0 = 2 * b["eps_learner"] + b["eps_select"]
-    adv = math.sqrt(2 * T * math.log(2 / delta)) * eps0 + T * eps0 * math.expm1(eps0)  # seed 004 Lemma 2.4, δ'=δ/2
+    adv = math.sqrt(2 * T * math.log(2 / delta)) * eps0 + T * eps0 * math.expm1(eps0)  # [GGHRW14] Lemma 2.4, δ'=δ/2
     assert min(T * eps0, adv) == pytest.approx(eps, rel=1e-6)
     e, d = total_privacy(variant, b, T, delta)
     assert e <= eps * (1 + 1e-9) and d == pytest.approx(delta)

@@ -1,4 +1,4 @@
-"""PrivLearn (seed 002): the threshold oracle's accounting and ⊥ behaviour, the PTF learner, recovery of
+"""PrivLearn ([HRS12]): the threshold oracle's accounting and ⊥ behaviour, the PTF learner, recovery of
 planted structure, bad input."""
 
 from __future__ import annotations
@@ -27,7 +27,7 @@ def _oracle(ds, epsilon, alpha, bound, seed=0, k=2):
 
 # ------------------------------------------------------------------ threshold oracle
 def test_laplace_scale_is_b_over_eps_n():
-    """Noise of distinct queries follows Lap(b/(εn)) (seed 002 Fig. 1) -- and not twice that scale."""
+    """Noise of distinct queries follows Lap(b/(εn)) ([HRS12] Fig. 1) -- and not twice that scale."""
     ds = planted_dataset(n=500)
     cls = ConjunctionClass(ds.domain, 2)
     q = cls.enumerate()  # 2 × 72 distinct queries

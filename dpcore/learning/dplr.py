@@ -1,4 +1,4 @@
-"""DP logistic regression by objective perturbation -- the convex-surrogate baseline of seed 003 §5.
+"""DP logistic regression by objective perturbation -- the convex-surrogate baseline of [NRVW20] §5.
 
 Chaudhuri, Monteleoni & Sarwate (JMLR 2011), Algorithm 2 ("objective perturbation"), for the logistic
 loss l(z) = ln(1 + e^{-z}) (|l'| <= 1, l'' <= c = 1/4), features scaled so ||x|| <= 1, labels in {-1, +1}:
@@ -10,7 +10,7 @@ loss l(z) = ln(1 + e^{-z}) (|l'| <= 1, l'' <= c = 1/4), features scaled so ||x||
     f = argmin_f (1/n) sum_i l(y_i f.x_i) + (Lambda/2)||f||^2 + (1/n) b.f + (Delta/2)||f||^2
 
 Privacy: eps-DP (pure) under replace-one neighbours (their Theorem 9), for the exact minimiser of this
-strongly convex objective (solved to tight tolerance by L-BFGS).  Seed 003 used DP-SGD with a moments
+strongly convex objective (solved to tight tolerance by L-BFGS).  [NRVW20] used DP-SGD with a moments
 accountant instead; objective perturbation is the other baseline the issue allows and needs no
 library beyond scipy.  Features are the same binary columns as the other learners (bias included),
 divided by sqrt(d) -- a public constant -- so every ||x|| <= 1 exactly.

@@ -1,6 +1,6 @@
 """Public feature encodings for learning: a label column, binary features, a balanced subset, a split.
 
-The learners' oracles need binary features (seed 003 §5 one-hot encodes Adult; seed 000 works over
+The learners' oracles need binary features ([NRVW20] §5 one-hot encodes Adult; [NRW19] works over
 {0,1}^d).  A :class:`FeatureSpec` turns one attribute of the public schema into binary columns:
 
 * ``"sex"``                       one-hot, one column per value except the first (the reference level,
@@ -46,7 +46,7 @@ from ..data import Dataset
 from ..domain import Domain
 from ..errors import BudgetError, DataError, ParameterError
 
-#: The seven-attribute setting of the benchmark (seed 003 §5 uses 7 Adult features), each binarised
+#: The seven-attribute setting of the benchmark ([NRVW20] §5 uses 7 Adult features), each binarised
 #: by a public rule so that the 0/1-loss MIP stays small (at most 2^7 distinct points).
 ADULT_SEVEN = (
     "age>=30",

@@ -1,19 +1,19 @@
-"""OPDisc: objective perturbation over a discrete parameter space -- seed 003 §3 (Algorithm 1).
+"""OPDisc: objective perturbation over a discrete parameter space -- [NRVW20] §3 (Algorithm 1).
 
 Output ``argmin_{w in W_tau} L(D, w) - <eta, pi(w)>`` with eta ~ N(0, sigma^2 I_{d+1}) and
 
-    pi(w) = (w_1, ..., w_d, D sqrt(1 - ||w||^2 / D^2)) / D          (a unit vector; seed 003 §3)
-    sigma = 7 G D^2 sqrt(ln(1/delta)) / (tau eps)                    (seed 003 Thm 1/2, Algorithm 1)
+    pi(w) = (w_1, ..., w_d, D sqrt(1 - ||w||^2 / D^2)) / D          (a unit vector; [NRVW20] §3)
+    sigma = 7 G D^2 sqrt(ln(1/delta)) / (tau eps)                    ([NRVW20] Thm 1/2, Algorithm 1)
 
 where L is the *sum* of the per-record 0/1 losses, W_tau the tau-separated grid
 ``{tau k : k in {-B..B}^d, ||tau k|| <= D}`` and G = 1/tau the Lipschitz constant that
-tau-separation gives a loss in [0, 1] (seed 003 §3, first paragraph).
+tau-separation gives a loss in [0, 1] ([NRVW20] §3, first paragraph).
 
-Privacy (seed 003 Thm 2): (eps, delta)-DP under replace-one neighbours **if the oracle returns the
+Privacy ([NRVW20] Thm 2): (eps, delta)-DP under replace-one neighbours **if the oracle returns the
 exact minimiser** (oracle-dependent, like RSPM).  SCIP's "optimal" status is the certificate; without
 it the model is marked ``certified=False``.
 
-Noise calibration.  Seed 003's proof maps the noise eta to eta + c pi(w_hat) with c = 4 G D^2 / tau
+Noise calibration.  [NRVW20]'s proof maps the noise eta to eta + c pi(w_hat) with c = 4 G D^2 / tau
 (Lemma 3: this keeps w_hat optimal on the neighbouring dataset) and bounds the Gaussian density ratio
 on a set of probability 1 - delta (Lemma 5).  That set depends on the output w_hat, and the output is
 chosen partly *by* the noise (w_hat maximises <eta, pi(w)> - L), so the sketch in our copy of the
@@ -30,7 +30,7 @@ coupling value is about 20% larger.
 The oracle is the halfspace MIP of :mod:`dpcore.oracles.learners` in units of tau (k = w / tau):
 ``<eta_{1:d}, w>/D`` is linear in k, and ``eta_{d+1} sqrt(1 - ||w||^2/D^2)`` is linearised exactly:
 ||k||^2 is an integer, so the square root is a table over its attainable values (one binary each).
-Seed 003 App. D.2 uses an auxiliary variable with a convex constraint instead, exact only for
+[NRVW20] App. D.2 uses an auxiliary variable with a convex constraint instead, exact only for
 eta_{d+1} >= 0; see :mod:`dpcore.oracles.learners`.
 """
 
@@ -47,7 +47,7 @@ from .model import LearnedModel
 
 
 def opdisc_sigma(epsilon: float, delta: float, tau: float, D: float, G: float | None = None) -> float:
-    """sigma = 7 G D^2 sqrt(ln(1/delta)) / (tau eps), G = 1/tau unless given (seed 003 Algorithm 1)."""
+    """sigma = 7 G D^2 sqrt(ln(1/delta)) / (tau eps), G = 1/tau unless given ([NRVW20] Algorithm 1)."""
     if epsilon <= 0:
         raise BudgetError(f"ε must be positive (got {epsilon}).")
     if not 0 < delta < 1:
@@ -86,7 +86,7 @@ def check_grid(d: int, bound: int, tau: float, D: float) -> None:
 def solve(
     X: np.ndarray, y: np.ndarray, eta: np.ndarray, bound: int, tau: float, D: float, time_limit: float | None = 30.0
 ) -> LearnerResult:
-    """The projected linear optimisation oracle (seed 003 Def. 2.2) for one noise vector."""
+    """The projected linear optimisation oracle ([NRVW20] Def. 2.2) for one noise vector."""
     d = X.shape[1]
     eta = np.asarray(eta, dtype=float)
     if eta.shape != (d + 1,):
@@ -120,7 +120,7 @@ def opdisc(
     time_limit: float | None = 30.0,
     columns: list[str] | None = None,
 ) -> LearnedModel:
-    """(eps, delta)-DP (seed 003 Thm 2) provided the oracle certifies optimality."""
+    """(eps, delta)-DP ([NRVW20] Thm 2) provided the oracle certifies optimality."""
     d = X.shape[1]
     check_grid(d, bound, tau, D)
     sigma = noise_sigma(epsilon, delta, tau, D, d + 1)
@@ -134,7 +134,7 @@ def opdisc(
         columns or [f"x{j}" for j in range(d)],
         epsilon,
         delta,
-        "(ε, δ)-DP (seed 003 Thm 2) provided the oracle's solution is certified optimal",
+        "(ε, δ)-DP ([NRVW20] Thm 2) provided the oracle's solution is certified optimal",
         res.certified,
         {
             "tau": tau,

@@ -1,4 +1,4 @@
-"""PRSMA: Private Robust Subsampling Meta Algorithm -- seed 000 §III.B (listing "PRSMA", Theorems 8-9).
+"""PRSMA: Private Robust Subsampling Meta Algorithm -- [NRW19] §III.B (listing "PRSMA", Theorems 8-9).
 
 Turns an oracle-dependent eps-DP algorithm A_O with a *certifiable* oracle (SCIP's "optimal" status)
 into one that is (eps, delta)-DP whatever the oracle does.  Listing, run with (eps*, delta*):
@@ -40,8 +40,8 @@ from .model import LearnedModel
 
 #: Refuse plans above this many oracle calls unless the caller raises it.
 DEFAULT_MAX_CALLS = 20_000
-EPS_FACTOR = 62.0  # seed 000 Thm 8: eps* = eps / 62
-DELTA_FACTOR = 11.0  # seed 000 Thm 8: delta* = delta / 11
+EPS_FACTOR = 62.0  # [NRW19] Thm 8: eps* = eps / 62
+DELTA_FACTOR = 11.0  # [NRW19] Thm 8: delta* = delta / 11
 
 
 @dataclass
@@ -73,7 +73,7 @@ def _figures(n: int, epsilon: float, delta: float) -> PrsmaPlan:
 
 
 def plan(n: int, epsilon: float, delta: float, max_calls: int = DEFAULT_MAX_CALLS) -> PrsmaPlan:
-    """Seed 000 Thm 8 parameters, refusing plans that cannot run (with the numbers and a suggestion)."""
+    """[NRW19] Thm 8 parameters, refusing plans that cannot run (with the numbers and a suggestion)."""
     if epsilon <= 0 or not 0 < delta < 1:
         raise BudgetError(f"PRSMA needs ε > 0 and 0 < δ < 1 (got ε = {epsilon}, δ = {delta}).")
     if epsilon / EPS_FACTOR > 0.5:
@@ -93,7 +93,7 @@ def plan(n: int, epsilon: float, delta: float, max_calls: int = DEFAULT_MAX_CALL
         )
         raise BudgetError(
             f"PRSMA at ε = {epsilon:g}, δ = {delta:.3g} needs {p.oracle_calls:,} oracle calls ({p.parts:,} parts × "
-            f"{p.repetitions:,} runs; seed 000 Thm 8), above the limit of {max_calls:,}.{hint}. The run count grows "
+            f"{p.repetitions:,} runs; [NRW19] Thm 8), above the limit of {max_calls:,}.{hint}. The run count grows "
             "like ln(1/δ)/δ: PRSMA is only practical with large δ."
         )
     return p
@@ -153,7 +153,7 @@ def prsma(
 ) -> tuple[LearnedModel | None, dict]:
     """PRSMA around Laplace RSPM.  Returns (model, info); model is None when PRSMA outputs ⊥.
 
-    (ε, δ)-DP under replace-one neighbours whatever the oracle does (seed 000 Thm 8).
+    (ε, δ)-DP under replace-one neighbours whatever the oracle does ([NRW19] Thm 8).
     """
     n, d = X.shape
     p = plan(n, epsilon, delta, max_calls)
@@ -195,7 +195,7 @@ def prsma(
         columns or [f"x{j}" for j in range(d)],
         epsilon,
         delta,
-        "(ε, δ)-DP whatever the oracle does (seed 000 Thm 8)",
+        "(ε, δ)-DP whatever the oracle does ([NRW19] Thm 8)",
         True,
         {
             "class": kind,

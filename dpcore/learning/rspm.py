@@ -1,28 +1,28 @@
-"""Report Separator-Perturbed Min (RSPM) and Gaussian RSPM -- seed 000 §III.A.
+"""Report Separator-Perturbed Min (RSPM) and Gaussian RSPM -- [NRW19] §III.A.
 
-RSPM (seed 000, listing "Report Separator-Perturbed Min"): with a separator set U = {e_1..e_m} of the
+RSPM ([NRW19], listing "Report Separator-Perturbed Min"): with a separator set U = {e_1..e_m} of the
 class (Def. 2: any two distinct hypotheses disagree on some e_i), draw eta_i ~ Lap(2m/eps) and return
 the weighted oracle's minimiser on {(x_i, 1)} ∪ {(e_i, eta_i)}.
 
-Privacy (seed 000 Thm 6): eps-DP under replace-one neighbours **if the oracle is exact**.  The oracle
+Privacy ([NRW19] Thm 6): eps-DP under replace-one neighbours **if the oracle is exact**.  The oracle
 is SCIP; its status "optimal" is the certificate.  A call without the certificate voids the
 guarantee: the returned model is marked ``certified=False`` and callers must not release it as private.
 
-Separator sets for the 0/1 loss of each class (seed 000 Appendix A, in the full version; the loss
+Separator sets for the 0/1 loss of each class ([NRW19] Appendix A, in the full version; the loss
 class inherits the hypothesis class's separator by labelling every separator point 1):
 
 * conjunctions over d binary features: e_j = 1 - (unit vector j); h_S(e_j) = [j not in S], so the
   loss on (e_j, 1) is [j in S]: the noise is a linear term on the membership bits (m = d);
 * disjunctions: e_j = unit vector j; loss on (e_j, 1) is 1 - [j in S] (m = d);
-* discrete halfspaces h_k(x) = 1[<k, x> >= 1/2] with integer k in {-B..B}^d (the grid W_tau of seed 003
+* discrete halfspaces h_k(x) = 1[<k, x> >= 1/2] with integer k in {-B..B}^d (the grid W_tau of [NRVW20]
   §3.1 in units of tau): e_{j,t} = unit_j / (2t) for every half-integer t in (-B, B); then
   h_k(e_{j,t}) = [k_j > t] for t > 0 and [k_j < t] for t < 0, and these "thermometer" bits determine
-  every k_j, so m = 2 B d (seed 003 §3.1 quotes size O(d/tau)).  Each loss term is linear in the
+  every k_j, so m = 2 B d ([NRVW20] §3.1 quotes size O(d/tau)).  Each loss term is linear in the
   one-hot value indicators [k_j = g] of the oracle's MIP.
 
-Gaussian RSPM (seed 000 Thm 7) replaces Lap(2m/eps) by N(0, sigma^2).  The theorem's calibration is in
+Gaussian RSPM ([NRW19] Thm 7) replaces Lap(2m/eps) by N(0, sigma^2).  The theorem's calibration is in
 the appendix of the full version, which is not among our sources; we use a calibration we can prove
-here with seed 000's own coupling (Lemmas 2-4): the map f(eta) = eta + v, v in {-2, +2}^m, keeps the
+here with [NRW19]'s own coupling (Lemmas 2-4): the map f(eta) = eta + v, v in {-2, +2}^m, keeps the
 output when the data change, and the Gaussian density ratio p(eta)/p(eta + v) =
 exp((2<eta, v> + 4m) / (2 sigma^2)) <= exp((4 ||eta||_1 + 4m) / (2 sigma^2)).  ||eta||_1 / sigma is a
 sqrt(m)-Lipschitz function of a standard normal vector with mean m sqrt(2/pi), so with probability
@@ -93,7 +93,7 @@ def separator_terms(kind: str, eta: np.ndarray, d: int, bound: int = 2) -> dict:
 
 # ------------------------------------------------------------------ noise calibration
 def laplace_scale(m: int, epsilon: float) -> float:
-    """Seed 000 RSPM listing: eta_i ~ Lap(2m / eps)."""
+    """[NRW19] RSPM listing: eta_i ~ Lap(2m / eps)."""
     if epsilon <= 0:
         raise BudgetError(f"ε must be positive (got {epsilon}).")
     return 2.0 * m / epsilon
@@ -155,7 +155,7 @@ def rspm(
     columns: list[str] | None = None,
 ) -> LearnedModel:
     """RSPM (noise='laplace': eps-DP) or Gaussian RSPM (noise='gaussian': (eps, delta)-DP), both only if
-    the oracle certifies optimality (seed 000 Thm 6); otherwise ``certified`` is False."""
+    the oracle certifies optimality ([NRW19] Thm 6); otherwise ``certified`` is False."""
     d = X.shape[1]
     m = separator_size(kind, d, bound)
     eta = draw_noise(source, m, epsilon, noise, delta)
@@ -190,7 +190,7 @@ def to_model(
         else ("gaussian_sigma", gaussian_sigma(m, epsilon, delta))
     )
     guarantee = (
-        f"{'ε' if noise == 'laplace' else '(ε, δ)'}-DP (seed 000 Thm 6) provided the oracle's solution is "
+        f"{'ε' if noise == 'laplace' else '(ε, δ)'}-DP ([NRW19] Thm 6) provided the oracle's solution is "
         "certified optimal"
     )
     params = res.params if res.params.size else np.zeros(len(columns), dtype=np.int64)

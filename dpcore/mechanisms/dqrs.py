@@ -1,4 +1,4 @@
-"""DQRS: DualQuery with rejection sampling (seed 001, Vietri et al. 2020, Algorithm 4).
+"""DQRS: DualQuery with rejection sampling ([VTBSW20], Vietri et al. 2020, Algorithm 4).
 
 As DualQuery (:mod:`dpcore.mechanisms.dualquery`), but the s queries the oracle sees
 in round t+1 are mostly *recycled* from round t: each old sample q is kept with
@@ -13,7 +13,7 @@ are uniform (free).  After round t (t = 1..T-1) the run touches the data twice:
 
 1. **Fresh draws.**  Q^{t+1}_q ∝ exp(η Σ_{i≤t} A_D(x^i, q)); the score has
    sensitivity t/n, so each draw is the exponential mechanism with
-   ``ε_em(t) = 2ηt/n`` (seed 004 Thm 4.2's argument).  m_t draws.
+   ``ε_em(t) = 2ηt/n`` ([GGHRW14] Thm 4.2's argument).  m_t draws.
 2. **Accept/reject tests.**  One Bernoulli per slot of S_t (at most s; an empty
    slot is a constant mechanism, so counting s tests is an upper bound that does not
    depend on the data).  With p(D) = exp(-η - γ_t + η A_D) and |A_D - A_D'| ≤ 1/n:
@@ -21,7 +21,7 @@ are uniform (free).  After round t (t = 1..T-1) the run touches the data twice:
    rejecting changes by at most ``(1 - e^{-γ_t - η/n}) / (1 - e^{-γ_t})``.  Each test
    is therefore ε_rs(t)-DP with
    ``ε_rs(t) = max(η/n, ln(1 + (1 - e^{-η/n}) / (e^{γ_t} - 1)))  ≤  max(η/n, η/(γ_t n))``,
-   the last form being seed 001 Lemma 9 (we use the exact left-hand side, which is
+   the last form being [VTBSW20] Lemma 9 (we use the exact left-hand side, which is
    never larger).
 3. The oracle, the free attributes and the random cut to s are post-processing.
 
@@ -35,10 +35,10 @@ exact sample of Q^{t+1}.  All mechanisms compose adaptively; accountants:
 
 * δ = 0: basic composition, ``ε = Σ_t [m_t ε_em(t) + s ε_rs(t)]``;
 * δ > 0, 'advanced': heterogeneous advanced composition (Kairouz, Oh, Viswanath
-  2015, Thm 3.5; its homogeneous case is seed 004 Lemma 2.4 / Thm 4.3):
+  2015, Thm 3.5; its homogeneous case is [GGHRW14] Lemma 2.4 / Thm 4.3):
   ``ε = sqrt(2 ln(1/δ) Σ_i ε_i²) + Σ_i ε_i (e^{ε_i} - 1)``, capped by the basic sum
   (KOV's third bound has ε_i (e^{ε_i} - 1)/(e^{ε_i} + 1) in the second sum; ours is
-  larger, hence also valid, and matches the form of seed 004 Thm 4.3);
+  larger, hence also valid, and matches the form of [GGHRW14] Thm 4.3);
 * δ > 0, 'zcdp': each EM draw is ε_em²/8-zCDP (bounded range), each test is
   ε_rs²/2-zCDP (pure DP); ρ's add; Canonne–Kamath–Steinke conversion.
 
@@ -71,7 +71,7 @@ DQRS_T_CEILING = 1_000_000
 
 
 def gamma(t: np.ndarray | int) -> np.ndarray:
-    """γ_t = 1 / (2 t^{2/3}) (seed 001, Algorithm 4)."""
+    """γ_t = 1 / (2 t^{2/3}) ([VTBSW20], Algorithm 4)."""
     return 0.5 / np.power(np.asarray(t, dtype=np.float64), 2.0 / 3.0)
 
 
@@ -94,7 +94,7 @@ def acceptance_probability(payoff: np.ndarray, eta: float, t: int) -> np.ndarray
 
 
 def lemma9_epsilon(t: np.ndarray | int, eta: float, n: int) -> np.ndarray:
-    """Seed 001 Lemma 9's bound max(η/n, η/(γ_t n)), for comparison."""
+    """[VTBSW20] Lemma 9's bound max(η/n, η/(γ_t n)), for comparison."""
     return np.maximum(eta / n, eta / (gamma(t) * n))
 
 
@@ -137,7 +137,7 @@ def dqrs_epsilon(T: int, eta: float, s: int, n: int, delta: float, accountant: s
 class DQRS(DualQuery):
     name = "dqrs"
     title = "DQRS (DualQuery with rejection sampling)"
-    seed = "seed 001 (Vietri et al. 2020), Algorithm 4, Lemmas 8–9"
+    seed = "[VTBSW20] (Vietri et al. 2020), Algorithm 4, Lemmas 8–9"
     privacy = "robust"
     output = "rows"
     summary = (
@@ -148,7 +148,7 @@ class DQRS(DualQuery):
     )
     accounting = (
         "Fresh draws after round t: exponential mechanism, ε = 2ηt/n each. Accept/reject tests: "
-        "ε = max(η/n, ln(1 + (1-e^{-η/n})/(e^{γ_t}-1))) ≤ seed 001 Lemma 9's max(η/n, η/(γ_t n)). "
+        "ε = max(η/n, ln(1 + (1-e^{-η/n})/(e^{γ_t}-1))) ≤ [VTBSW20] Lemma 9's max(η/n, η/(γ_t n)). "
         "Composed by heterogeneous advanced composition (Kairouz et al. 2015) or zCDP (CKS); "
         "basic composition for δ = 0. Derivation in dpcore/mechanisms/dqrs.py."
     )
@@ -158,7 +158,7 @@ class DQRS(DualQuery):
             "float",
             0.1,
             "MW learning rate η. Recycling needs a small η: (4η + 2γ_t)s fresh samples "
-            "are drawn per round, so η ≥ 0.25 makes DQRS plain DualQuery. Seed 001's analysis sets "
+            "are drawn per round, so η ≥ 0.25 makes DQRS plain DualQuery. [VTBSW20]'s analysis sets "
             "η = α/4 (α the target error).",
             low=0.001,
             high=10.0,
@@ -197,7 +197,7 @@ class DQRS(DualQuery):
     recommended = False
     # Bundled Adult, 8 two-way marginals, ε = 1: ~6 s; the trace shows samples being kept and recycled.
     teaching_preset: ClassVar[dict] = {"eta": 0.2, "samples": 50, "max_rounds": 60, "time_limit": 2.0}
-    theorem = "seed 001 Algorithm 4, Lemma 9"
+    theorem = "[VTBSW20] Algorithm 4, Lemma 9"
     t_ceiling = DQRS_T_CEILING  # the per-T cost is O(T)
 
     def epsilon_of(self, T: int, n: int, budget: Budget, params: dict) -> float:

@@ -1,4 +1,4 @@
-"""DualQuery (seed 004, Gaboardi, Gallego Arias, Hsu, Roth, Wu 2014, Algorithm 2).
+"""DualQuery ([GGHRW14], Gaboardi, Gallego Arias, Hsu, Roth, Wu 2014, Algorithm 2).
 
 The query player runs multiplicative weights (MW) over Q ∪ ¬Q; the data player
 best-responds with one record per round, found by the SCIP oracle
@@ -8,14 +8,14 @@ Privacy guarantee.  Replace-one neighbours (n public).  The only accesses to the
 are the draws from the MW distribution: in round t (1-based) the distribution is
 ``Q^t_q ∝ exp(η r_t(D, q))`` with ``r_t(D, q) = sum_{i<t} (q(D) - q(x^i))``, whose
 sensitivity is (t-1)/n, so each of the s draws of round t is the exponential
-mechanism with ``ε_t = 2η(t-1)/n`` (seed 004, proof of Thm 4.2).  Everything else
+mechanism with ``ε_t = 2η(t-1)/n`` ([GGHRW14], proof of Thm 4.2).  Everything else
 (the oracle, the random free attributes) is post-processing, so privacy does not
 depend on SCIP solving exactly ("robust").  The draws come from ``ctx.noise``
 (``sample_log_weights``: inverse CDF of cryptographic 53-bit uniforms; no vetted sampler
 exists for many draws from a Gibbs distribution, see docs/privacy.md).  Composition over the s(T-1) non-trivial
 draws (round 1 is uniform and free):
 
-* δ = 0, basic composition:   ``ε = η T (T-1) s / n``                  (seed 004, Thm 4.2)
+* δ = 0, basic composition:   ``ε = η T (T-1) s / n``                  ([GGHRW14], Thm 4.2)
 * δ > 0, advanced composition with the largest ε' = 2η(T-1)/n and k = s(T-1):
   ``ε = (2η(T-1)/n) [sqrt(2 s (T-1) ln 1/δ) + s (T-1) (exp(2η(T-1)/n) - 1)]``  (Thm 4.3)
 * optional zCDP: each draw is ε_t²/8-zCDP (exponential mechanism, bounded range),
@@ -46,19 +46,19 @@ from .base import Budget, Mechanism, MechanismResult, Param, RunContext, SpendRe
 #: Search ceiling for T: far beyond any budget a user would give (ε = 10 buys < 500
 #: rounds on Adult), it only bounds the bisection.
 T_CEILING = 10_000_000
-#: Per-call SCIP time limit by default.  Seed 004 §7 used 20 s with CPLEX and "rarely
+#: Per-call SCIP time limit by default.  [GGHRW14] §7 used 20 s with CPLEX and "rarely
 #: reached" it; our tuned model needs ~1 s at s = 1000 on Adult (bench oracle).
 DEFAULT_TIME_LIMIT = 10.0
 
 
 # ------------------------------------------------------------------ accounting
 def dualquery_epsilon_pure(T: int, eta: float, s: int, n: int) -> float:
-    """Seed 004, Thm 4.2: ε = η T (T-1) s / n."""
+    """[GGHRW14], Thm 4.2: ε = η T (T-1) s / n."""
     return eta * T * (T - 1) * s / n
 
 
 def dualquery_epsilon_approx(T: int, eta: float, s: int, n: int, delta: float) -> float:
-    """Seed 004, Thm 4.3 (advanced composition of k = s(T-1) draws at ε' = 2η(T-1)/n)."""
+    """[GGHRW14], Thm 4.3 (advanced composition of k = s(T-1) draws at ε' = 2η(T-1)/n)."""
     if T <= 1:
         return 0.0
     e1 = 2.0 * eta * (T - 1) / n
@@ -183,7 +183,7 @@ def oracle_record(
         res = OracleResult(rec, "heuristic", val, math.inf, math.inf, 0.0, False)
     stats.add(res)
     record = np.asarray(res.record, dtype=np.int64).copy()
-    # seed 004 §7: attributes no sampled clause mentions are set at random (dense data).
+    # [GGHRW14] §7: attributes no sampled clause mentions are set at random (dense data).
     touched = clauses.touched_attributes()
     for a in range(len(shape)):
         if a not in touched:
@@ -200,7 +200,7 @@ def time_limit_from(params: dict, ctx: RunContext) -> float | None:
 class DualQuery(Mechanism):
     name = "dualquery"
     title = "DualQuery (multiplicative weights over queries + SCIP best response)"
-    seed = "seed 004 (Gaboardi et al. 2014), Algorithm 2, Theorems 4.2/4.3"
+    seed = "[GGHRW14] (Gaboardi et al. 2014), Algorithm 2, Theorems 4.2/4.3"
     privacy = "robust"
     output = "rows"
     summary = (
@@ -212,19 +212,19 @@ class DualQuery(Mechanism):
     )
     accounting = (
         "Each of the s draws in round t is an exponential-mechanism draw with ε_t = 2η(t-1)/n "
-        "(seed 004 Thm 4.2). δ = 0: basic composition, ε = ηT(T-1)s/n (Thm 4.2). δ > 0: advanced "
+        "([GGHRW14] Thm 4.2). δ = 0: basic composition, ε = ηT(T-1)s/n (Thm 4.2). δ > 0: advanced "
         "composition of s(T-1) draws (Thm 4.3), or zCDP (ρ = sΣε_t²/8, CKS conversion) on request. "
         "T is the largest number of rounds the budget allows."
     )
     parameters = (
-        # seed 004 §7 runs Adult (and KDD99) with η = 2.0, s = 1000; measured on the 64-marginal Adult
+        # [GGHRW14] §7 runs Adult (and KDD99) with η = 2.0, s = 1000; measured on the 64-marginal Adult
         # workload at ε = 1 (docs/bench-parts/dual.md) η = 2.0 halves the max error of η = 0.4 (0.22 vs 0.42):
         # with T in the tens, only a large η moves the weights far enough from uniform over ~10^6 queries.
         Param(
             "eta",
             "float",
             2.0,
-            "MW learning rate η: how fast weight moves to badly answered queries. Seed 004 "
+            "MW learning rate η: how fast weight moves to badly answered queries. [GGHRW14] "
             "uses 2.0 on Adult and KDD99 (with s = 1000); 0.4 suits long runs (many rounds) on dense data.",
             low=0.001,
             high=10.0,
@@ -235,7 +235,7 @@ class DualQuery(Mechanism):
             "int",
             1000,
             "Queries sampled per round (s). More samples: better best responses, "
-            "fewer rounds for the same ε. Seed 004 uses 1000 on Adult.",
+            "fewer rounds for the same ε. [GGHRW14] uses 1000 on Adult.",
             low=1,
             high=100_000,
             log=True,
@@ -245,7 +245,7 @@ class DualQuery(Mechanism):
             "choice",
             "advanced",
             "How the s(T-1) draws are composed when δ > 0: 'advanced' "
-            "is seed 004 Thm 4.3; 'zcdp' is tighter (more rounds for the same ε, δ).",
+            "is [GGHRW14] Thm 4.3; 'zcdp' is tighter (more rounds for the same ε, δ).",
             choices=("advanced", "zcdp"),
         ),
         Param(
@@ -272,10 +272,10 @@ class DualQuery(Mechanism):
     )
     recommended = False  # the projection is the recommended default for rows (issue 8)
     # Bundled Adult, 8 two-way marginals, ε = 1: ~3 s, max error ~0.12 vs 0.85 for uniform.  A large η
-    # (seed 004's sparse-data value) moves the weights visibly within 20 rounds.
+    # ([GGHRW14]'s sparse-data value) moves the weights visibly within 20 rounds.
     teaching_preset: ClassVar[dict] = {"eta": 2.0, "samples": 100, "max_rounds": 20, "time_limit": 2.0}
 
-    theorem = "seed 004 Thm 4.2/4.3"
+    theorem = "[GGHRW14] Thm 4.2/4.3"
     t_ceiling = T_CEILING
 
     # ----------------------------------------------------------- accounting
@@ -325,7 +325,7 @@ class DualQuery(Mechanism):
         for t in range(1, T + 1):
             ctx.check_cancel()
             heavy = weights.heaviest()
-            qids = weights.sample(ctx.noise, s)  # seed 004 Thm 4.2: s EM draws at ε_t = 2η(t-1)/n
+            qids = weights.sample(ctx.noise, s)  # [GGHRW14] Thm 4.2: s EM draws at ε_t = 2η(t-1)/n
             ctx.check_cancel()
             record, res, n_clauses = oracle_record(workload, qids, ctx.rng, time_limit, stats, warm_start=prev)
             cells = record_cells(workload, record)

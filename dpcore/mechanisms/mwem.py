@@ -1,6 +1,6 @@
-"""MWEM over the explicit domain (Hardt, Ligett, McSherry 2012; the baseline of seeds 001 and 004).
+"""MWEM over the explicit domain (Hardt, Ligett, McSherry 2012; the baseline of [VTBSW20] and [GGHRW14]).
 
-The data player's side of the game that DualQuery (seed 004) turns around: keep a
+The data player's side of the game that DualQuery ([GGHRW14]) turns around: keep a
 distribution A over *every* possible record, and each round
 
 1. select a badly answered query with the exponential mechanism
@@ -11,7 +11,7 @@ distribution A over *every* possible record, and each round
 
 then sample the requested number of rows from the final distribution.  Only
 possible when the domain is small: A has one weight per record, so the mechanism
-refuses domains above ``max_domain`` records (seed 004 §7: "for low dimensional
+refuses domains above ``max_domain`` records ([GGHRW14] §7: "for low dimensional
 datasets for which it is possible to maintain a distribution over records, MWEM
 likely remains the state of the art").
 
@@ -62,7 +62,7 @@ def cell_slice(workload, qid: int, ndim: int) -> tuple:
 class MWEM(Mechanism):
     name = "mwem"
     title = "MWEM (multiplicative weights over the explicit domain)"
-    seed = "baseline: Hardt, Ligett & McSherry 2012 (compared in seed 004 §7 and seed 001)"
+    seed = "baseline: Hardt, Ligett & McSherry 2012 (compared in [GGHRW14] §7 and [VTBSW20])"
     privacy = "robust"
     output = "rows"
     uses_oracle = False

@@ -1,28 +1,28 @@
-"""OracleQuery: synthetic data for a query class too large to list (seed 000 §IV, Thm 10).
+"""OracleQuery: synthetic data for a query class too large to list ([NRW19] §IV, Thm 10).
 
 No-regret dynamics between two players over the class C_k ∪ ¬C_k of all conjunctions
 of width ≤ k (:mod:`dpcore.query_classes`), with payoff err_t(q) = q(D) − q(D̂^t):
 
-* **Data player: Separator-FTPL** (as sepFEM, seed 001 Alg. 3).  The dual class of
+* **Data player: Separator-FTPL** (as sepFEM, [VTBSW20] Alg. 3).  The dual class of
   conjunctions over one-hot records has the D single-literal queries as separator
   (m₂ = D), so round t plays s records
   ``x_j^t = argmax_x Σ_{i<t} q_i(x) + Σ_l σ_{jl} x_l``, ``σ_{jl} ~ Lap(η)``, solved by the
   SCIP best-response oracle (:func:`dpcore.oracles.best_response.best_response`);
   D̂^t is uniform over them.  It never reads D: no privacy cost.
-* **Query player: a private oracle-efficient learner** over C_k (seed 000 §III) that
+* **Query player: a private oracle-efficient learner** over C_k ([NRW19] §III) that
   returns a conjunction with large error, by an IP over *which literals the
   conjunction contains* (:func:`worst_conjunction_ip`).  Loss in counts:
   L(S) = Σ_{x∈D} (−1)·q_S(x) + (n/s) Σ_j q_S(x_j^t), so err_t(q_S) = −L(S)/n and one
-  record changes L by at most 1 (the setting of seed 000 Thm 6).  The separator of
+  record changes L by at most 1 (the setting of [NRW19] Thm 6).  The separator of
   C_k is U = {e_l = 1 − unit_l : l a literal} (m₁ = D): two different literal sets differ
   on some l, and q_S(e_l) = [l ∉ S], so the separator noise is the linear term
-  Σ_l η_l [l ∈ S].  Negations (seed 000 §IV): learn over C_k and over ¬C_k (weights
+  Σ_l η_l [l ∈ S].  Negations ([NRW19] §IV): learn over C_k and over ¬C_k (weights
   negated) separately, then pick between the two candidates privately with the
   exponential mechanism on err_t (sensitivity 1/n).
 
-Variants (seed 000 Theorem 10), each per round = 2 learner calls + 1 selection:
+Variants ([NRW19] Theorem 10), each per round = 2 learner calls + 1 selection:
 
-* ``rspm`` -- Laplace RSPM, η_l ~ Lap(2m₁/ε_L) (seed 000 Thm 6).  Each learner call
+* ``rspm`` -- Laplace RSPM, η_l ~ Lap(2m₁/ε_L) ([NRW19] Thm 6).  Each learner call
   and the selection get ε_L = ε_sel = ε₀/3.  δ = 0: basic composition, ε₀ = ε/T.
   δ > 0: zCDP, ρ = T (2·ε_L²/2 + ε_sel²/8) (pure ε ⇒ ε²/2-zCDP; EM ⇒ ε²/8-zCDP),
   CKS conversion.  The heuristic of Remark 2 / the exact-learner assumption of case 3.
@@ -31,17 +31,17 @@ Variants (seed 000 Theorem 10), each per round = 2 learner calls + 1 selection:
 * ``gaussian_rspm`` -- Thm 10 case 1: Gaussian RSPM, (ε_L, δ_L) per call with the
   calibration of :func:`dpcore.learning.rspm.gaussian_sigma`; rounds are (3ε_L, 2δ_L)
   (basic), T rounds by the better of basic composition and advanced composition
-  (seed 004 Lemma 2.4) at δ' = δ/2, and δ_L = δ/(4T).  **Oracle-dependent**.
+  ([GGHRW14] Lemma 2.4) at δ' = δ/2, and δ_L = δ/(4T).  **Oracle-dependent**.
 * ``prsma`` (class :class:`OracleQueryPRSMA`) -- Thm 10 case 2: PRSMA around Laplace
-  RSPM (seed 000 Thm 8, parameters from :func:`dpcore.learning.prsma.plan`), composed
+  RSPM ([NRW19] Thm 8, parameters from :func:`dpcore.learning.prsma.plan`), composed
   like ``gaussian_rspm``.  **Robust**: a failed oracle call makes its part ⊥, never a
   privacy loss; a round whose learner outputs ⊥ plays no new query.  Thm 8 needs
   ln(K/δ*)/δ* repetitions per part, so at realistic δ the plan is refused with the
   number of oracle calls it would take.
 
 Accuracy bounds are Theorem 10's (full analysis: arXiv 1811.07765); parameter
-choices not fixed by seed 000 are ours and documented at their definition:
-T and s are small defaults for a 2-core machine (FEM's published s is 50–100, seed 001 §6);
+choices not fixed by [NRW19] are ours and documented at their definition:
+T and s are small defaults for a 2-core machine (FEM's published s is 50–100, [VTBSW20] §6);
 the FTPL scale η = 0.5 is sepFEM's measured default in :mod:`dpcore.mechanisms.fem`.
 Output: the union of D̂^1..D̂^T (the average play), as FEM.
 
@@ -160,7 +160,7 @@ def worst_conjunction_ip(
     uniq, w = uniq[keep], w[keep]
     t0 = time.perf_counter()
     model = new_model("worst_conjunction", time_limit=time_limit, threads=threads)
-    s = [model.addVar(vtype="B", name=f"s{l}") for l in range(D)]
+    s = [model.addVar(vtype="B", name=f"s{lit}") for lit in range(D)]
     u = []
     for a in range(p):
         ua = model.addVar(vtype="C", lb=0.0, ub=1.0, name=f"u{a}")
@@ -181,7 +181,7 @@ def worst_conjunction_ip(
         linear = np.asarray(linear, dtype=float)
         if linear.shape != (D,):
             raise OracleError(f"The separator noise must have one entry per literal (D = {D}), got {linear.shape}.")
-        obj.extend(float(linear[l]) * s[l] for l in range(D) if linear[l] != 0)
+        obj.extend(float(linear[lit]) * s[lit] for lit in range(D) if linear[lit] != 0)
     model.setObjective(quicksum(obj), "minimize")
     model.optimize()
     status = model.getStatus()
@@ -192,7 +192,7 @@ def worst_conjunction_ip(
             np.zeros(0), status, math.inf, -math.inf, math.inf, seconds, False
         )
     best = model.getBestSol()
-    chosen = np.array([l for l in range(D) if model.getSolVal(best, s[l]) > 0.5], dtype=np.int64)
+    chosen = np.array([lit for lit in range(D) if model.getSolVal(best, s[lit]) > 0.5], dtype=np.int64)
     res = OracleResult(
         chosen,
         status,
@@ -313,7 +313,7 @@ def per_round_budget(variant: str, epsilon: float, delta: float, T: int) -> dict
     # Basic composition (T ε₀, 2Tδ_L) also holds and is tighter for few rounds: use the better of the two.
     eps0 = max(lo, epsilon / T)
     return {
-        "accountant": "(ε, δ): better of basic and advanced composition (seed 004 Lemma 2.4)",
+        "accountant": "(ε, δ): better of basic and advanced composition ([GGHRW14] Lemma 2.4)",
         "eps_learner": eps0 / 3,
         "eps_select": eps0 / 3,
         "delta_learner": d_learner,
@@ -347,7 +347,7 @@ def _best_response_task(task: tuple) -> OracleResult:
 class OracleQuery(Mechanism):
     name = "oraclequery"
     title = "OracleQuery (FTPL data player + private RSPM learner over all conjunctions)"
-    seed = "seed 000 (How to Use Heuristics for Differential Privacy), §IV, Theorem 10"
+    seed = "[NRW19] (How to Use Heuristics for Differential Privacy), §IV, Theorem 10"
     privacy = "oracle-dependent"
     output = "rows"
     summary = (
@@ -358,8 +358,8 @@ class OracleQuery(Mechanism):
     )
     accounting = (
         "Per round 2 private learner calls + 1 exponential-mechanism choice. RSPM: pure ε (basic) or "
-        "zCDP; Gaussian RSPM / PRSMA: advanced composition (seed 004 Lemma 2.4). Privacy of the RSPM "
-        "variants needs SCIP to certify optimality (seed 000 Thm 6)."
+        "zCDP; Gaussian RSPM / PRSMA: advanced composition ([GGHRW14] Lemma 2.4). Privacy of the RSPM "
+        "variants needs SCIP to certify optimality ([NRW19] Thm 6)."
     )
     fixed_variant: str | None = None
     parameters = (
@@ -368,7 +368,7 @@ class OracleQuery(Mechanism):
             "variant",
             "choice",
             "rspm",
-            "Private learner of the query player (seed 000 Thm 10): Laplace RSPM "
+            "Private learner of the query player ([NRW19] Thm 10): Laplace RSPM "
             "or Gaussian RSPM (both need exact solver answers for privacy).",
             choices=("rspm", "gaussian_rspm"),
         ),
@@ -479,7 +479,7 @@ class OracleQuery(Mechanism):
         base = np.concatenate([np.full(n, -1.0), np.full(s, n / s)]) * sign
         if variant in ("rspm", "gaussian_rspm"):
             if variant == "rspm":
-                eta = noise.laplace(2.0 * m1 / b["eps_learner"], m1)  # seed 000 RSPM: Lap(2m/ε)
+                eta = noise.laplace(2.0 * m1 / b["eps_learner"], m1)  # [NRW19] RSPM: Lap(2m/ε)
             else:
                 eta = noise.gaussian(gaussian_sigma(m1, b["eps_learner"], b["delta_learner"]), m1)
             chosen, res = self._solve(params_oracle, shape, records, base, k, eta, time_limit)
@@ -487,17 +487,17 @@ class OracleQuery(Mechanism):
             if not res.optimal:
                 raise UncertifiedSolve(
                     f"SCIP did not certify the query player's optimum (status {res.status}, gap {res.gap:.3g}); "
-                    f"the {variant} variant is private only for exact answers (seed 000 Thm 6), so the run stopped "
+                    f"the {variant} variant is private only for exact answers ([NRW19] Thm 6), so the run stopped "
                     "and nothing was released. The run read the data and stays charged to the privacy ledger; "
                     "whether a solve is certified depends on the data, so retrying is a new charged run. Raise the "
                     "time limit, use oracle = exhaustive (always exact), lower k, or use the robust PRSMA variant."
                 )
             return chosen
-        # PRSMA around Laplace RSPM (seed 000 §III.B listing; Thm 8 parameters)
+        # PRSMA around Laplace RSPM ([NRW19] §III.B listing; Thm 8 parameters)
         p = prsma_mod.plan(n, b["eps_learner"], b["delta_learner"])
         perm = noise.permutation(n)[: p.parts * p.part_size].reshape(p.parts, p.part_size)
         passed, pool = 0, []
-        for i, idx in enumerate(perm):
+        for idx in perm:
             part_records = np.concatenate([real[idx], synth])
             part_w = np.concatenate([np.full(idx.size, -1.0), np.full(s, idx.size / s)]) * sign
             outs, ok = [], True
@@ -617,8 +617,8 @@ class OracleQueryPRSMA(OracleQuery):
     privacy = "robust"
     fixed_variant = "prsma"
     accounting = (
-        "Per round 2 PRSMA learner calls (seed 000 Thm 8, (ε_L, δ_L) each) + 1 exponential-mechanism "
-        "choice, composed over T rounds by advanced composition (seed 004 Lemma 2.4). Holds whatever "
+        "Per round 2 PRSMA learner calls ([NRW19] Thm 8, (ε_L, δ_L) each) + 1 exponential-mechanism "
+        "choice, composed over T rounds by advanced composition ([GGHRW14] Lemma 2.4). Holds whatever "
         "SCIP returns."
     )
     parameters = tuple(p for p in OracleQuery.parameters if p.name != "variant")

@@ -1,10 +1,10 @@
-"""PrivLearn: private data release by learning thresholds (seed 002, Figures 1–2, §5).
+"""PrivLearn: private data release by learning thresholds ([HRS12], Figures 1–2, §5).
 
 The database is learned as a *function of the query*: f^D(q) = q(D) for q in the
 class of conjunctions of width ≤ k (:mod:`dpcore.query_classes`).  The output is a
 synopsis that answers any member of the class, not rows.
 
-* **Threshold oracle** (seed 002 Fig. 1) -- the only access to the data.  Query bound
+* **Threshold oracle** ([HRS12] Fig. 1) -- the only access to the data.  Query bound
   b, tolerance α_TO; on a query (q, t): if q is new, draw N_q ~ Lap(b / (ε n)) once and
   keep A_q = f^D(q) + N_q (reused for every threshold); answer 1 if A_q ≥ t + 2α_TO/3,
   0 if A_q ≤ t − 2α_TO/3, ⊥ otherwise; after b distinct queries it answers ⊥ and stops.
@@ -19,7 +19,7 @@ synopsis that answers any member of the class, not rows.
   agnostic, noise-tolerant form).  It uses only labelled samples, so Theorem 4.10
   applies: the oracle sees exactly the b sampled queries and nothing else.
 
-Privacy: ε-DP (pure; δ = 0) through the threshold oracle alone (seed 002 Lemma 4.1:
+Privacy: ε-DP (pure; δ = 0) through the threshold oracle alone ([HRS12] Lemma 4.1:
 b distinct queries, each f^D(q) of sensitivity 1/n under replace-one neighbours, each
 with Laplace noise of scale b/(εn), is the Laplace mechanism on a b-vector of L1
 sensitivity b/n; Lemma 4.4: nothing else reads D).  The noise is exact: the oracle
@@ -56,7 +56,7 @@ from ..query_classes import ConjunctionClass, Conjunctions, as_conjunctions
 from .base import Budget, Mechanism, MechanismResult, Param, RunContext, SpendRecord
 from .direct import integer_counts
 
-#: The oracle's answer "too close to the threshold to say" (⊥ in seed 002 Fig. 1).
+#: The oracle's answer "too close to the threshold to say" (⊥ in [HRS12] Fig. 1).
 BOTTOM = -1
 #: Fewest sampled queries worth learning from.
 MIN_QUERIES = 20
@@ -70,7 +70,7 @@ MAX_THRESHOLDS = 300
 
 # ---------------------------------------------------------------- threshold oracle
 class ThresholdOracle:
-    """The threshold oracle TO(D, α, b) of seed 002 Figure 1.
+    """The threshold oracle TO(D, α, b) of [HRS12] Figure 1.
 
     ε-DP for any sequence of adaptively chosen queries (Lemma 4.1), because at most
     ``bound`` distinct queries q are ever answered, each from one Laplace draw of scale
@@ -95,7 +95,7 @@ class ThresholdOracle:
         self.epsilon = float(epsilon)
         self.alpha = float(alpha)
         self.bound = int(bound)
-        self.scale = self.bound / (self.epsilon * self.n)  # seed 002 Fig. 1: Lap(b / εn)
+        self.scale = self.bound / (self.epsilon * self.n)  # [HRS12] Fig. 1: Lap(b / εn)
         self.scale_counts = self.bound / self.epsilon  # the same scale in count units
         self.band = 2.0 * self.alpha / 3.0  # ⊥ when |A_q − t| < 2α/3
         self._noise = noise
@@ -147,7 +147,7 @@ class ThresholdOracle:
 def monomial_keys(query_class: ConjunctionClass, q: Conjunctions, degree: int) -> np.ndarray:
     """(N, M) int64 keys of every monomial of degree 1..``degree`` of each query's bits (-1 = absent).
 
-    The bits of a conjunction are its one-hot literals (seed 002 §5: q ∈ {0,1}^D); a
+    The bits of a conjunction are its one-hot literals ([HRS12] §5: q ∈ {0,1}^D); a
     monomial is a set T of ≤ d of them, and it is 1 on q iff T ⊆ q.  Key of a sorted
     T = (l_1 .. l_j): sum_i (l_i + 1) (D + 1)^(i-1), unique across degrees.
     """
@@ -312,7 +312,7 @@ class PTFSynopsis:
     def answer(self, queries) -> np.ndarray:
         """Answers to members of the class; a query outside it raises :class:`WorkloadError`.
 
-        Seed 002 Fig. 2 step 4 combines h_1..h_k through the index where they switch
+        [HRS12] Fig. 2 step 4 combines h_1..h_k through the index where they switch
         (its printed rule has the orientation slipped: with h_i = 1[f ≥ t_i] the h_i fall
         from 1 to 0 as i grows).  We answer the midpoint (t_{j−1} + t_j)/2 of the first
         bucket j with h_j(q) = 0 (t_0 = 0, t_{k+1} = 1, h_{k+1} = 0), so the error is at
@@ -348,10 +348,10 @@ class PTFSynopsis:
         def decode(key: int) -> list:
             lits = []
             while key > 0:
-                l = int(key % (D + 1)) - 1
+                lit = int(key % (D + 1)) - 1
                 key //= D + 1
-                a = int(lit_attr[l])
-                lits.append([dom.names[a], int(l - off[a])])
+                a = int(lit_attr[lit])
+                lits.append([dom.names[a], int(lit - off[a])])
             return lits
 
         hyps = []
@@ -391,7 +391,7 @@ class PTFSynopsis:
 class PrivLearn(Mechanism):
     name = "privlearn"
     title = "PrivLearn (threshold learning → answers to all conjunctions)"
-    seed = "seed 002 (Private Data Release via Learning Thresholds), Figures 1–2, §5"
+    seed = "[HRS12] (Private Data Release via Learning Thresholds), Figures 1–2, §5"
     privacy = "robust"
     output = "synopsis"
     uses_oracle = False
@@ -403,7 +403,7 @@ class PrivLearn(Mechanism):
     )
     accounting = (
         "pure ε (δ = 0): the threshold oracle answers b distinct queries, each with one Laplace draw of "
-        "scale b/(εn) reused across thresholds (seed 002 Lemma 4.1); nothing else reads the data "
+        "scale b/(εn) reused across thresholds ([HRS12] Lemma 4.1); nothing else reads the data "
         "(Lemma 4.4)."
     )
     parameters = (
@@ -413,7 +413,7 @@ class PrivLearn(Mechanism):
             "float",
             0.1,
             "Accuracy target α: ceil(3/α) thresholds, spaced ≈ α/3 apart; the oracle's "
-            "'too close' band is ±2α/21 (seed 002 Fig. 2, TO(D, α/7, b)).",
+            "'too close' band is ±2α/21 ([HRS12] Fig. 2, TO(D, α/7, b)).",
             0.01,
             1.0,
         ),
@@ -645,7 +645,7 @@ class PrivLearn(Mechanism):
             ],
             epsilon_spent=budget.epsilon,
             delta_spent=0.0,
-            accountant="pure ε (Laplace; seed 002 Lemma 4.1, 4.4)",
+            accountant="pure ε (Laplace; [HRS12] Lemma 4.1, 4.4)",
             answers=answers,
             synopsis=synopsis,
             public=public,

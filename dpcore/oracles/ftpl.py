@@ -1,14 +1,14 @@
 """Follow-the-Perturbed-Leader samples: one persistent SCIP model per worker.
 
-FEM and sepFEM (seed 001, Algorithms 2 and 3) ask, every round t and for each of s
+FEM and sepFEM ([VTBSW20], Algorithms 2 and 3) ask, every round t and for each of s
 independent noise vectors σ_j, for
 
     x_j^t = argmax_x  sum_{i<t} q_i(x) + <onehot(x), linear_j>
 
 where ``linear_j = -σ_j`` with ``σ_j ~ Exp(β)^D`` (FEM) or ``linear_j = σ_j`` with
 ``σ_j ~ Lap(η)^D`` (sepFEM: the D single-literal queries are a separator set of
-conjunctions over one-hot data, seed 001 Def. 4.1).  The integer program is the
-one of :mod:`dpcore.oracles.best_response` (per-literal form, seed 001 §6).
+conjunctions over one-hot data, [VTBSW20] Def. 4.1).  The integer program is the
+one of :mod:`dpcore.oracles.best_response` (per-literal form, [VTBSW20] §6).
 
 Between two calls only two things change: the linear term (every sample) and one
 clause (every round: the query the exponential mechanism picked; a repeated
@@ -25,7 +25,7 @@ returned does not depend on which worker solved it or what it solved before --
 which is what makes runs identical across executors for a fixed seed.
 
 Privacy never depends on this module: the oracle sees only the queries already
-released by the exponential mechanism and public noise (seed 001 Thm 6).
+released by the exponential mechanism and public noise ([VTBSW20] Thm 6).
 """
 
 from __future__ import annotations
@@ -180,10 +180,10 @@ class _Model:
             c = m.addVar(vtype="C", lb=0.0, ub=1.0, name=f"c{j}")
             lits = [self._literal(a, v) for a, v in zip(attrs, vals)]
             if neg:  # c <= NOT(cell): at least one literal false
-                m.addCons(c <= quicksum(1 - l for l in lits))
+                m.addCons(c <= quicksum(1 - lit for lit in lits))
             else:  # c <= cell: every literal true (per-literal form)
-                for l in lits:
-                    m.addCons(c <= l)
+                for lit in lits:
+                    m.addCons(c <= lit)
             self.cs.append(c)
             self.applied.append((attrs, vals, neg))
 
