@@ -149,6 +149,29 @@ def test_uncertified_oracle_stops_the_oracle_dependent_variant(planted):
     assert spy.calls["laplace"] == 1  # the RSPM noise had been drawn: the run touched the data
 
 
+def test_an_uncertified_release_writes_nothing_and_stays_charged(planted, tmp_path):
+    """End to end through run_release with a workspace ledger: the typed error reaches the caller, no release
+    exists, and the ledger keeps the run charged at the ε that was asked for."""
+    from dpcore.privacy.ledger import Ledger
+    from dpcore.release import run_release
+
+    wl = Workload(planted.domain, ((0, 1),))
+    ledger = Ledger(str(tmp_path))
+    with pytest.raises(UncertifiedSolve):
+        run_release(
+            planted,
+            wl,
+            "oraclequery",
+            1.0,
+            0.0,
+            {"k": 3, "rounds": 1, "samples": 1, "oracle": "scip"},
+            oracle_options={"time_limit": 0.001},
+            ledger=ledger,
+        )
+    entries = ledger.entries(planted.ledger_key)
+    assert len(entries) == 1 and entries[0]["epsilon"] == 1.0 and entries[0]["mechanism"] == "oraclequery"
+
+
 @pytest.mark.parametrize("variant, draw", [("rspm", "laplace"), ("gaussian_rspm", "gaussian")])
 def test_every_draw_goes_through_the_samplers(planted, variant, draw):
     """Per round: the data player's (s, D) perturbation, one separator-noise vector of D entries per learner
