@@ -1,4 +1,18 @@
-"""The workload the user chose, built once per (dataset, choice) and kept in the session."""
+"""The workload the user chose, built once per (dataset, choice) and kept in the session.
+
+Four ways to choose, all from public quantities (the schema and n, never the rows):
+
+* ``recommended`` (the default): :func:`dpcore.workload.default_workload` -- every attribute alone, then pairs
+  whose cells hold at least 5 rows on average, 64 marginals at most.  It fits any table (50 rows or 400
+  columns), so the page never opens on an error.
+* ``all``: every k-way marginal (optionally only those with at most n cells).
+* ``random``: m of them, drawn with a public seed.
+* ``picked``: attributes picked by hand; the workload is each of them alone and every combination of up to k
+  of them (again optionally capped at n cells).
+
+Values come straight from the widgets' session keys and are checked here (the Release page builds the workload
+without showing the controls), so a bad value gives a message, never a crash or a silently different workload.
+"""
 
 from __future__ import annotations
 
@@ -8,24 +22,37 @@ import math
 import streamlit as st
 
 from dpcore.errors import WorkloadError
-from dpcore.workload import BYTES_PER_QUERY, Workload
+from dpcore.workload import BYTES_PER_QUERY, Workload, default_workload
 
 from . import state
 
+MODES = ("recommended", "all", "random", "picked")
+#: The mode's session key (its own, so that the default is "recommended" whatever an older session saved under
+#: ``state.WL_MODE``); the other choices keep their ``state.WL_*`` keys.
+MODE = state.KEEP + "wl_choice"
+MODE_TEXT = {
+    "recommended": "recommended for this table",
+    "all": "all k-way marginals",
+    "random": "m random k-way marginals",
+    "picked": "pick attributes by hand",
+}
 #: Refuse to enumerate more candidate marginals than this (the count is shown).
 MAX_CANDIDATES = 200_000
-#: Hand-picking lists every candidate in a widget: keep that list usable.
-MAX_PICKABLE = 5_000
+#: Largest k the page offers.
+MAX_K = 5
+#: Attributes pre-selected when "pick by hand" is first opened (so it opens on a working workload).
+FIRST_PICK = 3
 
 
 def choice() -> dict:
+    mode = state.get(MODE)
     return {
-        "k": int(state.get(state.WL_K)),
-        "mode": state.get(state.WL_MODE),
-        "m": int(state.get(state.WL_M)),
-        "seed": int(state.get(state.WL_SEED)),
+        "mode": mode if mode in MODES else "recommended",
+        "k": state.get(state.WL_K),
+        "m": state.get(state.WL_M),
+        "seed": state.get(state.WL_SEED),
         "cap": bool(state.get(state.WL_CAP)),
-        "picked": list(state.get(state.WL_PICKED) or []),
+        "picked": [str(a) for a in (state.get(state.WL_PICKED) or [])],
     }
 
 
@@ -33,17 +60,28 @@ def marginal_label(names: list[str], combo: tuple[int, ...]) -> str:
     return " × ".join(names[a] for a in combo)
 
 
-def candidates(domain, k: int, cap: int | None) -> list[tuple[int, ...]]:
-    count = math.comb(len(domain), k)
+def _whole(value, what: str, low: int, high: int | None = None) -> int:
+    try:
+        num = float(value)
+    except (TypeError, ValueError):
+        raise WorkloadError(f"{what} must be a whole number (it is empty or not a number).") from None
+    if not math.isfinite(num) or not num.is_integer() or num < low or (high is not None and num > high):
+        bounds = f"between {low} and {high}" if high is not None else f"at least {low}"
+        raise WorkloadError(f"{what} must be a whole number {bounds} (got {value}).")
+    return int(num)
+
+
+def candidates(domain, k: int, cap: int | None, among: list[int] | None = None) -> list[tuple[int, ...]]:
+    """Every k-way marginal (over ``among``, default all attributes) with at most ``cap`` cells."""
+    attrs = list(range(len(domain))) if among is None else list(among)
+    count = math.comb(len(attrs), k)
     if count > MAX_CANDIDATES:
         raise WorkloadError(
-            f"There are {count:,} {k}-way marginals over {len(domain)} attributes, more than the "
+            f"There are {count:,} {k}-way marginals over {len(attrs)} attributes, more than the "
             f"{MAX_CANDIDATES:,} this page enumerates; choose a smaller k or fewer attributes."
         )
     shape = domain.shape
-    return [
-        c for c in itertools.combinations(range(len(domain)), k) if cap is None or math.prod(shape[a] for a in c) <= cap
-    ]
+    return [c for c in itertools.combinations(attrs, k) if cap is None or math.prod(shape[a] for a in c) <= cap]
 
 
 def estimate(domain, combos) -> dict:
@@ -59,39 +97,60 @@ def estimate(domain, combos) -> dict:
     }
 
 
+def picked_marginals(domain, picked: list[str], k: int, cap: int | None) -> list[tuple[int, ...]]:
+    """Each picked attribute alone and every combination of up to ``k`` of them (cells ≤ cap)."""
+    index = {name: i for i, name in enumerate(domain.names)}
+    attrs = sorted({index[a] for a in picked if a in index})
+    if not attrs:
+        raise WorkloadError("Pick at least one attribute of this table.")
+    combos: list[tuple[int, ...]] = []
+    for width in range(1, min(k, len(attrs)) + 1):
+        combos += candidates(domain, width, cap, attrs)
+    if not combos:
+        raise WorkloadError(
+            f"Every combination of the picked attributes has more cells than the table has rows (n = {cap:,}); "
+            "untick the cap or pick attributes with fewer values."
+        )
+    return combos
+
+
 def build(dataset, cfg: dict) -> Workload:
     dom = dataset.domain
     cap = dataset.n if cfg["cap"] else None
-    if cfg["k"] < 1 or cfg["k"] > 5:
-        raise WorkloadError(f"k must be between 1 and 5 (got {cfg['k']}).")
-    if cfg["k"] > len(dom):
-        raise WorkloadError(
-            f"k = {cfg['k']} is larger than the number of attributes ({len(dom)}); choose k ≤ {len(dom)}."
-        )
-    if cfg["mode"] == "picked":
-        if not cfg["picked"]:
-            raise WorkloadError("No marginal picked: choose at least one from the list.")
-        names = dom.names
-        by_label = (
-            {marginal_label(names, c): c for c in itertools.combinations(range(len(dom)), cfg["k"])}
-            if math.comb(len(dom), cfg["k"]) <= MAX_CANDIDATES
-            else {}
-        )
-        combos = [by_label[p] for p in cfg["picked"] if p in by_label]
-        if not combos:
-            raise WorkloadError("None of the picked marginals exists for this schema and k; pick again.")
-        return Workload(dom, tuple(combos))
-    cands = candidates(dom, cfg["k"], cap)
+    mode = cfg["mode"]
+    if mode == "recommended":
+        return default_workload(dom, dataset.n)
+    k = _whole(cfg["k"], "k (attributes per marginal)", 1, MAX_K)
+    if mode == "picked":
+        return Workload(dom, tuple(picked_marginals(dom, cfg["picked"], k, cap)))
+    if k > len(dom):
+        raise WorkloadError(f"k = {k} is larger than the number of attributes ({len(dom)}); choose k ≤ {len(dom)}.")
+    cands = candidates(dom, k, cap)
     if not cands:
-        raise WorkloadError(
-            f"No {cfg['k']}-way marginal has at most n = {dataset.n:,} cells; untick the cap or lower k."
-        )
-    if cfg["mode"] == "all":
+        raise WorkloadError(f"No {k}-way marginal has at most n = {dataset.n:,} cells; untick the cap or lower k.")
+    if mode == "all":
         return Workload(dom, tuple(cands))
-    if cfg["m"] > len(cands):
+    m = _whole(cfg["m"], "m (number of marginals)", 1)
+    seed = _whole(cfg["seed"], "The selection seed", 0, 2**32 - 1)
+    if m > len(cands):
         capped = f" with at most n = {dataset.n:,} cells" if cap else ""
-        raise WorkloadError(f"Only {len(cands):,} {cfg['k']}-way marginals{capped} exist; ask for at most that many.")
-    return Workload.random_kway(dom, cfg["k"], cfg["m"], seed=cfg["seed"], max_cells=cap)
+        raise WorkloadError(f"Only {len(cands):,} {k}-way marginals{capped} exist; ask for at most that many.")
+    return Workload.random_kway(dom, k, m, seed=seed, max_cells=cap)
+
+
+def describe_choice(dataset, cfg: dict) -> str:
+    """One line saying what the chosen workload is, in plain words."""
+    mode = cfg["mode"]
+    if mode == "recommended":
+        return (
+            "Every attribute on its own, plus pairs of attributes whose cells hold at least 5 rows on average "
+            "(64 marginals at most, chosen with a fixed public seed). It suits any table."
+        )
+    if mode == "picked":
+        return "Each picked attribute on its own and every combination of up to k of them."
+    if mode == "all":
+        return "Every combination of k attributes."
+    return "m combinations of k attributes, drawn at random with a public seed (the workload is public)."
 
 
 def current_workload(dataset) -> tuple[Workload | None, str | None]:
