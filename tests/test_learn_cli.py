@@ -214,3 +214,24 @@ def test_balanced_option_runs_privately_end_to_end(capsys, adult):
     for r in ev.records:
         assert r["epsilon_spent"] == 1.0 and r["model"].epsilon == 1.0
         assert r["model"].public["learner_epsilon"] == pytest.approx((1.0 - 0.05) / 2)
+
+
+def test_an_evaluation_is_charged_to_the_workspace_ledger_before_it_runs(tmp_path, capsys):
+    """Every private run touched the training rows: the evaluation reserves the sum of its runs' (ε, δ) in the
+    workspace before starting, against the dataset's cap; over the cap nothing runs and nothing is charged."""
+    from dpcore.cli import main
+    from dpcore.data import bundled_adult
+    from dpcore.privacy.ledger import Ledger
+
+    ws = str(tmp_path / "ws")
+    argv = ["learn", "--workspace", ws, "--methods", "dplr,nonprivate", "--runs", "2", "--max-rows", "600"]
+    assert main([*argv, "--epsilons", "1,2", "--budget", "10"]) == 0
+    err = capsys.readouterr().err
+    assert "charges ε = 6" in err and "cap of ε = 10" in err
+    key = bundled_adult().ledger_key
+    total = Ledger(ws).total(key)
+    assert total["epsilon"] == pytest.approx(6.0) and total["runs"] == 1 and total["entries"] == 4
+    # a second evaluation of ε = 2 × 3 runs would take the total to 12 > 10: refused before any run
+    assert main([*argv[:-2], "--runs", "3", "--max-rows", "600", "--epsilons", "2"]) == 2
+    assert "cap" in capsys.readouterr().err
+    assert Ledger(ws).total(key)["epsilon"] == pytest.approx(6.0)

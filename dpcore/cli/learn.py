@@ -5,6 +5,11 @@ evaluation a reproducible demo whose models say their guarantee is "none".  δ m
 table's rows; default 1/n²).  ``--models`` writes one model file per private method and ε (its first
 run, chosen without looking at accuracy), each carrying its guarantee; the non-private reference is
 never written.
+
+Every private run touched the training rows, so the evaluation is charged to the workspace ledger
+(``--workspace``, else $DPCORE_WORKSPACE, else the per-user folder) *before* it starts: the sum of all
+runs' (ε, δ) (basic composition), checked against the dataset's cap (``--budget``).  A cancelled or failed
+evaluation stays charged.
 """
 
 from __future__ import annotations
@@ -25,6 +30,7 @@ from ..learning.features import (
     FeatureEncoding,
     prepare,
 )
+from .common import add_workspace_arg
 
 
 def add_parser(subparsers) -> None:
@@ -93,6 +99,15 @@ def add_parser(subparsers) -> None:
         help="folder: one model JSON per private method and ε (its first run), each with its guarantee",
     )
     p.add_argument("--json", action="store_true", help="print the summary as one JSON object on the last line")
+    add_workspace_arg(p)
+    p.add_argument(
+        "--budget",
+        type=float,
+        default=None,
+        metavar="EPS",
+        help="cap on this dataset's total ε in the workspace ledger (set or changed, recorded); an evaluation "
+        "that would exceed it is refused before it touches the data",
+    )
     p.add_argument("--quiet", action="store_true")
 
 
@@ -164,7 +179,33 @@ def run(args) -> int:
     calls = sum(f["oracle_calls"] for f in figures) * args.runs
     say(f"planned: {len(methods)} method(s) × {len(epsilons)} ε × {args.runs} run(s), about {calls:,} oracle calls")
     total_eps, total_delta = _planned_cost(methods, epsilons, args.runs, settings, data.n_public)
-    say(f"privacy cost of this evaluation: ε = {total_eps:g}, δ = {total_delta:.3g} (basic composition of all runs)")
+    from ..privacy.ledger import Ledger
+    from ..release import new_run_id
+    from ..workspace import Workspace
+
+    ledger, run_id = Ledger(Workspace(args.workspace)), new_run_id()
+    if total_eps > 0:
+        after = ledger.preview(ds.ledger_key, ds.n, total_eps, total_delta)
+        cap = args.budget if args.budget is not None else after["cap_epsilon"]
+        say(
+            f"This evaluation charges ε = {total_eps:g}, δ = {total_delta:.3g} to {ds.name} (basic composition of "
+            f"all runs{'; a DEMO: fixed seed' if noise.seeded else ''}); the dataset's total after it: "
+            f"ε = {after['epsilon']:.4g}"
+            + (f" of a cap of ε = {cap:g}." if cap is not None else " (no cap set; --budget EPS sets one).")
+        )
+        # charged before any run reads a row; a cancelled or failed evaluation stays charged
+        ledger.reserve(
+            dataset=ds.ledger_key,
+            name=ds.name,
+            n=ds.n,
+            run=run_id,
+            mechanism="learn:" + ",".join(m for m in methods if m != "nonprivate"),
+            epsilon=total_eps,
+            delta=total_delta,
+            budget=args.budget,
+            accountant="basic composition of the runs",
+            note=("demo (fixed seed); " if noise.seeded else "") + f"{args.runs} run(s) × {len(epsilons)} ε",
+        )
 
     def progress(done, total, message):
         say(f"  [{done}/{total}] {message}")
@@ -182,6 +223,8 @@ def run(args) -> int:
             executor=None if ex.name == "serial" else ex,
             progress=progress,
         )
+    if total_eps > 0:
+        ledger.settle(run_id, _spends(ev), "basic composition of the runs")
     summary = ev.summary()
     print("method | epsilon | runs | accuracy_mean | accuracy_std | seconds | solver_failures | bottom_outputs")
     for r in summary:
@@ -245,6 +288,19 @@ def _planned_cost(methods, epsilons, runs, settings, n_table) -> tuple[float, fl
             eps += runs * e_run
             delta += runs * d_run
     return eps, delta
+
+
+def _spends(ev) -> list:
+    """One ledger entry per private run (their sum is what was reserved)."""
+    from ..mechanisms.base import SpendRecord
+
+    return [
+        SpendRecord(
+            r["epsilon_spent"], r["delta_spent"], None, f"learn:{r['method']} ε = {r['epsilon']:g}, run {r['run'] + 1}"
+        )
+        for r in ev.records
+        if r["epsilon_spent"] > 0
+    ]
 
 
 def write_models(ev, encoding, folder: Path) -> list[Path]:
