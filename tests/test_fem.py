@@ -37,7 +37,7 @@ def fem_params(**kw):
 
 # ------------------------------------------------------------------ accounting
 def paper_eps(eps0: float, T: int, delta: float) -> float:
-    """Seed 001 Algorithm 1 / Thm 3, written out here independently of the module."""
+    """[VTBSW20] Algorithm 1 / Thm 3, written out here independently of the module."""
     return T * eps0**2 / 2 + eps0 * math.sqrt(2 * T * math.log(1 / delta))
 
 
@@ -71,7 +71,7 @@ def test_advanced_composition_closed_form(eps, planted_wl):
 
 
 def test_reference_settings_round_counts():
-    """Seed 001 §6 on Adult: ε = 0.1 with ε0 = 0.0025 and ε = 0.25 with ε0 = 0.003 (the reference
+    """[VTBSW20] §6 on Adult: ε = 0.1 with ε0 = 0.0025 and ε = 0.25 with ε0 = 0.003 (the reference
     code counts each round as ε0²/2-zCDP, i.e. the paper's Thm 3 formula).  By the formula:
     ε(36) = 0.09869 ≤ 0.1 < ε(37) = 0.10005, and ε(159) = 0.24931 ≤ 0.25 < ε(160) = 0.25009."""
     assert rounds_for(0.0025, Budget(0.1, DELTA_ADULT), "advanced") == 36

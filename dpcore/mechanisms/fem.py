@@ -1,9 +1,9 @@
 """FEM and sepFEM: no-regret dynamics with a Follow-the-Perturbed-Leader data player.
 
-Seed 001 (Vietri, Tian, Bun, Steinke, Wu 2020), Algorithm 1 (primal framework) with
+[VTBSW20] (Vietri, Tian, Bun, Steinke, Wu 2020), Algorithm 1 (primal framework) with
 Algorithm 2 (FEM: Non-Convex-FTPL, ``σ ~ Exp(β)^D`` subtracted) or Algorithm 3
 (sepFEM: Separator-FTPL, ``σ ~ Lap(η)^D`` on the D single-literal queries, which
-separate one-hot records, seed 001 Def. 4.1)::
+separate one-hot records, [VTBSW20] Def. 4.1)::
 
     q_0 uniform over Q ∪ ¬Q
     for t = 1..T:
@@ -13,7 +13,7 @@ separate one-hot records, seed 001 Def. 4.1)::
     output the records of rounds > burn_in·T   (all rounds by default: the average play)
 
 **Privacy guarantee.** Only the T exponential-mechanism draws read the private
-data; the data player sees the released queries and public noise (seed 001 Thm 6),
+data; the data player sees the released queries and public noise ([VTBSW20] Thm 6),
 so the guarantee holds whatever SCIP returns (time-outs included).  Every draw comes
 from ``ctx.noise``: the selections from OpenDP's exponential mechanism (report-noisy-max
 with Gumbel noise, vetted against floating-point attacks), over the 2|Q| ≈ 10^6 queries in
@@ -24,7 +24,7 @@ player, which never reads D).  Replace-one
 neighbours, score sensitivity 1/n.  Default accountant: each draw is ε0²/8-zCDP
 (bounded-range analysis of the exponential mechanism, Cesar & Rogers 2021), T draws
 are T·ε0²/8-zCDP, converted to (ε, δ) with Canonne–Kamath–Steinke.  Option
-``accountant=advanced``: seed 001 Thm 3 / Algorithm 1, ε = T ε0²/2 + ε0 sqrt(2T ln 1/δ)
+``accountant=advanced``: [VTBSW20] Thm 3 / Algorithm 1, ε = T ε0²/2 + ε0 sqrt(2T ln 1/δ)
 (each draw ε0-DP).  The release spends exactly the rounds it runs; ``epsilon_spent``
 is computed from them, never from the plan.
 
@@ -35,16 +35,16 @@ the data a release runs on:
 * ``rounds`` T (or ``epsilon0``): by default T balances the exponential mechanism's
   resolution against the data player's regret.  One draw with parameter ε0 finds a
   query within ``2 ln(2|Q|) / (n ε0)`` of the worst with constant probability
-  (seed 001 Thm 2), and with the zCDP budget ρ split over T rounds
+  ([VTBSW20] Thm 2), and with the zCDP budget ρ split over T rounds
   (ε0 = sqrt(8ρ/T)) that term grows like sqrt(T) while the FTPL regret per round
   shrinks like 1/sqrt(T); equating them gives ``T = C · n sqrt(8ρ) / (2 ln(2|Q|))``.
-  C = 1 is read off the published settings of the paper's reference code (seed 001
+  C = 1 is read off the published settings of the paper's reference code ([VTBSW20]
   §6, Tables 2–3: on Adult, ε = 0.1 with ε0 = 0.0025 and ε = 0.25 with ε0 = 0.003 under
   its ρ0 = ε0²/2 accounting, i.e. T ≈ 37 and 160, give C ≈ 0.7 and 1.2).  T is capped at
   ``max_rounds`` = 150, a public run-time bound: the cost grows like T² because every
   round adds a clause, and on 2 shared cores 150 rounds × 50 samples is already several
   minutes.  A cap only makes ε0 larger, never the privacy loss.
-* ``noise`` β (FEM): 2, the middle of the published grid {1, 2, 3, 4} (seed 001
+* ``noise`` β (FEM): 2, the middle of the published grid {1, 2, 3, 4} ([VTBSW20]
   Table 2); a constant scale, as in the reference code.
 * ``noise`` η (sepFEM): 0.5.  The paper publishes no sepFEM setting, and the same number
   does not mean the same strength: under FEM a record pays about β for each literal a
@@ -171,7 +171,7 @@ def spent_epsilon(eps0: float, T: int, delta: float, accountant: str) -> float:
 def rounds_for(eps0: float, budget: Budget, accountant: str) -> int:
     """Most rounds at ε0 the budget buys."""
     if accountant == "advanced":
-        # Seed 001 Thm 3: (ε0²/2) u² + ε0 sqrt(2L) u = ε with u = sqrt(T).
+        # [VTBSW20] Thm 3: (ε0²/2) u² + ε0 sqrt(2L) u = ε with u = sqrt(T).
         L = math.log(1.0 / budget.delta)
         u = (-eps0 * math.sqrt(2 * L) + math.sqrt(2 * L * eps0**2 + 2 * eps0**2 * budget.epsilon)) / eps0**2
         T = math.floor(u * u * (1 + 1e-12))
@@ -211,7 +211,7 @@ def smallest_epsilon_auto(n: int, n_queries: int, delta: float) -> float:
 class FEM(Mechanism):
     name = "fem"
     title = "FEM (Follow-the-perturbed-leader + Exponential Mechanism)"
-    seed = "seed 001 (Vietri et al. 2020), Algorithms 1–2"
+    seed = "[VTBSW20] (Vietri et al. 2020), Algorithms 1–2"
     privacy = "robust"
     output = "rows"
     summary = (
@@ -223,13 +223,13 @@ class FEM(Mechanism):
     )
     accounting = (
         "T exponential mechanisms with parameter ε0 (sensitivity 1/n): zCDP, each ε0²/8 (Cesar & "
-        "Rogers 2021), CKS conversion; or seed 001 Thm 3 advanced composition "
+        "Rogers 2021), CKS conversion; or [VTBSW20] Thm 3 advanced composition "
         "ε = Tε0²/2 + ε0 sqrt(2T ln 1/δ)."
     )
     parameters = _PARAMETERS
     teaching_preset: ClassVar[dict] = {"rounds": 8, "samples": 8}
 
-    #: FTPL perturbation: "exponential" (subtracted, seed 001 Alg. 2) or "laplace" (added, Alg. 3).
+    #: FTPL perturbation: "exponential" (subtracted, [VTBSW20] Alg. 2) or "laplace" (added, Alg. 3).
     perturbation = "exponential"
 
     # ------------------------------------------------------------ plan
@@ -312,7 +312,7 @@ class FEM(Mechanism):
         true = workload.answers(dataset.codes)
         key = f"{self.name}-{os.getpid()}-{time.time_ns()}"  # names this run's cached models, not random
         history = ClauseHistory(key, shape)
-        q0 = int(rng.integers(0, 2 * nq))  # seed 001 Alg. 1: q_0 uniform over Q ∪ ¬Q (no data read)
+        q0 = int(rng.integers(0, 2 * nq))  # [VTBSW20] Alg. 1: q_0 uniform over Q ∪ ¬Q (no data read)
         history = self._add_query(history, workload, q0)
 
         stats = OracleStats()
@@ -372,7 +372,7 @@ class FEM(Mechanism):
         acc_name = (
             "zCDP (exponential mechanism ε0²/8 per round, CKS conversion)"
             if rho is not None
-            else "advanced composition (seed 001 Thm 3)"
+            else "advanced composition ([VTBSW20] Thm 3)"
         )
         public = {
             k: plan[k]
@@ -405,7 +405,7 @@ class FEM(Mechanism):
 
     # ------------------------------------------------------------ pieces
     def _perturbation(self, noise: Randomness, scale: float, size) -> np.ndarray:
-        # seed 001 Alg. 2: maximise sum q_i(x) - <x, σ>, σ ~ Exp(β)^D.
+        # [VTBSW20] Alg. 2: maximise sum q_i(x) - <x, σ>, σ ~ Exp(β)^D.
         return -noise.exponential(scale, size)
 
     @staticmethod
@@ -461,7 +461,7 @@ class SepFEM(FEM):
     name = "sepfem"
     parameters = tuple(_SEP_NOISE if p.name == "noise" else p for p in _PARAMETERS)
     title = "sepFEM (Separator-FTPL + Exponential Mechanism)"
-    seed = "seed 001 (Vietri et al. 2020), Algorithms 1 and 3"
+    seed = "[VTBSW20] (Vietri et al. 2020), Algorithms 1 and 3"
     summary = (
         "FEM with a different randomisation of the data player: instead of penalising each attribute "
         "value by exponential noise it adds Laplace-weighted 'fake' single-attribute queries (a separator "
@@ -470,5 +470,5 @@ class SepFEM(FEM):
     perturbation = "laplace"
 
     def _perturbation(self, noise: Randomness, scale: float, size) -> np.ndarray:
-        # seed 001 Alg. 3: maximise sum q_i(x) + sum_k σ_k x_k, σ_k ~ Lap(η) on the D literals.
+        # [VTBSW20] Alg. 3: maximise sum q_i(x) + sum_k σ_k x_k, σ_k ~ Lap(η) on the D literals.
         return noise.bulk_laplace(scale, size)
