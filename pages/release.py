@@ -9,7 +9,7 @@ from dpcore.release import plan_release
 from ui import datasource, jobs, progress, state, widgets
 from ui import mechanisms as ui_mechanisms
 from ui import workload_state as wls
-from ui.text import fmt_delta, fmt_eps, md_escape, show_error, show_warning
+from ui.text import fmt_delta, fmt_eps, glossary, md_escape, show_error, show_warning
 
 st.title("3 · Release")
 st.caption("Choose how to privatise the data, how much privacy to spend, and run.")
@@ -50,7 +50,7 @@ with st.container(border=True):
     b1, b2 = st.columns([3, 2])
     with b1:
         st.markdown(f"**{mech.title}**")
-        st.caption(f"Source: {mech.seed}")
+        st.caption(f"Source: {widgets.source_line(mech)}")
         st.write(mech.summary)
     with b2:
         widgets.privacy_badge(mech)
@@ -60,17 +60,18 @@ with st.container(border=True):
         with st.popover("Privacy accounting"):
             st.write(mech.accounting or "—")
 
+checks = widgets.InputChecks()  # an invalid input shows its message under it, and nothing runs
 st.subheader("Privacy budget")
 e1, e2 = st.columns(2)
 with e1:
-    st.number_input(
+    checks.number(
         "ε (epsilon)",
         key=state.EPSILON,
+        low=0,
+        low_open=True,
         step=0.1,
-        format="%g",
         disabled=busy,
-        help="The privacy loss bound: smaller is more private and noisier. Typical values 0.1–10; "
-        "the papers' benchmarks use 0.1–1.",
+        help=glossary("epsilon") + " The papers' benchmarks use 0.1–1.",
     )
 with e2:
     d_default = default_delta(dataset.n)
@@ -81,15 +82,15 @@ with e2:
         horizontal=True,
         disabled=busy,
         format_func={"default": f"1/n² = {d_default:.2e} (default)", "custom": "custom"}.get,
-        help="The probability the ε guarantee may fail. 1/n² is far below 1/n, the level at which a "
-        "mechanism could publish a whole record; pure-ε mechanisms spend δ = 0 whatever you choose.",
+        help=glossary("delta") + " 1/n² is far below 1/n, the level at which a mechanism could publish a whole "
+        "record; pure-ε mechanisms spend δ = 0 whatever you choose.",
     )
     if state.get(state.DELTA_MODE) == "custom":
-        st.number_input(
-            "custom δ", key=state.DELTA, format="%.2e", step=1e-10, min_value=0.0, max_value=0.999, disabled=busy
+        checks.number(
+            "custom δ", key=state.DELTA, low=0, high=1, high_open=True, format="%.2e", step=1e-10, disabled=busy
         )
 epsilon = float(state.get(state.EPSILON) or 0.0)
-delta = None if state.get(state.DELTA_MODE) == "default" else float(state.get(state.DELTA))
+delta = None if state.get(state.DELTA_MODE) == "default" else float(state.get(state.DELTA) or 0.0)
 
 st.subheader("Parameters")
 class_k = int(state.get(state.WL_CLASS) or 0) or None
@@ -98,20 +99,19 @@ if class_k and any(p.name == "k" for p in mech.parameters):
         f"Your workload includes the class of all conjunctions of width ≤ {class_k}: this mechanism answers "
         "it directly (its parameter k starts at that width)."
     )
-params = widgets.parameter_form(mech, disabled=busy, overrides={"k": class_k} if class_k else None)
+params = widgets.parameter_form(mech, disabled=busy, overrides={"k": class_k} if class_k else None, checks=checks)
 with st.expander("Advanced: solver, executor, seed"):
     a1, a2, a3 = st.columns(3)
     with a1:
-        st.number_input(
+        checks.number(
             "SCIP time limit per oracle call (s)",
-            min_value=0.1,
-            max_value=3600.0,
+            low=0.1,
+            high=3600.0,
             step=1.0,
             key=state.TIME_LIMIT,
             disabled=busy or not mech.uses_oracle,
-            format="%g",
-            help="A solve that hits the limit returns its best feasible answer. For mechanisms whose "
-            "privacy holds even if the solver fails this only affects accuracy.",
+            help=glossary("oracle") + " A solve that hits the limit returns its best feasible answer. For mechanisms "
+            "whose privacy holds even if the solver fails this only affects accuracy.",
         )
     with a2:
         st.selectbox(
@@ -137,7 +137,7 @@ with st.expander("Advanced: solver, executor, seed"):
             "(it reads the data) and is labelled DEMO everywhere.",
         )
         if state.get(state.FIX_SEED):
-            st.number_input("seed", min_value=0, step=1, key=state.DEMO_SEED, disabled=busy)
+            checks.number("seed", key=state.DEMO_SEED, low=0, integer=True, disabled=busy)
 if state.get(state.FIX_SEED):
     st.warning(
         "**Demo run:** the seed is fixed, so this run's output promises **no privacy** (its card says so, its "
@@ -156,14 +156,17 @@ st.text_input(
 st.subheader("Before running: what it costs")
 plan, plan_error, over_cap = None, None, None
 d_used = d_default if delta is None else delta
-try:
-    check_budget(epsilon, d_used, dataset.n)
-    plan = plan_release(dataset.n, workload, mech.name, epsilon, delta, params)
-except DPCoreError as exc:
-    plan_error = str(exc)
-if plan_error:
-    show_error(plan_error)
+if not checks.ok:
+    plan_error = checks.summary()
+    st.caption(plan_error)
 else:
+    try:
+        check_budget(epsilon, d_used, dataset.n)
+        plan = plan_release(dataset.n, workload, mech.name, epsilon, delta, params)
+    except DPCoreError as exc:
+        plan_error = str(exc)
+        show_error(plan_error)
+if not plan_error:
     for w in check_budget(epsilon, d_used, dataset.n):
         show_warning(w)
     led = state.ledger()
@@ -219,17 +222,16 @@ else:
             "your note."
         )
         c1, c2 = st.columns([1, 2])
-        cap_value = c1.number_input(
-            "Cap on the total ε",
-            min_value=0.001,
-            value=float(cap_eps) if cap_eps is not None else max(1.0, round(tot["epsilon"] + epsilon, 3)),
-            step=0.5,
-            format="%g",
-            key=f"cap_value:{key}",
+        cap_checks = widgets.InputChecks()
+        state.default(
+            f"cap_value:{key}", float(cap_eps) if cap_eps is not None else max(1.0, round(tot["epsilon"] + epsilon, 3))
+        )
+        cap_value = cap_checks.number(
+            "Cap on the total ε", key=f"cap_value:{key}", low=0, low_open=True, step=0.5, container=c1
         )
         cap_note = c2.text_input("Why (recorded with the cap)", key=f"cap_note:{key}", max_chars=200)
         b1, b2 = st.columns(2)
-        if b1.button("Set the cap", key=f"cap_set:{key}", icon=":material/lock:"):
+        if b1.button("Set the cap", key=f"cap_set:{key}", icon=":material/lock:", disabled=not cap_checks.ok):
             led.set_cap(key, float(cap_value), None, note=cap_note or "set in the app", name=dataset.name, n=dataset.n)
             st.rerun()
         if cap_eps is not None and b2.button("Lift the cap", key=f"cap_lift:{key}", icon=":material/lock_open:"):

@@ -82,7 +82,8 @@ def new_session():
 @pytest.mark.parametrize("epsilon", [0.0, -1.0])
 def test_nonpositive_epsilon_is_refused_before_running(at, epsilon):
     at.number_input(key=state.EPSILON).set_value(epsilon).run()
-    assert any("ε must be a positive finite number" in e for e in errors(at))
+    assert any("is outside the allowed range: above 0" in e for e in errors(at))
+    assert any("Nothing runs until this input is fixed: ε (epsilon)" in plain(c.value) for c in at.caption)
     assert run_button(at).disabled
 
 
