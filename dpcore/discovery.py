@@ -217,21 +217,26 @@ def partition_threshold(sigma: float, delta_per_value: float) -> int:
 def value_counts(column: pd.Series) -> tuple[list[str], np.ndarray]:
     """The column's distinct non-missing values as the schema's labels (canonical text) and their counts."""
     uniques, counts = _distinct_present(column)
-    if not len(uniques):
-        return [], np.zeros(0, np.int64)
-    text = pd.Series([_canonical_text(u) for u in uniques], dtype=object)
-    grouped = pd.Series(counts).groupby(text.to_numpy(), sort=False).sum()
-    return [str(v) for v in grouped.index], grouped.to_numpy(dtype=np.int64)
+    return [_canonical_text(u) for u in uniques], counts
 
 
 def select_values(column: pd.Series, sigma: float, tau: int, noise) -> tuple[str, ...]:
     """Thresholded partition selection on one column: the values whose noisy count clears τ, in natural order."""
-    labels, counts = value_counts(column)
-    if not labels:
-        return ()
-    noisy = counts + noise.discrete_gaussian(sigma, len(counts))
-    kept = [v for v, c in zip(labels, noisy) if c >= tau]
-    return tuple(sorted(kept, key=_natural_key))
+    return select_many([column], sigma, tau, noise)[0]
+
+
+def select_many(columns: list[pd.Series], sigma: float, tau: int, noise) -> list[tuple[str, ...]]:
+    """:func:`select_values` for several columns with one draw of noise (cryptographic draws cost per call)."""
+    found = [_distinct_present(c) for c in columns]
+    sizes = [len(counts) for _, counts in found]
+    noise_all = noise.discrete_gaussian(sigma, sum(sizes)) if sum(sizes) else np.zeros(0, np.int64)
+    out, start = [], 0
+    for (uniques, counts), size in zip(found, sizes):
+        noisy = counts + noise_all[start : start + size]
+        start += size
+        kept = [_canonical_text(u) for u in np.asarray(uniques, dtype=object)[noisy >= tau]]
+        out.append(tuple(sorted(kept, key=_natural_key)))
+    return out
 
 
 def exact_values(column: pd.Series) -> tuple[str, ...]:
@@ -280,7 +285,16 @@ def dp_quantile(sorted_values: np.ndarray, grid: np.ndarray, q: float, side: str
         strict, loose = m - at_or_below, m - below  # #{x > c}, #{x ≥ c}
     target = q * m
     scores = -np.maximum(0.0, np.maximum(strict - target, target - loose))
-    return float(grid[noise.exponential_mechanism(scores, epsilon, 1.0 + q)])
+    # Grid points between the same two data points have the same utility: draw a run of them with weight
+    # (its length)·exp(ε·u/(2Δ)), then a point of the run uniformly -- exactly the exponential mechanism over the
+    # whole grid, with one candidate per run (the long runs beyond the data collapse to one).
+    change = np.flatnonzero((np.diff(strict) != 0) | (np.diff(loose) != 0)) + 1
+    starts = np.concatenate([[0], change])
+    lengths = np.diff(np.concatenate([starts, [len(grid)]]))
+    sensitivity = 1.0 + q
+    run_scores = scores[starts] + (2.0 * sensitivity / epsilon) * np.log(lengths)
+    run = noise.exponential_mechanism(run_scores, epsilon, sensitivity)
+    return float(grid[starts[run] + int(noise.integers(int(lengths[run])))])
 
 
 def sorted_present(column: pd.Series, kind: str, granularity: str | None = None, fmt: str | None = None) -> np.ndarray:
@@ -393,8 +407,8 @@ def discover_values(df: pd.DataFrame, tasks: list[ValueTask], rho_values: float,
         sigma = 1.0 / math.sqrt(rho_col)
         tau = partition_threshold(sigma, delta_threshold / len(cats))
         report["categories"] = {"sigma": sigma, "threshold": tau, "attributes": len(cats)}
-        for t in cats:
-            out.fields[t.name] = {"values": select_values(df[t.name], sigma, tau, noise)}
+        for t, values in zip(cats, select_many([df[t.name] for t in cats], sigma, tau, noise)):
+            out.fields[t.name] = {"values": values}
     for t in todo:
         if t.kind == "categorical":
             continue

@@ -321,22 +321,26 @@ class Attribute:
             codes = np.full(len(column), self.n_regular if self.missing else 0, dtype=np.int64)
             raw = column[present]
             lookup = {v: i for i, v in enumerate(self.values)}
-            # Hash the column once in C, then canonicalise only its distinct values.
+            # Hash the column once in C, then look up only its distinct values.
             uniq_idx, uniques = pd.factorize(raw, sort=False)
-            uniq_text = [_canonical_text(u) for u in uniques]
-            uniq_code = np.array([lookup.get(t, -1) for t in uniq_text], dtype=np.int64)
+            uniq_code, blank = _lookup_codes(uniques, lookup)
+            if blank.any():  # a cell of spaces is an empty cell
+                is_missing[np.flatnonzero(present)[blank[uniq_idx]]] = True
+                uniq_code[blank] = 0  # placeholder: set to the missing code below
             if self.other:
                 uniq_code[uniq_code < 0] = len(self.values)
             mapped = uniq_code[uniq_idx] if len(uniq_code) else np.zeros(0, np.int64)
             unknown = mapped < 0
             if unknown.any():
-                bad = [t for t, c in zip(uniq_text, uniq_code) if c < 0]
+                bad = [_canonical_text(u) for u, c in zip(uniques, uniq_code) if c < 0]
                 shown = ", ".join(repr(b) for b in bad[:5])
                 raise DomainError(
                     f"Column {self.name!r} has {int(unknown.sum())} value(s) not in its declared value list "
                     f"(e.g. {shown}). Add them to the schema, tick 'other' for it, or clean the column."
                 )
             codes[present] = mapped
+            if blank.any():
+                codes[is_missing] = self.n_regular if self.missing else 0
             self._check_missing(is_missing)
             return codes, clipped
         if self.kind == "numeric":
@@ -601,6 +605,33 @@ def _canonical_text(v) -> str:
     if isinstance(v, str):
         return v.strip()
     return str(v)
+
+
+def _lookup_codes(uniques, lookup: dict[str, int]) -> tuple[np.ndarray, np.ndarray]:
+    """The code of each distinct raw value (-1 when not listed) by its canonical text, and which are blank.
+
+    Vectorised for numeric and text columns (the canonical text of a number is injective on distinct numbers,
+    so the labels are turned into numbers once instead of every value into text)."""
+    n = len(uniques)
+    dtype = getattr(uniques, "dtype", None)
+    if n and dtype is not None and pd.api.types.is_numeric_dtype(dtype) and not pd.api.types.is_bool_dtype(dtype):
+        numeric: dict[float, int] = {}
+        for label, code in lookup.items():
+            try:
+                value = float(label)
+            except ValueError:
+                continue
+            if _canonical_text(value) == label:
+                numeric[value] = code
+        codes = np.array(pd.Series(np.asarray(uniques, dtype=float)).map(numeric).fillna(-1), dtype=np.int64)
+        return codes, np.zeros(n, dtype=bool)
+    if n and pd.api.types.infer_dtype(uniques, skipna=True) == "string":
+        text = pd.Series(np.asarray(uniques, dtype=object)).str.strip()
+        codes = np.array(text.map(lookup).fillna(-1), dtype=np.int64)
+        return codes, np.array(text == "", dtype=bool)
+    texts = [_canonical_text(u) for u in uniques]
+    codes = np.array([lookup.get(t, -1) for t in texts], dtype=np.int64)
+    return codes, np.array([t == "" for t in texts], dtype=bool)
 
 
 @dataclass(frozen=True)

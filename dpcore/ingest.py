@@ -51,6 +51,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from .domain import _canonical_text
 from .errors import BudgetError, DataError
 
 ROLES = ("categorical", "numeric", "datetime", "excluded")
@@ -282,12 +283,23 @@ class ColumnStats:
 
 
 def _distinct_present(column: pd.Series) -> tuple[pd.Index, np.ndarray]:
-    """The distinct non-missing values of a column (canonical text for text: stripped) and their counts."""
+    """The distinct non-missing values of a column, as the schema tells values apart (their canonical text:
+    text stripped, 1.0 = 1; a blank cell is missing), and their counts."""
     present = column[column.notna()]
-    if pd.api.types.is_string_dtype(present) or pd.api.types.is_object_dtype(present):
+    if pd.api.types.is_numeric_dtype(present) or pd.api.types.is_datetime64_any_dtype(present):
+        codes, uniques = pd.factorize(present, sort=False)  # canonical text is injective on distinct values
+    elif pd.api.types.infer_dtype(present, skipna=True) == "string":
         present = present.astype(str).str.strip()
-        present = present[present != ""]
-    codes, uniques = pd.factorize(present, sort=False)
+        codes, uniques = pd.factorize(present[present != ""], sort=False)
+    else:  # mixed Python objects (Parquet): canonicalise the distinct values, then merge equal texts
+        raw_codes, raw_uniques = pd.factorize(present, sort=False)
+        texts = pd.Series([_canonical_text(u) for u in raw_uniques], dtype=object)
+        text_codes, uniques = pd.factorize(texts, sort=False)
+        codes = text_codes[raw_codes] if len(raw_codes) else raw_codes
+        keep = np.asarray(uniques != "")
+        remap = np.where(keep, np.cumsum(keep) - 1, -1)
+        codes = remap[codes] if len(codes) else codes
+        codes, uniques = codes[codes >= 0], uniques[keep]
     counts = np.bincount(codes, minlength=len(uniques)) if len(uniques) else np.zeros(0, np.int64)
     return uniques, counts
 

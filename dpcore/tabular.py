@@ -62,8 +62,8 @@ from .discovery import (
     exact_bounds,
     exact_values,
 )
-from .domain import PROVENANCE, Attribute, Domain, _normalise_source
-from .errors import DataError, DomainError
+from .domain import Attribute, Domain, _normalise_source
+from .errors import BudgetError, DataError, DomainError
 from .ingest import Role, confirmed, private_roles, propose_roles
 from .mechanisms.base import SpendRecord
 from .output import to_table as _to_table
@@ -438,6 +438,10 @@ def prepare_table(
 
     known, undecided = _resolve(columns, specs, user_roles, policy)
     to_discover = columns_to_discover(columns, schema=schema, roles=roles, unlisted=policy)
+    if to_discover and not schema_from_data and noise is None:
+        raise BudgetError(
+            f"Columns {to_discover[:5]} need schema discovery, which draws privacy noise: pass noise=Randomness()."
+        )
     plan = None
     spends: list[SpendRecord] = []
     report: dict = {}
@@ -533,9 +537,12 @@ def card_data(
     """The release card's ``data`` section: n, the schema (each entry with its ``source``), the excluded columns
     (always present) and the renamed headers.  Only declared, DP-released or (explicit opt-in) inferred fields."""
     schema = [a.to_dict() for a in dataset.domain.attributes]
-    for entry in schema:
-        src = entry["source"]
-        assert src in PROVENANCE or isinstance(src, dict), src
+    inferred = dataset.domain.inferred
+    if inferred and not note:  # a safeguard: prepare_table never builds this, whatever the schema it is given
+        raise DomainError(
+            f"Attribute(s) {inferred} hold fields read off the private data without DP; they cannot go on a private "
+            "release's card. Discover them (the default) or choose schema_from_data explicitly."
+        )
     out: dict = {
         "n": dataset.n,
         "schema": schema,
