@@ -1,31 +1,68 @@
-"""The teaching page's fixed setting: bundled data, a small public workload, a fixed seed."""
+"""The teaching page's demos: the bundled (public) sample, a small public workload, a fixed seed, a promised time.
+
+A demo is what its label says: a real run of the mechanism, on the bundled Adult sample, that finishes within
+:data:`PROMISED_SECONDS`.  It draws its noise from a fixed seed, so it is a DEMO (its card says the guarantee is
+"none") and it is charged to the sample's ledger like any run that reads data.  A mechanism is offered only when
+its teaching preset can keep that promise: its public plan must work at ε = 1 on this workload and need at most
+:data:`MAX_DEMO_CALLS` solver calls; the others are listed with the reason (OracleQuery-PRSMA, for one, needs
+about 1.4e17 solver calls there).  ``tests/test_app_teaching.py`` runs every offered demo against the promise.
+"""
 
 from __future__ import annotations
+
+from dataclasses import dataclass, field
 
 import pandas as pd
 import streamlit as st
 
+from dpcore.errors import DPCoreError
 from dpcore.workload import Workload
 
-from . import datasource, state
+from . import datasource
 from .mechanisms import for_workloads
+from .text import fmt_number
 
 K = 2
 N_MARGINALS = 8
 WORKLOAD_SEED = 0
 DEMO_SEED = 0
-TIME_LIMIT = 5.0
-
+EPSILON = 1.0
+TIME_LIMIT = 5.0  # seconds per solver call
+#: What the page promises for every demo it offers (measured well below on a loaded 2-core machine).
+PROMISED_SECONDS = 30.0
+#: A preset that plans more solver calls than this cannot keep the promise: it is not offered.
+MAX_DEMO_CALLS = 5_000
+PLANNED_CALL_KEYS = ("oracle_calls", "oracle_calls_estimate", "oracle_calls_at_most", "lp_calls_at_most")
 
 #: The game-playing mechanisms come first: they show the data/query player game best.
 PREFERRED = ("dualquery", "fem")
 
 
-def preset_mechanisms() -> list:
-    """Registered mechanisms that declare a teaching preset (and work on a workload)."""
-    found = [m for m in for_workloads()[0] if m.teaching_preset]
-    rank = {name: i for i, name in enumerate(PREFERRED)}
-    return sorted(found, key=lambda m: rank.get(m.name, len(PREFERRED)))
+@dataclass
+class Demo:
+    mechanism: type
+    params: dict
+    plan: dict = field(default_factory=dict)
+
+    @property
+    def name(self) -> str:
+        return self.mechanism.name
+
+    @property
+    def label(self) -> str:
+        return f"DEMO · {self.mechanism.title} (teaching preset)"
+
+    @property
+    def planned_calls(self) -> int | None:
+        for key in PLANNED_CALL_KEYS:
+            value = self.plan.get(key)
+            if isinstance(value, (int, float)):
+                return int(value)
+        return None
+
+
+def teaching_dataset():
+    return datasource.bundled_dataset()
 
 
 @st.cache_resource(show_spinner=False)
@@ -35,36 +72,92 @@ def teaching_workload() -> Workload:
     return Workload.random_kway(ds.domain, K, N_MARGINALS, seed=WORKLOAD_SEED, max_cells=ds.n)
 
 
-def teaching_dataset():
-    ds = datasource.bundled_dataset()
-    st.session_state[state.DATASET_NAMES][ds.fingerprint] = datasource.BUNDLED_NAME
-    return ds
+def _check(mech_cls, n: int, workload: Workload) -> Demo | str:
+    """The mechanism's demo, or the reason its preset cannot keep the promise."""
+    from dpcore.release import plan_release
+
+    try:
+        params = mech_cls.validate_params(dict(mech_cls.teaching_preset))
+        plan = plan_release(n, workload, mech_cls.name, EPSILON, None, params)
+    except DPCoreError as exc:
+        first = str(exc).split(". ")[0].rstrip(".")
+        return f"its preset cannot run here at ε = {EPSILON:g}: {first}."
+    demo = Demo(mech_cls, params, plan)
+    calls = demo.planned_calls
+    if calls is not None and calls > MAX_DEMO_CALLS:
+        return f"its preset plans {fmt_number(calls)} solver calls, too many for a live demo."
+    return demo
 
 
-def preset_params(mech_cls) -> dict:
-    return mech_cls.validate_params(dict(mech_cls.teaching_preset))
+@st.cache_resource(show_spinner=False)
+def demos() -> tuple[list[Demo], dict[str, str]]:
+    """(the demos offered, {mechanism title: why it is not offered}), from the registry's teaching presets."""
+    ds = teaching_dataset()
+    workload = teaching_workload()
+    offered, left_out = [], {}
+    for mech_cls in for_workloads()[0]:
+        if not mech_cls.teaching_preset:
+            continue
+        found = _check(mech_cls, ds.n, workload)
+        if isinstance(found, Demo):
+            offered.append(found)
+        else:
+            left_out[mech_cls.title] = found
+    rank = {name: i for i, name in enumerate(PREFERRED)}
+    offered.sort(key=lambda d: rank.get(d.name, len(PREFERRED)))
+    return offered, left_out
 
 
-def ledger_steps(release) -> pd.DataFrame:
-    """The run's privacy spends in order, with the running total (basic composition)."""
+def start(demo: Demo, request_key: str, workspace=None) -> str:
+    """Start the demo as a recorded, charged run on the server (see ui.jobs); returns its run id."""
+    from . import jobs
+
+    return jobs.start_release(
+        dataset=teaching_dataset(),
+        workload=teaching_workload(),
+        mechanism=demo.name,
+        epsilon=EPSILON,
+        delta=None,
+        params=demo.params,
+        seed=DEMO_SEED,
+        label=demo.label,
+        request_key=request_key,
+        kind="teaching",
+        time_limit=TIME_LIMIT,
+        executor_spec="serial",
+        workspace=workspace,
+    )
+
+
+def latest_run(mechanism: str, workspace) -> dict | None:
+    """The newest finished teaching run of ``mechanism`` in the workspace (any session's)."""
+    from dpcore.runs import RunStore
+
+    store = RunStore(workspace)
+    for row in store.list(kind="teaching", light=True):
+        if row["mechanism"] == mechanism and row["status"] == "done":
+            return store.get(row["id"])
+    return None
+
+
+def trace_frame(evaluation: dict) -> pd.DataFrame:
+    rows = [{k: v for k, v in r.items() if not isinstance(v, (list, dict))} for r in evaluation.get("trace") or []]
+    return pd.DataFrame(rows)
+
+
+def ledger_steps(entries: list[dict]) -> pd.DataFrame:
+    """The run's privacy charges in order, with the running total (basic composition)."""
     rows, total = [], 0.0
-    for i, s in enumerate(release.spends, 1):
-        total += s.epsilon
+    for i, e in enumerate(entries, 1):
+        total += float(e["epsilon"])
         rows.append(
             {
                 "step": i,
-                "what": s.note,
-                "ε": s.epsilon,
-                "δ": s.delta,
-                "ρ (zCDP)": s.rho if s.rho is not None else float("nan"),
+                "what": e.get("note") or e.get("mechanism"),
+                "ε": float(e["epsilon"]),
+                "δ": float(e["delta"]),
+                "ρ (zCDP)": float("nan") if e.get("rho") is None else float(e["rho"]),
                 "ε so far (basic)": total,
             }
         )
     return pd.DataFrame(rows)
-
-
-def latest_teaching_run(mechanism: str):
-    for r in reversed(state.runs()):
-        if r.kind == "teaching" and r.release.mechanism == mechanism:
-            return r
-    return None
