@@ -55,6 +55,7 @@ from .data import Dataset, unique_column_names
 from .discovery import (
     DEFAULT_BINS,
     DEFAULT_SCHEMA_SHARE,
+    QUANTILE_RANGE,
     DiscoveryPlan,
     ValueTask,
     discover_values,
@@ -514,7 +515,12 @@ def discovery_warnings(report: dict, n: int) -> list[str]:
             "for finer categories."
         )
     levels = [b["quantile_level"] for b in report.get("bounds", {}).values()]
-    if levels and max(levels) > WARN_FRACTION:
+    if levels and max(levels) >= QUANTILE_RANGE[1]:
+        out.append(
+            "The budget is too small to locate numeric and date bounds on this many rows: discovered bounds may be "
+            "far from the data. Declare the bounds, or give a larger ε or schema share."
+        )
+    elif levels and max(levels) > WARN_FRACTION:
         out.append(
             f"Discovered bounds sit near the {max(levels):.0%} and {1 - max(levels):.0%} quantiles: values beyond "
             "them are clipped to the bounds. Declare the bounds, or give a larger ε or schema share."

@@ -276,3 +276,15 @@ def test_clear_errors():
         prepare_table(df, roles={c: "excluded" for c in df.columns}, epsilon=1.0, delta=1e-5, noise=Randomness(0))
     with pytest.raises(DataError, match="unknown role"):
         prepare_table(df, roles={"group": "blob"}, epsilon=1.0, delta=1e-5, noise=Randomness(0))
+
+
+def test_warnings_are_public_functions_of_sigma_threshold_and_level():
+    from dpcore.tabular import discovery_warnings
+
+    quiet = {"roles": {"sigma": 10.0}, "categories": {"threshold": 40}, "bounds": {"x": {"quantile_level": 0.01}}}
+    assert discovery_warnings(quiet, 10_000) == []
+    loud = {"roles": {"sigma": 900.0}, "categories": {"threshold": 4000}, "bounds": {"x": {"quantile_level": 0.12}}}
+    msgs = discovery_warnings(loud, 10_000)
+    assert len(msgs) == 3 and "9%" in msgs[0] and "40%" in msgs[1] and "12%" in msgs[2]
+    capped = discovery_warnings({"bounds": {"x": {"quantile_level": 0.25}}}, 100)
+    assert len(capped) == 1 and "far from the data" in capped[0]
