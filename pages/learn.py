@@ -1,109 +1,46 @@
 """Learn: private classifiers (OPDisc, RSPM, PRSMA, DP logistic regression) compared over ε.
 
-Layout only: the learners live in ``dpcore.learning``.  A run happens in a background thread
-(the page polls it), and every user string shown is escaped (never rendered as HTML).
+Layout only: the learners live in ``dpcore.learning``, the page's logic in ``ui/learning.py``, the run on the
+server in ``ui/jobs.py``.  Every user string shown is escaped (never rendered as HTML).
 """
 
 from __future__ import annotations
 
-import threading
-import time
-
-import numpy as np
 import pandas as pd
 import plotly.graph_objects as go
 import streamlit as st
 
-from dpcore.errors import Cancelled, DPCoreError
+from dpcore.errors import DPCoreError
 from dpcore.learning import NEIGHBOURS
-from dpcore.learning.evaluate import METHODS, LearnSettings, evaluate, parse_epsilons, plan
+from dpcore.learning.evaluate import METHODS, LearnSettings, parse_epsilons, plan
 from dpcore.learning.features import ADULT_LABEL, ADULT_POSITIVE, ADULT_SEVEN, FeatureEncoding, prepare
-from ui import datasource, state
-from ui.text import md_escape, show_error, show_warning
-
-K = "learn:"  # this page's session keys
-JOB = K + "job"
-DEFAULTS = {
-    K + "methods": ["opdisc", "rspm", "dplr"],
-    K + "epsilons": "0.5, 1, 2, 4",
-    K + "runs": 3,
-    K + "bound": 2,
-    K + "D": 4.0,
-    K + "tau": 1.0,
-    K + "time_limit": 60.0,
-    K + "lam": 1e-3,
-    K + "balance": True,
-    K + "test_fraction": 0.3,
-    K + "max_rows": 0,
-    K + "fix_seed": False,  # a fixed seed makes the noise reproducible: never the default
-    K + "seed": 0,
-    K + "delta_custom": False,
-    K + "delta": 1e-8,
-}
-
-
-class LearnJob:
-    """One evaluation in a daemon thread; the thread never calls Streamlit."""
-
-    def __init__(self, spec: dict) -> None:
-        self.spec = spec
-        self.cancel_event = threading.Event()
-        self.done, self.error, self.cancelled = False, None, False
-        self.result = None
-        self.t, self.T, self.message = 0, 0, "starting"
-        self.started = time.monotonic()
-        self.finished = None
-
-    def progress(self, t, T, message) -> None:
-        self.t, self.T, self.message = t, T, message
-
-    def elapsed(self) -> float:
-        return (self.finished or time.monotonic()) - self.started
-
-
-def _start(data, methods, epsilons, runs, settings, seed, spec) -> LearnJob:
-    job = LearnJob(spec)
-
-    def target():
-        try:
-            rng = np.random.default_rng(seed)
-            job.result = evaluate(
-                data, methods, epsilons, runs, settings, rng, progress=job.progress, cancel=job.cancel_event
-            )
-        except Cancelled:
-            job.cancelled = True
-        except DPCoreError as exc:
-            job.error = str(exc)
-        except Exception as exc:  # an unexpected failure is shown as a message, never a traceback
-            job.error = f"The run failed unexpectedly ({type(exc).__name__}). Nothing was kept."
-        finally:
-            job.finished = time.monotonic()
-            job.done = True
-
-    threading.Thread(target=target, daemon=True, name="dpcore-learn").start()
-    return job
-
+from ui import datasource, jobs, learning, progress, state
+from ui.learning import K
+from ui.text import cite, fmt_delta, fmt_eps, fmt_number, glossary, md_escape, plural, show_error, show_warning
+from ui.text import label as plain_label
+from ui.widgets import InputChecks
 
 state.init()
-for key, value in DEFAULTS.items():
-    state.default(key, value)
+learning.init()
 
 st.title("Learn a private classifier")
 st.caption(
-    "Train classifiers with differential privacy by solving the 0/1-loss problem exactly with SCIP "
-    "(OPDisc, RSPM, PRSMA) or the logistic surrogate (DP logistic regression), and compare their test "
-    "accuracy over ε.  Seeds 000 §III and 003 §3–5."
+    "Train classifiers with differential privacy, solving the 0/1-loss problem exactly with SCIP (OPDisc, RSPM, "
+    "PRSMA) or the logistic surrogate (DP logistic regression), and compare their test accuracy over ε. "
+    "[NRW19] §III and [NRVW20] §3–5.",
+    help=glossary("epsilon", "oracle", "test_accuracy"),
 )
 
 ds = datasource.current_dataset()
 if ds is None:
     st.info(
-        "No table is ready: load one (and fix its schema) on the Data page.  The bundled Adult sample "
-        "is used until then."
+        "No table is ready: load one (and check its schema) on the Data page. The bundled Adult sample is used "
+        "until then."
     )
     ds = datasource.bundled_dataset()
 is_adult = ds.name == datasource.BUNDLED_NAME and ADULT_LABEL in ds.domain.names
-st.markdown(f"Table in use: **{md_escape(ds.name)}** — {ds.n:,} rows, {len(ds.domain)} attributes.")
+st.markdown(f"Table in use: **{md_escape(ds.name)}** — {plural(ds.n, 'row')}, {plural(len(ds.domain), 'attribute')}.")
+checks = InputChecks()
 
 # ------------------------------------------------------------------ label and features
 names = ds.domain.names
@@ -113,10 +50,10 @@ if st.session_state[K + "label"] not in names:
     st.session_state[K + "label"] = label_default
 c1, c2 = st.columns(2)
 label = c1.selectbox(
-    "Label column",
+    "Column to predict",
     names,
     key=K + "label",
-    help="The column to predict. A classifier needs two classes: with more values, say which count as positive.",
+    help="The label. A classifier needs two classes: with more values, say which count as positive.",
 )
 label_values = ds.domain[label].labels()
 pos_key = K + "positive:" + label
@@ -138,8 +75,8 @@ feature_text = st.text_area(
     "Features, one per line",
     key=feat_key,
     height=180,
-    help="'name' = one-hot (one column per value but the first); 'name=V1|V2' = 1 if the value is listed; "
-    "'name>=X' = 1 if the value (numeric bin's lower edge) is at least X. Binary features keep the MIP small.",
+    help="'name' = one column per value but the first; 'name=V1|V2' = 1 if the value is listed; 'name>=X' = 1 if "
+    "the value (a numeric bin's lower edge) is at least X. Binary features keep the solver's problem small.",
 )
 with st.expander("Attributes and their values"):
     st.dataframe(
@@ -154,180 +91,302 @@ with st.expander("Attributes and their values"):
     )
 
 # ------------------------------------------------------------------ methods and privacy
+if any(m not in METHODS for m in st.session_state[K + "methods"]):
+    st.session_state[K + "methods"] = [m for m in st.session_state[K + "methods"] if m in METHODS]
 c1, c2, c3 = st.columns([3, 2, 1])
-methods = c1.multiselect("Methods", list(METHODS), key=K + "methods", format_func=lambda m: METHODS[m].title)
-eps_text = c2.text_input("ε values (comma-separated)", key=K + "epsilons")
-runs = c3.number_input(
-    "Runs each", min_value=1, max_value=30, step=1, key=K + "runs", help="Repeated runs give the error bars."
+methods = c1.multiselect(
+    "Methods",
+    list(METHODS),
+    key=K + "methods",
+    format_func=lambda m: METHODS[m].title,
+    select_all=False,
+    help="Each is trained at every ε, several times. The non-private reference is a line on the chart for "
+    "comparison only: it is never kept or offered as a model.",
+)
+if not methods:
+    c1.error("Choose at least one method.", icon=":material/error:")
+    checks.add("Methods", "Choose at least one method.")
+eps_text = c2.text_input(
+    "Privacy loss ε (comma-separated)", key=K + "epsilons", help="One value or several. " + glossary("epsilon")
+)
+epsilons = None
+try:
+    epsilons = parse_epsilons(eps_text)
+except DPCoreError as exc:
+    c2.error(md_escape(exc, 300), icon=":material/error:")
+    checks.add("Privacy loss ε", str(exc))
+runs = checks.number(
+    "Runs each",
+    key=K + "runs",
+    low=1,
+    high=30,
+    integer=True,
+    help="Each method is trained this many times at each ε (the error bars). Every training is charged.",
+    container=c3,
 )
 with st.expander("Advanced: grid, δ, solver, split"):
     a1, a2, a3, a4 = st.columns(4)
-    a1.number_input(
+    bound = checks.number(
         "Weight bound B",
-        min_value=1,
-        max_value=10,
-        step=1,
         key=K + "bound",
-        help="Integer weights in {-B..B} (in units of τ).",
+        low=1,
+        high=10,
+        integer=True,
+        help="Integer weights in {−B..B} (in units of τ).",
+        container=a1,
     )
-    a2.number_input(
-        "Norm bound D", min_value=0.5, max_value=100.0, key=K + "D", help="||w|| ≤ D. OPDisc's noise grows like D²."
+    norm = checks.number(
+        "Norm bound D", key=K + "D", low=0.5, high=100, help="‖w‖ ≤ D. OPDisc's noise grows like D².", container=a2
     )
-    a3.number_input("Grid step τ", min_value=0.05, max_value=10.0, key=K + "tau")
-    a4.number_input("SCIP time limit per call (s)", min_value=0.01, max_value=3600.0, key=K + "time_limit")
+    tau = checks.number("Grid step τ", key=K + "tau", low=0.05, high=10, container=a3)
+    time_limit = checks.number(
+        "Solver time limit per call (s)",
+        key=K + "time_limit",
+        low=0.01,
+        high=3600,
+        help="At the limit an oracle-dependent method's guarantee is not established. " + glossary("certified"),
+        container=a4,
+    )
     b1, b2, b3, b4 = st.columns(4)
-    b1.checkbox("Balanced subset (seed 003 §5)", key=K + "balance")
-    b2.number_input("Test fraction", min_value=0.05, max_value=0.9, key=K + "test_fraction")
-    b3.number_input("Max rows (0 = all)", min_value=0, step=500, key=K + "max_rows")
-    b4.number_input("DP-LR regulariser Λ", min_value=1e-6, max_value=10.0, format="%.6f", key=K + "lam")
-    d1, d2, d3 = st.columns(3)
-    d1.checkbox("Custom δ (default 1/n² of the training rows)", key=K + "delta_custom")
-    d2.number_input(
-        "δ",
-        min_value=1e-15,
-        max_value=0.99,
-        format="%.2e",
-        key=K + "delta",
-        disabled=not st.session_state[K + "delta_custom"],
+    b1.checkbox(
+        "Balanced training set ([NRVW20] §5)",
+        key=K + "balance",
+        help="Trains on as many positives as negatives, chosen by a DP count of the positive class (ε = 0.05 of "
+        "every training's ε). Off: the whole training split, whose size is public.",
     )
-    d3.checkbox("Fixed seed (demo, reproducible)", key=K + "fix_seed")
-    st.number_input("Seed", min_value=0, step=1, key=K + "seed", disabled=not st.session_state[K + "fix_seed"])
+    test_fraction = checks.number("Test share", key=K + "test_fraction", low=0.05, high=0.9, container=b2)
+    max_rows = checks.number(
+        "Most rows (0 = all)",
+        key=K + "max_rows",
+        low=0,
+        integer=True,
+        step=500,
+        help="Keep a random subset (public positions) to make the solver's problems smaller.",
+        container=b3,
+    )
+    lam = checks.number(
+        "DP logistic regression: regulariser Λ", key=K + "lam", low=1e-6, high=10, format="%.6f", container=b4
+    )
+    d1, d2, d3, d4 = st.columns(4)
+    d1.checkbox("Custom δ (default 1/n² of the table's rows)", key=K + "delta_custom", help=glossary("delta"))
+    custom_delta = bool(st.session_state[K + "delta_custom"])
+    delta = checks.number(
+        "δ",
+        key=K + "delta",
+        low=0,
+        low_open=True,
+        high=1.0 / ds.n,
+        high_open=True,
+        format="%.2e",
+        disabled=not custom_delta,
+        help=f"Must be below 1/n = {fmt_delta(1.0 / ds.n)} (n = {ds.n:,} rows of the table).",
+        container=d2,
+    )
+    d3.checkbox(
+        "Fixed seed (a DEMO: reproducible, promises no privacy)",
+        key=learning.FIX_SEED,
+        help=glossary("demo", "seed"),
+    )
+    fixed = bool(st.session_state[learning.FIX_SEED])
+    seed = checks.number(
+        "Seed", key=learning.SEED, low=0, high=2**32 - 1, integer=True, disabled=not fixed, container=d4
+    )
 
 st.caption(
-    f"Neighbours: {NEIGHBOURS}. Oracle-dependent methods (OPDisc, RSPM) are private only if SCIP "
-    "certifies every solution optimal; PRSMA is private whatever the solver does."
+    f"Neighbouring tables: {md_escape(cite(NEIGHBOURS), 400)}. Oracle-dependent methods (OPDisc, RSPM) are private "
+    "only if SCIP certifies every solution optimal; PRSMA and DP logistic regression are private whatever the "
+    "solver does."
 )
 
 
 def _inputs():
+    """The encoding, settings, public pre-run figures and the grid; raises a typed error the page shows."""
     enc = FeatureEncoding.build(
         ds.domain, label, [ln for ln in feature_text.splitlines() if ln.strip()], positive or None
     )
-    epsilons = parse_epsilons(eps_text)
-    if not methods:
-        raise DPCoreError("Choose at least one method.")
     settings = LearnSettings(
-        bound=int(st.session_state[K + "bound"]),
-        tau=float(st.session_state[K + "tau"]),
-        D=float(st.session_state[K + "D"]),
-        delta=float(st.session_state[K + "delta"]) if st.session_state[K + "delta_custom"] else None,
-        time_limit=float(st.session_state[K + "time_limit"]),
-        lam=float(st.session_state[K + "lam"]),
+        bound=int(bound),
+        tau=float(tau),
+        D=float(norm),
+        delta=float(delta) if custom_delta else None,
+        time_limit=float(time_limit),
+        lam=float(lam),
     )
-    seed = int(st.session_state[K + "seed"]) if st.session_state[K + "fix_seed"] else None
-    rng = np.random.default_rng(seed)
-    max_rows = int(st.session_state[K + "max_rows"]) or None
+    import numpy as np
+
     data = prepare(
         ds,
         enc,
-        rng,
+        np.random.default_rng(0),  # a public split, for the pre-run figures only
         balance=bool(st.session_state[K + "balance"]),
-        test_fraction=float(st.session_state[K + "test_fraction"]),
-        max_rows=max_rows,
+        test_fraction=float(test_fraction),
+        max_rows=int(max_rows) or None,
     )
     figures = plan(data, list(methods), epsilons, settings, ds.domain)
-    return enc, epsilons, settings, rng, data, figures
+    grid = learning.trainings(list(methods), epsilons, int(runs), settings, ds.n)
+    return enc, settings, data, figures, grid
 
 
-def _charge_first(figures: list[dict], runs: int) -> bool:
-    """Charge every planned run to the workspace ledger before any of them reads the data."""
-    import uuid
-
-    from dpcore.errors import BudgetError
-
-    batch = uuid.uuid4().hex[:8]
+running = jobs.active("learn")
+ready = None
+if checks.ok:
     try:
-        for f in figures:
-            if f["privacy"] == "none":
-                continue
-            for r in range(runs):
-                state.ledger().reserve(
-                    dataset=ds.ledger_key,
-                    name=ds.name,
-                    n=ds.n,
-                    run=f"learn-{batch}-{f['method']}-{f['epsilon']:g}-{r}",
-                    mechanism=f"learn:{f['method']}",
-                    epsilon=f["epsilon"],
-                    delta=float(f.get("delta") or 0.0),
-                    note="private learning",
-                )
-    except BudgetError as exc:
+        ready = _inputs()
+    except DPCoreError as exc:
         show_error(exc)
-        return False
-    return True
+else:
+    st.caption(checks.summary())
 
-
-job: LearnJob | None = st.session_state.get(JOB)
-running = job is not None and not job.done
-try:
-    enc, epsilons, settings, rng, data, figures = _inputs()
-except DPCoreError as exc:
-    show_error(exc)
-    enc = None
-if enc is not None:
+# ------------------------------------------------------------------ cost before spend
+run_clicked = False
+if ready is not None:
+    enc, settings, data, figures, grid = ready
     total_calls = sum(f["oracle_calls"] for f in figures) * int(runs)
-    st.markdown(
-        f"**Before running:** {data.n_train:,} training rows (private input), {len(data.y_test):,} test rows "
-        f"(evaluation only), {enc.d} binary features including the bias; about **{total_calls:,} oracle "
-        "calls** in total."
+    st.subheader("Before running: what it costs")
+    charge = learning.grid_charge(grid)
+    ledger = state.ledger()
+    before = ledger.total(ds.ledger_key)
+    after = learning.preview(ledger, ds, grid)
+    p1, p2, p3, p4 = st.columns(4)
+    p1.metric(
+        "This comparison charges",
+        f"ε = {fmt_eps(charge['epsilon'])}",
+        f"δ = {fmt_delta(charge['delta'])} · {plural(charge['runs'], 'training')}",
+        delta_color="off",
+        delta_arrow="off",
+        help="Every private training reads the training rows and is charged separately; they add up (basic "
+        "composition). Each is charged right before it runs: a cancelled comparison is charged for what ran. "
+        + glossary("composition"),
+    )
+    p2.metric(
+        "Spent on this table so far",
+        f"ε = {fmt_eps(before['epsilon'])}",
+        f"δ = {fmt_delta(before['delta'])} · {plural(before['runs'], 'run')}",
+        delta_color="off",
+        delta_arrow="off",
+        help="Every run charged to this file in this workspace (app and command line). " + glossary("ledger"),
+    )
+    p3.metric(
+        "Table's total after",
+        f"ε = {fmt_eps(after['epsilon'])}",
+        f"δ = {fmt_delta(after['delta'])}",
+        delta_color="off",
+        delta_arrow="off",
+        help="Basic composition: the ε's and δ's add.",
+    )
+    p4.metric(
+        "Cap on this table",
+        "none" if after["cap_epsilon"] is None else f"ε = {fmt_eps(after['cap_epsilon'])}",
+        f"δ < {fmt_delta(after['cap_delta'])}",
+        delta_color="off",
+        delta_arrow="off",
+        help="A run that would take the total beyond the cap is refused before it reads the data. Set it on the "
+        "Release page. " + glossary("cap"),
+    )
+    st.caption(
+        f"{plural(data.n_train, 'training row')} (private input), {plural(len(data.y_test), 'test row')} "
+        f"(internal evaluation only), {plural(enc.d, 'binary feature')} including the bias; about "
+        f"{fmt_number(total_calls)} solver calls in all."
     )
     with st.expander("Public pre-run figures per method and ε"):
-        st.dataframe(pd.DataFrame(figures), hide_index=True)
-    if st.button("Run", type="primary", disabled=running, icon=":material/play_arrow:") and _charge_first(
-        figures, int(runs)
-    ):
-        seed = int(rng.integers(0, 2**63 - 1))
-        st.session_state[JOB] = _start(
-            data,
-            list(methods),
-            epsilons,
-            int(runs),
-            settings,
-            seed,
-            {"encoding": enc, "methods": list(methods), "epsilons": epsilons, "data": data},
+        shown = pd.DataFrame(figures).rename(
+            columns=lambda c: {"method": "method", "privacy": "privacy"}.get(c, plain_label(c))
         )
-        job, running = st.session_state[JOB], True
-
-if running:
-
-    @st.fragment(run_every=0.5)
-    def live():
-        j = st.session_state.get(JOB)
-        if j is None or j.done:
-            st.rerun()
-        frac = min(1.0, j.t / j.T) if j.T else 0.0
-        st.progress(frac, text=f"Run {j.t} of {j.T or '?'} — {md_escape(j.message, 80)}")
-        st.caption(f"Elapsed {j.elapsed():.1f} s")
-        st.button("Cancel", on_click=j.cancel_event.set, icon=":material/stop:")
-
-    live()
-
-# ------------------------------------------------------------------ results
-job = st.session_state.get(JOB)
-if job is not None and job.done:
-    if job.cancelled:
-        st.info("The run was cancelled: no model was kept.")
-    elif job.error:
-        show_error(job.error)
-    elif job.result is not None:
-        ev = job.result
-        summary = pd.DataFrame(ev.summary())
-        st.subheader("Test accuracy over ε")
-        st.caption(
-            "Internal evaluation on held-out rows of your table: not differentially private, not for "
-            "publication. Every run touched the training rows: the whole comparison costs the sum of all "
-            "runs' ε (basic composition), and each run is charged to the session's privacy ledger in the "
-            "sidebar; a single model trained once has the ε it states."
+        st.dataframe(shown, hide_index=True)
+    over_cap = after["within"] is None
+    if over_cap:
+        st.error(
+            f"Refused: this comparison would take the table's total to ε = {fmt_eps(after['epsilon'])}, beyond its "
+            "cap. Nothing was run or charged. Choose fewer methods, ε values or runs, or raise the cap on the "
+            "Release page (an explicit, recorded act).",
+            icon=":material/block:",
         )
+    confirmed = True
+    if charge["runs"] > 1 and not over_cap:
+        spec = {"methods": list(methods), "epsilons": epsilons, "runs": int(runs), "dataset": ds.ledger_key}
+        confirmed = st.checkbox(
+            f"I understand: this spends ε = {fmt_eps(charge['epsilon'])} of this table's privacy budget in "
+            f"{plural(charge['runs'], 'training')} (more than one training's ε = {fmt_eps(charge['max_epsilon'])})",
+            key=learning.confirmation_key(charge, spec),
+        )
+    if fixed:
+        st.warning(
+            "Fixed seed: this is a DEMO. Its noise can be reproduced and removed, so its models promise no privacy "
+            "(their files say guarantee: none). It is still charged: it reads the data.",
+            icon=":material/science:",
+        )
+    clicks = int(st.session_state.get("learn:clicks", 0))
+    run_clicked = st.button(
+        "Run",
+        key=f"learn_run:{clicks}",
+        type="primary",
+        icon=":material/play_arrow:",
+        disabled=bool(running) or over_cap or not confirmed,
+        help="Runs on the server: the page stays usable, a reload or another tab still sees it, and you can cancel.",
+    )
+    if running:
+        st.caption("A learning run is in progress (below); start the next one when it has finished.")
+    elif not confirmed:
+        st.caption("Tick the box above to confirm the charge; nothing runs until then.")
+    if run_clicked:
+        st.session_state["learn:clicks"] = clicks + 1  # first: a double click finds the next key
+        session = st.session_state.get(state.SESSION_ID, "")
+        st.session_state[learning.LAST_RUN] = learning.start(
+            dataset=ds,
+            encoding=enc,
+            methods=list(methods),
+            epsilons=epsilons,
+            runs=int(runs),
+            settings=settings,
+            balance=bool(st.session_state[K + "balance"]),
+            test_fraction=float(test_fraction),
+            max_rows=int(max_rows) or None,
+            seed=int(seed) if fixed else None,
+            request_key=f"{session}:learn:{clicks}",
+        )
+        st.rerun()
+
+
+progress.live_panels("learn", key_prefix="learn")
+last = st.session_state.get(learning.LAST_RUN)
+progress.outcome(last)
+
+# ------------------------------------------------------------------ results (from the workspace)
+store = state.runs_store()
+run = store.get(last) if last else None
+if run is None or run.get("status") != "done" or run.get("deleted"):
+    run = next(
+        (
+            store.get(r["id"])
+            for r in store.list(kind="learn", light=True, dataset=ds.ledger_key)
+            if r["status"] == "done"
+        ),
+        None,
+    )
+if run is not None and run.get("evaluation"):
+    report = run["evaluation"]
+    summary = pd.DataFrame(report.get("summary") or [])
+    st.subheader("Test accuracy over ε")
+    if run.get("demo"):
+        st.warning("This comparison was a DEMO (fixed seed): its models promise no privacy.", icon=":material/science:")
+    st.caption(
+        f"Run {md_escape(run['id'], 40)} ({md_escape(run.get('label') or '', 200)}). INTERNAL evaluation on held-out "
+        "rows of your table: not differentially private, not for publication. The whole comparison was charged "
+        f"ε = {fmt_eps(run.get('epsilon'))}, δ = {fmt_delta(run.get('delta'))} (the sum over its trainings); a single "
+        "model on its own has the ε it states.",
+        help=glossary("internal", "test_accuracy"),
+    )
+    if not summary.empty:
         fig = go.Figure()
         for m in summary["method"].unique():
             s = summary[summary["method"] == m]
             if m == "nonprivate":
-                fig.add_hline(
-                    y=float(s["accuracy_mean"].iloc[0]),
-                    line_dash="dot",
-                    annotation_text="non-private optimum (reference)",
-                )
+                if s["accuracy_mean"].notna().any():
+                    fig.add_hline(
+                        y=float(s["accuracy_mean"].iloc[0]),
+                        line_dash="dot",
+                        annotation_text="non-private reference (internal, never released)",
+                    )
                 continue
             s = s.dropna(subset=["accuracy_mean"])
             fig.add_trace(
@@ -335,14 +394,14 @@ if job is not None and job.done:
                     x=s["epsilon"],
                     y=s["accuracy_mean"],
                     mode="lines+markers",
-                    name=METHODS[m].title,
+                    name=METHODS[m].title if m in METHODS else m,
                     error_y=dict(type="data", array=s["accuracy_std"].fillna(0.0)),
                 )
             )
         eps_ticks = sorted(e for e in summary["epsilon"].dropna().unique())
         fig.update_layout(
-            xaxis_title="ε (log scale)",
-            yaxis_title="test accuracy",
+            xaxis_title="privacy loss ε (log scale)",
+            yaxis_title="test accuracy (internal)",
             xaxis_type="log",
             height=420,
             xaxis=dict(tickvals=eps_ticks, ticktext=[f"{e:g}" for e in eps_ticks]),
@@ -350,55 +409,84 @@ if job is not None and job.done:
             margin=dict(t=20),
         )
         st.plotly_chart(fig, use_container_width=True)
-        st.dataframe(summary, hide_index=True)
-        recs = pd.DataFrame(
-            [
-                {k: r.get(k) for k in ("method", "epsilon", "run", "seconds", "status", "certified", "solve_seconds")}
-                for r in ev.records
-            ]
+        table = summary.rename(
+            columns={
+                "method": "method",
+                "epsilon": "ε",
+                "runs": "trainings",
+                "accuracy_mean": "test accuracy (mean)",
+                "accuracy_std": "test accuracy (sd)",
+                "seconds": "seconds (mean)",
+                "seconds_max": "seconds (max)",
+                "solver_failures": "uncertified solves",
+                "bottom_outputs": "no output (PRSMA ⊥)",
+            }
         )
+        st.dataframe(table, hide_index=True)
+    records = pd.DataFrame(
+        [
+            {k: r.get(k) for k in ("method", "epsilon", "run", "seconds", "status", "certified", "solve_seconds")}
+            for r in report.get("records") or []
+        ]
+    )
+    if not records.empty:
         st.subheader("Run time and solver statistics")
         times = go.Figure()
-        for m in recs["method"].unique():
-            times.add_trace(go.Box(y=recs[recs["method"] == m]["seconds"], name=METHODS[m].title))
-        times.update_layout(yaxis_title="seconds per run", height=320)
+        for m in records["method"].unique():
+            times.add_trace(go.Box(y=records[records["method"] == m]["seconds"], name=METHODS[m].title))
+        times.update_layout(yaxis_title="seconds per training", height=320)
         st.plotly_chart(times, use_container_width=True)
-        st.dataframe(
-            recs.groupby(["method", "status"], dropna=False)
-            .agg(
-                runs=("run", "count"),
-                median_solve_seconds=("solve_seconds", "median"),
-                max_solve_seconds=("solve_seconds", "max"),
-            )
-            .reset_index(),
-            hide_index=True,
+    fails = report.get("failures") or []
+    if fails:
+        show_warning(
+            f"{plural(len(fails), 'training')} ended without SCIP certifying optimality "
+            f"({', '.join(sorted({str(f['status']) for f in fails}))}). For these OPDisc/RSPM models the privacy "
+            "guarantee is not established; their files say so."
         )
-        fails = ev.failures()
-        if fails:
-            show_warning(
-                f"{len(fails)} run(s) ended without SCIP certifying optimality "
-                f"({', '.join(sorted({str(f['status']) for f in fails}))}). For these runs of OPDisc/RSPM "
-                "the privacy guarantee does NOT hold; their models are marked so in the download."
+    bottoms = int(summary["bottom_outputs"].sum()) if "bottom_outputs" in summary else 0
+    if bottoms:
+        st.info(
+            f"PRSMA returned ⊥ (no output) in {plural(bottoms, 'training')}: its private failure test did not pass."
+        )
+
+    st.subheader("Download a model")
+    models = learning.models_of(run)
+    if not models:
+        st.caption("This comparison kept no model (the non-private reference never is one).")
+    else:
+        st.caption(
+            "Each file states its guarantee, ε and δ. Choosing a model after comparing the test accuracies above "
+            "reads private rows outside any guarantee: every file from this page says it was picked that way."
+        )
+
+        def describe(i: int) -> str:
+            m = models[i]
+            acc = m["record"].get("accuracy")
+            title = METHODS[m["model"]["method"]].title if m["model"]["method"] in METHODS else m["model"]["method"]
+            return (
+                f"{title}, ε = {fmt_eps(m['model'].get('epsilon'))}, run {m['record'].get('run', 0) + 1}"
+                f" — test accuracy {'—' if acc is None else f'{acc:.3f}'} — guarantee: {m['model'].get('guarantee')}"
             )
-        bottoms = int(summary["bottom_outputs"].sum())
-        if bottoms:
-            st.info(f"PRSMA returned ⊥ (no output) in {bottoms} run(s): its private failure test did not pass.")
-        st.subheader("Download a model")
-        options = [(r["method"], r["epsilon"], r["run"]) for r in ev.records if r.get("model") is not None]
-        if options:
-            pick = st.selectbox(
-                "Model",
-                options,
-                format_func=lambda o: (
-                    f"{METHODS[o[0]].title}, ε = {'—' if o[1] is None else f'{o[1]:g}'}, run {o[2] + 1}"
-                ),
-                key=K + "pick",
+
+        pick = st.selectbox("Model", list(range(len(models))), format_func=describe, key=K + "pick")
+        chosen = models[min(int(pick or 0), len(models) - 1)]
+        guarantee = chosen["model"].get("guarantee")
+        if guarantee == "differential privacy":
+            st.success(
+                f"Guarantee: differential privacy, ε = {fmt_eps(chosen['model'].get('epsilon'))}, "
+                f"δ = {fmt_delta(chosen['model'].get('delta'))} (picked after seeing test accuracy).",
+                icon=":material/verified_user:",
             )
-            rec = next(r for r in ev.records if (r["method"], r["epsilon"], r["run"]) == tuple(pick))
-            st.download_button(
-                "Download model JSON",
-                rec["model"].to_json(job.spec["encoding"]),
-                file_name=f"{pick[0]}_model.json",
-                mime="application/json",
-                icon=":material/download:",
+        else:
+            st.warning(
+                f"Guarantee: {md_escape(guarantee, 40)} — "
+                f"{md_escape(chosen['model'].get('guarantee_reason', ''), 300)}",
+                icon=":material/gpp_bad:",
             )
+        st.download_button(
+            "Download model JSON",
+            chosen["text"],
+            file_name=learning.download_name(chosen["model"]),
+            mime="application/json",
+            icon=":material/download:",
+        )
