@@ -195,3 +195,59 @@ def test_refuses_a_too_large_mip_with_its_size(at):
     at.run()
     assert not at.exception
     assert any("MIP" in e and "point binaries" in e for e in errors(at))
+
+
+# ------------------------------------------------------------------ the run itself (no page)
+def _grid_args(ws, methods, epsilons, runs):
+    from dpcore.learning.evaluate import LearnSettings
+    from dpcore.learning.features import ADULT_LABEL, ADULT_POSITIVE, ADULT_SEVEN, FeatureEncoding
+    from ui import datasource
+
+    ds = datasource.bundled_dataset()
+    enc = FeatureEncoding.build(ds.domain, ADULT_LABEL, list(ADULT_SEVEN), list(ADULT_POSITIVE))
+    return ds, dict(
+        dataset=ds,
+        encoding=enc,
+        methods=list(methods),
+        epsilons=list(epsilons),
+        runs=runs,
+        settings=LearnSettings(time_limit=20.0),
+        balance=False,
+        test_fraction=0.3,
+        max_rows=1500,
+        seed=None,
+        workspace=ws,
+    )
+
+
+def test_a_grid_beyond_the_cap_is_refused_before_anything_is_charged(tmp_path):
+    from dpcore.privacy.ledger import Ledger
+    from dpcore.workspace import Workspace
+
+    ws = Workspace(tmp_path / "ws")
+    ds, args = _grid_args(ws, ["dplr"], [1.0], 2)
+    Ledger(ws).set_cap(ds.ledger_key, 1.5, note="test", name=ds.name, n=ds.n)
+    run_id = learning.start(request_key="cap", **args)
+    snap = jobs.wait(run_id, timeout=60, workspace=ws)
+    assert snap["status"] == "refused" and "cap" in snap["error"]
+    assert Ledger(ws).entries() == []
+
+
+def test_a_cancelled_grid_is_charged_for_the_trainings_that_ran_only(tmp_path):
+    import time
+
+    from dpcore.privacy.ledger import Ledger
+    from dpcore.workspace import Workspace
+
+    ws = Workspace(tmp_path / "ws")
+    ds, args = _grid_args(ws, ["rspm"], [0.5, 1.0, 2.0, 4.0], 5)  # 20 trainings
+    run_id = learning.start(request_key="cancel", **args)
+    deadline = time.monotonic() + 120
+    while jobs.snapshot(run_id, workspace=ws)["t"] < 2 and time.monotonic() < deadline:
+        time.sleep(0.05)
+    jobs.cancel(run_id, workspace=ws)
+    snap = jobs.wait(run_id, timeout=120, workspace=ws)
+    assert snap["status"] == "cancelled"
+    entries = Ledger(ws).entries(ds.ledger_key)
+    assert 2 <= len(entries) < 20  # what started, never the whole grid
+    assert all(e["run"] == run_id for e in entries)
