@@ -1,7 +1,7 @@
 """Import the heavy modules of the later pages in the background, once per server process.
 
-The first page only needs pandas; the Release, Results and teaching pages need the
-mechanisms (scipy, PySCIPOpt), the run machinery and altair.  Importing them in a
+The first page only needs pandas; the Release, Results, Learn and teaching pages need the
+mechanisms and learners (scipy, PySCIPOpt), the run machinery and altair.  Importing them in a
 daemon thread after the first page has been sent makes the first switch to those
 pages as quick as the later ones.  Only code is loaded here: no data, nothing per
 session.
@@ -30,10 +30,11 @@ def _import_all() -> None:
     try:
         import altair  # noqa: F401  (charts on Results/Compare/teaching)
 
-        from . import charts, runner  # noqa: F401
+        from . import charts, jobs, progress  # noqa: F401
         from .mechanisms import loadable
 
         loadable()  # imports every registered mechanism module
+        import dpcore.learning.evaluate  # noqa: F401  (the Learn page's learners and SCIP models)
     except Exception:  # a warm-up failure must never affect a page; the page will report it
         logging.getLogger("dpcore.app").warning("background warm-up failed", exc_info=True)
 
