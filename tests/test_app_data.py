@@ -12,6 +12,7 @@ import pytest
 from dpcore.data import bundled_adult
 from dpcore.workload import Workload
 from ui import apptest, state
+from ui import workload_state as wls
 
 XSS = "<img src=x onerror=alert(1)>"
 
@@ -102,24 +103,22 @@ def test_uploaded_table_with_hostile_column_name_and_identifier(at):
 
 
 def test_workload_main_path_matches_the_engine(at):
+    # the recommended default and pick-by-hand are tested in tests/test_app_workload.py
     at.switch_page("pages/workload.py").run()
     assert errors(at) == []
+    at.radio(key=wls.MODE).set_value("random").run()
     ds = bundled_adult()
     expected = Workload.random_kway(ds.domain, 2, 8, seed=0, max_cells=ds.n).describe()
     assert metric(at, "Marginals") == "8"
     assert metric(at, "Queries |Q|") == f"{expected['n_queries']:,}"
-    at.radio(key=state.WL_MODE).set_value("all").run()
+    at.radio(key=wls.MODE).set_value("all").run()
     all2 = Workload.all_kway(ds.domain, 2, max_cells=ds.n)
     assert metric(at, "Marginals") == f"{all2.n_marginals:,}"
-    at.radio(key=state.WL_MODE).set_value("picked").run()
-    assert any("No marginal picked" in e for e in errors(at))
-    at.multiselect(key=state.WL_PICKED).select("age × sex").select("race × sex").run()
-    assert errors(at) == [] and metric(at, "Marginals") == "2"
-    assert metric(at, "Queries |Q|") == f"{14 * 2 + 5 * 2:,}"
 
 
 def test_impossible_workloads_are_refused_with_the_number(at):
     at.switch_page("pages/workload.py").run()
+    at.radio(key=wls.MODE).set_value("random").run()
     at.number_input(key=state.WL_M).set_value(5000).run()
     ds = bundled_adult()
     n_2way = len(Workload.all_kway(ds.domain, 2, max_cells=ds.n).marginals)
@@ -128,7 +127,7 @@ def test_impossible_workloads_are_refused_with_the_number(at):
     at.number_input(key=state.WL_M).set_value(8).run()
     at.number_input(key=state.WL_K).set_value(5).run()
     at.checkbox(key=state.WL_CAP).uncheck().run()
-    at.radio(key=state.WL_MODE).set_value("all").run()
+    at.radio(key=wls.MODE).set_value("all").run()
     errs = errors(at)
     assert len(errs) == 1 and "queries and needs about" in errs[0] and "GB" in errs[0], errs
     queries = sum(math.prod(ds.domain.shape[a] for a in c) for c in itertools.combinations(range(14), 5))
@@ -137,6 +136,7 @@ def test_impossible_workloads_are_refused_with_the_number(at):
 
 def test_choices_survive_page_switches(at):
     at.switch_page("pages/workload.py").run()
+    at.radio(key=wls.MODE).set_value("random").run()
     at.number_input(key=state.WL_K).set_value(3).run()
     at.number_input(key=state.WL_M).set_value(5).run()
     at.switch_page("pages/data.py").run()
