@@ -351,13 +351,24 @@ def _add(b) -> None:
         default=3,
         help="smartnoise MWEM's columns per histogram (its default, all 14, needs a 1e17-cell histogram)",
     )
+    b.add_argument("--aim-runs", type=int, default=None, help="fewer runs for AIM than --runs (the slowest system)")
+    b.add_argument("--records", default=None, help="append each finished run to this JSON-lines file")
     b.add_argument("--markdown", default=None, help="write the table as Markdown to this file")
+    b.add_argument(
+        "--from-records", default=None, help="only summarise a JSON-lines file of records (a cut or earlier run)"
+    )
     b.add_argument("--setup", action="store_true", help="create the peers' virtual environment and exit")
 
 
 def bench_peers(args) -> dict:
     if args.setup:
         return setup_peers()
+    if args.from_records:
+        records = [json.loads(line) for line in Path(args.from_records).read_text().splitlines() if line.strip()]
+        result = {"bench": "peers", "source": args.from_records, "records": records, "rows": summarise(records)}
+        if args.markdown:
+            Path(args.markdown).write_text(markdown_table(result))
+        return result
     ds = load_bench_data(args.data)
     wl = adult_workload(ds)
     true = wl.answers(ds.codes)
@@ -381,10 +392,13 @@ def bench_peers(args) -> dict:
     with tempfile.TemporaryDirectory(prefix="dpcore-peers-") as tmp_name:
         tmp = Path(tmp_name)
         jobs = []
-        for eps in epsilons:
-            for run in range(args.runs):
-                # Longest first (AIM), so parallel jobs overlap it with the rest.
+        # Seeds outermost: a run cut short still has every system at every ε once.  Longest first (AIM),
+        # so parallel jobs overlap it with the rest.
+        for run in range(args.runs):
+            for eps in epsilons:
                 for p in sorted(peers, key=lambda p: p != "aim"):
+                    if p == "aim" and args.aim_runs is not None and run >= args.aim_runs:
+                        continue
                     jobs.append(("peer", p, eps, run))
                 for s in ours:
                     jobs.append(("ours", s, eps, run))
@@ -395,6 +409,9 @@ def bench_peers(args) -> dict:
                 rec = run_peer(py, ds, wl, true, name, eps, run, args, tmp)
             else:
                 rec = run_ours(ds, wl, true, name, eps, run, args, tmp)
+            if args.records:
+                with open(args.records, "a", encoding="utf-8") as fh:  # kept as they finish: a cut run keeps them
+                    fh.write(json.dumps(rec, default=float) + "\n")
             print(
                 f"  ε={eps:g} run {run} {rec['system']}: max {_fmt(rec.get('max_error'))} "
                 f"TVD2 {_fmt(rec.get('tvd2_mean'))} {_fmt(rec.get('seconds'))} s {rec.get('note', '')}",
