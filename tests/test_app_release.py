@@ -291,7 +291,7 @@ def test_compare_groups_by_dataset_and_hides_demo_runs(at):
     assert len(at.dataframe[0].value) == 3
     sidebar = at.sidebar.dataframe[0].value
     assert sidebar.loc["basic", "ε"] == "3"  # 1 + 1 + 1 under basic composition
-    assert any(c.value == "3 charged runs" for c in at.sidebar.caption)
+    assert any(c.value == "3 charged runs · total ε = 3" for c in at.sidebar.caption)
 
 
 def test_reload_and_restart_keep_runs_choices_and_the_ledger(at, ws_path):

@@ -1,16 +1,19 @@
 """The app in a real browser: Debian Chromium driven by Playwright against a live server.
 
-The server is started by the test on a free localhost port.  Screenshots and the
-measured timings go to test-artifacts/ (not committed).  Timings are recorded, not
-asserted (performance targets live in benchmarks): docs/bench-parts/app.md reports them.
+The server is started by the test on a free localhost port, on a workspace in a temporary folder
+(DPCORE_WORKSPACE).  Screenshots and the measured timings go to test-artifacts/ (not committed).  Timings are
+recorded, not asserted (performance targets live in benchmarks): docs/bench-parts/app.md reports them.
+
+What survives (issue 14): a release, a reload and a server restart find the run, its card and the unchanged
+ledger total; a reload mid-run brings the run's live progress back; a run recorded by the command line is listed
+on /results with its label as visible text; a double click on Run starts one run; a 0.1 s run shows its result.
 """
 
 from __future__ import annotations
 
-import csv
-import io
 import json
 import os
+import re
 import socket
 import subprocess
 import sys
@@ -49,12 +52,12 @@ def free_port() -> int:
 
 
 class Server:
-    """``python -m streamlit run app.py`` in ``cwd`` on a free port, until closed."""
+    """``python -m streamlit run app.py`` in ``cwd`` on a free port and the given workspace, until closed."""
 
-    def __init__(self, cwd: Path, log_name: str) -> None:
+    def __init__(self, cwd: Path, log_name: str, workspace: Path | None = None) -> None:
         port = free_port()
         ARTIFACTS.mkdir(exist_ok=True)
-        self.log = open(ARTIFACTS / log_name, "w")
+        self.log = open(ARTIFACTS / log_name, "a")
         self.proc = subprocess.Popen(
             [
                 sys.executable,
@@ -74,8 +77,9 @@ class Server:
             cwd=cwd,
             stdout=self.log,
             stderr=subprocess.STDOUT,
-            env=dict(os.environ, PYTHONUNBUFFERED="1"),
+            env=dict(os.environ, PYTHONUNBUFFERED="1", **({"DPCORE_WORKSPACE": str(workspace)} if workspace else {})),
         )
+        self.workspace = workspace
         self.url = f"http://127.0.0.1:{port}"
         deadline = time.monotonic() + 60
         while True:
@@ -103,8 +107,14 @@ class Server:
 
 
 @pytest.fixture(scope="module")
-def server():
-    srv = Server(ROOT, "server.log")
+def workspace_dir(tmp_path_factory) -> Path:
+    return tmp_path_factory.mktemp("browser-workspace")
+
+
+@pytest.fixture(scope="module")
+def server(workspace_dir):
+    (ARTIFACTS / "server.log").unlink(missing_ok=True)
+    srv = Server(ROOT, "server.log", workspace_dir)
     try:
         yield srv.url, srv.healthy
     finally:
@@ -189,64 +199,96 @@ def test_one_line_page_baseline(browser, tmp_path):
         srv.close()
 
 
-def test_release_flow_in_a_real_browser(server, page):
-    url, healthy = server
-    page.goto(url)
-    page.get_by_text("32,561").first.wait_for()  # the Rows (n) metric above the preview grid
-    TIMINGS["first_page_rows_shown_after_health_s"] = round(time.monotonic() - healthy, 2)
-    page.get_by_text("Possible records").wait_for()
-    TIMINGS["first_page_after_health_s"] = round(time.monotonic() - healthy, 2)
-    page.get_by_text("rows fit the schema").wait_for()
-    TIMINGS["first_page_complete_after_health_s"] = round(time.monotonic() - healthy, 2)
-    shot(page, "01_data")
+def runs_in(workspace: Path) -> list[dict]:
+    """The runs the workspace holds, read straight from its database (what the app must show)."""
+    from dpcore.workspace import Workspace
 
-    TIMINGS["switch_to_workload_s"] = round(go(page, "Workload", "2 · Workload"), 2)
-    set_number(page, "m (number of marginals)", 4)
-    page.get_by_text("Queries |Q|").wait_for()
-    shot(page, "02_workload")
+    ws = Workspace(workspace)
+    try:
+        return [dict(r) for r in ws.query("SELECT id, label, status, kind FROM runs WHERE deleted = 0")]
+    finally:
+        ws.close()
 
-    TIMINGS["switch_to_release_s"] = round(go(page, "Release", "3 · Release"), 2)
-    pick(page, "Mechanism", "FEM (Follow")
-    set_number(page, "rounds", 8)
-    set_number(page, "samples", 8)
-    shot(page, "03_release")
-    t0 = time.monotonic()
-    page.get_by_role("button", name="Run", exact=True).click()
-    page.get_by_text("finished in").wait_for(timeout=60_000)
-    TIMINGS["fem_run_8x8_4_marginals_s"] = round(time.monotonic() - t0, 2)
-    assert page.get_by_text("nothing was released").count() == 0
 
-    TIMINGS["switch_to_results_s"] = round(go(page, "Results", "4 · Results"), 2)
-    page.get_by_text("Error of every query").wait_for()
-    charts = page.locator('[data-testid="stVegaLiteChart"]')
-    charts.first.wait_for()
-    assert charts.count() >= 3  # histogram, per-marginal bars, real vs released (+ trace)
-    shot(page, "04_results")
-    with page.expect_download() as dl:
-        page.get_by_role("button", name="Synthetic data (CSV)").click()
-    rows = list(csv.reader(io.StringIO(Path(dl.value.path()).read_text())))
-    with page.expect_download() as dl_card:
-        page.get_by_role("button", name="Release card (JSON)").click()
-    card = json.loads(Path(dl_card.value.path()).read_text())
-    header = [a["name"] for a in card["data"]["schema"]]
-    assert rows[0] == header and len(header) == 14
-    assert len(rows) - 1 == card["output"]["rows"] == 8 * 8  # FEM releases T·s rows
-    assert card["mechanism"]["name"] == "fem" and "seed" not in card["parameters"]
+def ledger_caption(page) -> str:
+    """The sidebar's plain-text ledger line: 'N charged runs · total ε = X'."""
+    line = page.get_by_test_id("stSidebar").get_by_text(re.compile(r"charged runs? · total ε = "))
+    line.first.wait_for()
+    return line.first.inner_text()
 
-    TIMINGS["switch_to_compare_s"] = round(go(page, "Compare", "5 · Compare"), 2)
-    TIMINGS["switch_back_to_data_s"] = round(go(page, "Data", "1 · Data"), 2)
-    shot(page, "05_back_to_data")
-    assert page.dialogs == []
+
+def test_a_release_survives_a_reload_and_a_restart(browser, tmp_path):
+    """Double click on Run: one run, shown at once (a 0.1 s run); the run, its card and the ledger total come back
+    after a reload and after a server restart."""
+    workspace = tmp_path / "ws"
+    srv = Server(ROOT, "restart_server.log", workspace)
+    context = browser.new_context(viewport={"width": 1400, "height": 1000}, accept_downloads=True)
+    page = context.new_page()
+    page.set_default_timeout(60_000)
+    try:
+        page.goto(srv.url + "/release")
+        page.get_by_text("Before running: what it costs").wait_for()
+        wait_idle(page)
+        pick(page, "Mechanism", "Direct Gaussian answers")
+        label = page.get_by_label("Label (optional)", exact=True)
+        label.fill("browser run one")
+        label.press("Enter")
+        wait_idle(page)
+        t0 = time.monotonic()
+        page.get_by_role("button", name="Run", exact=True).dblclick()
+        page.get_by_text("finished in").first.wait_for()
+        TIMINGS["gaussian_double_click_to_result_s"] = round(time.monotonic() - t0, 2)
+        wait_idle(page)
+        page.wait_for_timeout(1500)  # a second run, if the double click had started one, would be recorded now
+        runs = runs_in(workspace)
+        assert [(r["label"], r["status"]) for r in runs] == [("browser run one", "done")]
+        total = ledger_caption(page)
+        assert total == "1 charged run · total ε = 1"
+        shot(page, "10_release_done")
+
+        go(page, "Results", "4 · Results")
+        page.get_by_text("browser run one").first.wait_for()
+        page.get_by_text("Whoever sees this output learns almost nothing").first.wait_for()
+        with page.expect_download() as dl:
+            page.get_by_role("button", name="Release card (JSON)").click()
+        card = json.loads(Path(dl.value.path()).read_text())
+        assert card["privacy"]["guarantee"] == "differential privacy" and card["promise"].startswith("Whoever")
+        assert dl.value.suggested_filename.startswith("release_card_browser_run_one_")
+        shot(page, "11_results")
+
+        page.reload()  # a new session: the run, its card and the ledger total come back
+        page.get_by_text("Whoever sees this output learns almost nothing").first.wait_for()
+        assert page.get_by_text("browser run one").first.is_visible()
+        assert ledger_caption(page) == total
+
+        srv.close()  # a restart: a new server process on the same workspace
+        t0 = time.monotonic()
+        srv = Server(ROOT, "restart_server.log", workspace)
+        page.goto(srv.url + "/results")
+        page.get_by_text("Whoever sees this output learns almost nothing").first.wait_for()
+        TIMINGS["restart_to_results_shown_s"] = round(time.monotonic() - t0, 2)
+        assert page.get_by_text("browser run one").first.is_visible()
+        assert ledger_caption(page) == total
+        code = page.get_by_test_id("stSidebar").get_by_test_id("stCode").first
+        code.wait_for()
+        assert str(workspace) in code.inner_text().replace("\n", "")  # the app says which workspace it uses
+        shot(page, "12_after_restart")
+    finally:
+        context.close()
+        srv.close()
 
 
 def metric_values(page) -> list[str]:
     return page.get_by_test_id("stMetricValue").all_inner_texts()
 
 
-def test_schema_editor_edits_apply_and_survive_page_switches(server, page):
-    url, _ = server
+def test_schema_editor_edits_apply_and_survive_page_switches_and_a_reload(server, page):
+    url, healthy = server
     page.goto(url)
+    page.get_by_text("32,561").first.wait_for()  # the Rows (n) metric above the preview grid
+    TIMINGS["first_page_rows_shown_after_health_s"] = round(time.monotonic() - healthy, 2)
     page.get_by_text("rows fit the schema").wait_for()
+    TIMINGS["first_page_complete_after_health_s"] = round(time.monotonic() - healthy, 2)
     wait_idle(page)
     include_header = page.locator('[role="columnheader"]').filter(has_text="include")
     editor = page.get_by_test_id("stDataFrame").filter(has=include_header)
@@ -273,6 +315,80 @@ def test_schema_editor_edits_apply_and_survive_page_switches(server, page):
     wait_idle(page)
     assert metric_values(page)[3:6] == ["13", "4,731,769,405,440", "157"]
     shot(page, "06b_schema_edited")
+    page.reload()  # a new session: the edited schema comes back from the workspace
+    page.get_by_text("rows fit the schema").wait_for()
+    page.get_by_test_id("stMetricValue").filter(has_text="4,731,769,405,440").wait_for()
+    wait_idle(page)
+    shot(page, "06c_schema_after_reload")
+    assert metric_values(page)[3:6] == ["13", "4,731,769,405,440", "157"]
+
+
+def test_a_reload_mid_run_brings_its_progress_back(server, page):
+    url, _ = server
+    page.goto(url + "/release")
+    page.get_by_text("Before running: what it costs").wait_for()
+    wait_idle(page)
+    pick(page, "Mechanism", "FEM (Follow")
+    set_number(page, "Rounds", 5000)
+    set_number(page, "Samples per round", 2)
+    set_number(page, "ε (epsilon)", 50)
+    page.get_by_role("button", name="Run", exact=True).click()
+    page.get_by_text(re.compile(r"Round [1-9][0-9]* of 5000")).first.wait_for()
+    page.get_by_text("Internal — computed on the private data").first.wait_for()  # the live figures say so
+    page.reload()
+    t0 = time.monotonic()
+    progress = page.get_by_text(re.compile(r"^Round [0-9]+ of 5000$"))
+    progress.first.wait_for()
+    TIMINGS["reload_mid_run_progress_back_s"] = round(time.monotonic() - t0, 2)
+    first = int(re.search(r"Round (\d+)", progress.first.inner_text()).group(1))
+    deadline = time.monotonic() + 30
+    later = first
+    while later <= first and time.monotonic() < deadline:
+        page.wait_for_timeout(500)
+        later = int(re.search(r"Round (\d+)", progress.first.inner_text()).group(1))
+    assert later > first, "the progress did not move after the reload"
+    assert "Running: " in page.get_by_test_id("stSidebar").inner_text()
+    shot(page, "13_reload_mid_run")
+    page.get_by_role("button", name="Cancel run").click()
+    page.get_by_text("charge stays in the ledger").first.wait_for()
+
+
+def test_a_command_line_run_is_listed_on_results(server, page, workspace_dir):
+    url, _ = server
+    label = "CLI run: quarterly <b>extract</b>"
+    subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "dpcore",
+            "release",
+            "--data",
+            "adult",
+            "--k",
+            "2",
+            "--marginals",
+            "3",
+            "--mechanism",
+            "gaussian",
+            "--epsilon",
+            "0.5",
+            "--workspace",
+            str(workspace_dir),
+            "--label",
+            label,
+            "--quiet",
+        ],
+        check=True,
+        cwd=ROOT,
+        timeout=180,
+        capture_output=True,
+    )
+    page.goto(url + "/results")
+    text = page.get_by_text(label).first
+    text.wait_for()
+    assert text.is_visible()  # plain visible text, not only a cell of a data grid
+    assert page.locator("b").filter(has_text="extract").count() == 0  # and never markup
+    shot(page, "14_cli_run_listed")
 
 
 def test_teaching_presets_in_a_real_browser(server, page):

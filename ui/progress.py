@@ -21,6 +21,11 @@ def _short(v) -> str:
     return f"{v:.4g}" if isinstance(v, float) else str(v)
 
 
+def _cancel(run_id: str) -> None:
+    jobs.cancel(run_id)
+    st.session_state[state.LAST_RUN] = run_id  # this session then says how it ended
+
+
 def panel(snap: dict, *, key_prefix: str) -> None:
     """One run's live progress: round t of T, elapsed time, the internal figures, Cancel."""
     name = snap.get("label") or snap.get("mechanism") or snap["run_id"]
@@ -45,7 +50,7 @@ def panel(snap: dict, *, key_prefix: str) -> None:
         st.button(
             "Cancel run",
             key=f"{key_prefix}:cancel:{snap['run_id']}",
-            on_click=jobs.cancel,
+            on_click=_cancel,
             args=(snap["run_id"],),
             icon=":material/stop:",
             help="Stop the run: nothing is released. It was charged before it read the data, so the charge stays.",
@@ -64,6 +69,8 @@ def live_panels(kind: str, poll_seconds: float = 0.5, key_prefix: str = "progres
         for run_id in running:
             snap = jobs.snapshot(run_id)
             if snap["done"]:
+                # This session watched it end (maybe after a reload): the page says how it ended.
+                st.session_state[state.LAST_RUN] = run_id
                 st.rerun()  # the whole page: the outcome, the Results link, the sidebar ledger
             with st.container(border=True):
                 panel(snap, key_prefix=key_prefix)

@@ -71,7 +71,7 @@ def _ledger_and_runs(was_live: bool) -> None:
     for name, runs, table, tot in tables:
         st.text(name)
         cap = "" if tot["cap_epsilon"] is None else f" · cap ε = {fmt_eps(tot['cap_epsilon'])}"
-        st.caption(f"{runs} charged run{'' if runs == 1 else 's'}{cap}")
+        st.caption(f"{runs} charged run{'' if runs == 1 else 's'} · total ε = {fmt_eps(tot['epsilon'])}{cap}")
         st.dataframe(table, width="stretch")
 
 

@@ -21,6 +21,25 @@ import streamlit as st
 
 KEEP = "keep:"
 
+
+def _leave_legacy_multipage_mode() -> None:
+    """Streamlit runs a ``pages/`` script on its own, without ``app.py``, when the first request a fresh server
+    process gets names a page (``/results`` reloaded after a restart): a ``pages/`` folder beside the entry
+    script switches on its legacy multipage mode until ``app.py``'s ``st.navigation`` runs once.  Every page
+    imports this module first, so clear the flag here, and rerun when it was set: the rerun runs ``app.py``."""
+    try:
+        from streamlit.runtime.pages_manager import PagesManager
+        from streamlit.runtime.scriptrunner_utils.script_run_context import get_script_run_ctx
+    except ImportError:  # another Streamlit layout: nothing to do
+        return
+    was = PagesManager.uses_pages_directory
+    PagesManager.uses_pages_directory = False
+    if was and get_script_run_ctx() is not None:
+        st.rerun()
+
+
+_leave_legacy_multipage_mode()
+
 # Widget keys (persisted across pages, reloads and restarts).
 SOURCE = KEEP + "source"  # "bundled" | "upload"
 WL_K = KEEP + "wl_k"
