@@ -135,6 +135,9 @@ def _run_script(host: str, port: int, cookie: str | None = None, timeout: float 
             msg = ForwardMsg()
             msg.ParseFromString(ws.recv(timeout=timeout))
             if msg.WhichOneof("type") == "script_finished":
+                if msg.script_finished == ForwardMsg.FINISHED_EARLY_FOR_RERUN:
+                    shown.clear()  # the script asked for a rerun: what counts is the run that follows
+                    continue
                 return shown
             if msg.WhichOneof("type") == "delta" and msg.delta.WhichOneof("type") == "new_element":
                 kind = msg.delta.new_element.WhichOneof("type") or ""
