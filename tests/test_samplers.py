@@ -207,6 +207,19 @@ def test_gibbs_sampling_distribution():
     assert stats.chisquare(np.bincount(draws, minlength=4), np.array([1, 2, 3, 4]) / 10 * 40_000).pvalue > CRYPTO_P
 
 
+@pytest.mark.parametrize("seed", [7, None])
+def test_gibbs_sampling_is_stable_at_huge_log_weights(seed):
+    """exp() of these log-weights overflows; the sampler normalises in log space (DualQuery after many rounds)."""
+    logw = np.array([1000.0, 1001.0, 999.0, -1e6])
+    p = np.exp(logw - logw.max())
+    p /= p.sum()
+    N = 30_000
+    counts = np.bincount(Randomness(seed).sample_log_weights(logw, N), minlength=4)
+    assert counts[3] == 0
+    pval = stats.chisquare(counts[:3], N * p[:3] / p[:3].sum()).pvalue
+    assert pval > (SEEDED_P if seed is not None else CRYPTO_P)
+
+
 def test_modes_and_what_they_promise():
     assert Randomness().guarantee == GUARANTEE_DP == "differential privacy"
     assert Randomness(0).guarantee == GUARANTEE_NONE == "none"

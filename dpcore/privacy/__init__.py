@@ -11,10 +11,8 @@ from .accounting import (
     check_delta,
     default_delta,
     eps_to_zcdp,
-    exponential_mechanism,
     gaussian_rho,
     gaussian_sigma_for_rho,
-    sample_log_weights,
     zcdp_to_eps,
     zcdp_to_eps_cks,
 )
@@ -29,10 +27,8 @@ __all__ = [
     "check_delta",
     "default_delta",
     "eps_to_zcdp",
-    "exponential_mechanism",
     "gaussian_rho",
     "gaussian_sigma_for_rho",
-    "sample_log_weights",
     "zcdp_to_eps",
     "zcdp_to_eps_cks",
 ]

@@ -1,4 +1,4 @@
-"""Noise primitives, the exponential mechanism, accountants and the privacy ledger.
+"""Accountants, noise calibration and budget checks (every draw lives in :mod:`.samplers`).
 
 Neighbouring datasets differ by *replacing* one record (bounded DP, ``n`` public), as
 in seeds 000 and 001.  Under that relation a normalised counting query has
@@ -27,7 +27,6 @@ from dataclasses import asdict, dataclass, field
 
 import numpy as np
 from scipy.optimize import brentq, minimize_scalar
-from scipy.special import logsumexp
 
 from ..errors import BudgetError
 
@@ -86,34 +85,6 @@ def gaussian_sigma_for_rho(rho: float, l2_sensitivity: float) -> float:
 
 def gaussian_rho(sigma: float, l2_sensitivity: float) -> float:
     return l2_sensitivity**2 / (2.0 * sigma**2)
-
-
-# ------------------------------------------------------------ exponential mechanism
-def exponential_mechanism(
-    rng: np.random.Generator, scores: np.ndarray, epsilon: float, sensitivity: float, size: int | None = None
-) -> np.ndarray | int:
-    """Sample index r with P(r) ∝ exp(ε score_r / (2 Δ)) by the Gumbel-max trick.
-
-    Works in log space: never exponentiates large numbers.
-    """
-    logits = np.asarray(scores, dtype=np.float64) * (epsilon / (2.0 * sensitivity))
-    if size is None:
-        return int(np.argmax(logits + rng.gumbel(size=logits.shape)))
-    return sample_log_weights(rng, logits, size)
-
-
-def sample_log_weights(rng: np.random.Generator, log_weights: np.ndarray, size: int) -> np.ndarray:
-    """``size`` i.i.d. draws from P(i) ∝ exp(log_weights[i]), stable for any range.
-
-    Normalises in log space, then inverts the CDF: O(|Q| + size log |Q|), which for
-    the s ≈ 1000 draws per round of DualQuery beats ``size`` Gumbel-max passes.
-    """
-    lw = np.asarray(log_weights, dtype=np.float64)
-    p = np.exp(lw - logsumexp(lw))
-    cdf = np.cumsum(p)
-    cdf /= cdf[-1]
-    u = rng.random(size)
-    return np.minimum(np.searchsorted(cdf, u, side="right"), len(cdf) - 1)
 
 
 # ------------------------------------------------------------------ accountants
