@@ -9,7 +9,7 @@ from dpcore.release import plan_release
 from ui import datasource, jobs, progress, state, widgets
 from ui import mechanisms as ui_mechanisms
 from ui import workload_state as wls
-from ui.text import fmt_delta, fmt_eps, glossary, md_escape, show_error, show_warning
+from ui.text import fmt_delta, fmt_eps, fmt_number, glossary, label, md_escape, show_error, show_warning
 
 st.title("3 · Release")
 st.caption("Choose how to privatise the data, how much privacy to spend, and run.")
@@ -255,7 +255,7 @@ if not plan_error:
     if plan:
         st.caption("Public figures of this run (computed from n, the workload and the parameters only):")
         st.dataframe(
-            {"figure": list(plan), "value": [f"{v:.6g}" if isinstance(v, float) else str(v) for v in plan.values()]},
+            {"figure": [label(k) for k in plan], "value": [fmt_number(v) for v in plan.values()]},
             hide_index=True,
         )
 
