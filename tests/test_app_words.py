@@ -24,6 +24,9 @@ from ui import text, widgets
         (float("nan"), "—"),
         (None, "—"),
         ("22178", "22,178"),
+        ([1, 2.5, 1e308], "1, 2.5, 1e308"),
+        ({"a": 1}, "{'a': 1}"),
+        ("zCDP", "zCDP"),
     ],
 )
 def test_numbers_for_people(value, shown):

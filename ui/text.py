@@ -55,6 +55,8 @@ def fmt_number(x, digits: int = 4) -> str:
         return "—"
     if isinstance(x, bool):
         return "yes" if x else "no"
+    if isinstance(x, (list, tuple)):
+        return ", ".join(fmt_number(v, digits) for v in x)
     if isinstance(x, str):
         try:
             x = int(x) if x.strip().lstrip("-").isdigit() else float(x)
@@ -63,7 +65,10 @@ def fmt_number(x, digits: int = 4) -> str:
     if isinstance(x, int) or (hasattr(x, "dtype") and getattr(x.dtype, "kind", "") in "iu"):
         x = int(x)
         return f"{x:,}" if abs(x) < 10**15 else fmt_sci(x, 3)
-    x = float(x)
+    try:
+        x = float(x)
+    except (TypeError, ValueError):
+        return str(x)  # not a number (a dict, a name): shown as it is
     if math.isnan(x):
         return "—"
     if math.isinf(x):
