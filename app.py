@@ -18,10 +18,6 @@ access.guard()  # shared: say so; on the network without a password: refuse (ui/
 
 state.keep_choices()
 state.init()
-if state.job_exists():  # legacy: the teaching page's session-held run (ui/runner.py)
-    from ui import runner
-
-    runner.collect_finished()
 
 HERE = Path(__file__).resolve().parent
 pages = [

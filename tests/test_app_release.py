@@ -407,35 +407,6 @@ def test_implicit_class_workload_runs_privlearn_and_shows_the_class_error(at):
     assert "class_error" not in files["Release card (JSON)"].read_text()
 
 
-def test_teaching_preset_shows_the_game_and_the_ledger(at):
-    from ui import teaching
-
-    at.switch_page("pages/how_it_works.py").run()
-    assert not at.exception
-    presets = [m.name for m in teaching.preset_mechanisms()]
-    assert presets, "no mechanism declares a teaching preset"
-    game = [n for n in teaching.PREFERRED if n in presets]
-    assert at.radio(key=state.TEACH_MECH).value == (game[0] if game else presets[0])
-    next(b for b in at.button if b.label == "Run the demo").click().run()
-    if state.TEACH_JOB in at.session_state:  # the page on the legacy session-held runner
-        job = apptest.wait_for_job(at, state.TEACH_JOB, timeout=60)
-        assert job.record is not None, [e.value for e in at.error]
-        spends = job.release.spends
-    else:  # the page on ui.jobs
-        run_id = jobs.active("teaching")[0] if jobs.active("teaching") else state.runs_store().list()[0]["id"]
-        apptest.wait_for_run(at, run_id)
-        run = state.runs_store().get(run_id)
-        assert run["status"] == "done" and run["demo"] == 1
-        spends = None
-    frames = [d.value for d in at.dataframe]
-    steps = next(f for f in frames if "ε so far (basic)" in f.columns)
-    assert steps["ε so far (basic)"].iloc[-1] <= 1.0 + 1e-9
-    if spends is not None:
-        assert steps["ε so far (basic)"].iloc[-1] == pytest.approx(sum(s.epsilon for s in spends))
-    # The demo is a real run on the bundled data: it is charged to the workspace ledger.
-    assert sum(e["epsilon"] for e in ledger()) == pytest.approx(steps["ε so far (basic)"].iloc[-1])
-
-
 def test_upload_and_schema_edits_come_back_after_a_reload(at):
     from ui import datasource
 

@@ -3,6 +3,7 @@
 Pages under ``pages/`` hold layout only; what they share lives here:
 ``state`` (session keys and defaults), ``datasource`` (bundled sample, uploads and the
 schema table), ``widgets`` (mechanism parameters from their declared list),
-``runner`` (runs off the script thread, with progress and cancel), ``charts``
+``jobs`` (runs owned by the server process, recorded in the workspace), ``progress``
+(watching them: live progress, cancel, how they ended), ``results``, ``charts``
 (altair figures), ``sidebar`` and ``text`` (safe rendering of user strings).
 """

@@ -40,18 +40,6 @@ def new_app(timeout: float = 60):
     return AppTest.from_file(APP, default_timeout=timeout)
 
 
-def wait_for_job(at, key: str = "job", timeout: float = 60.0, poll: float = 0.2):
-    """Rerun until the background job under ``key`` has finished and been collected."""
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        at.run()
-        job = at.session_state[key] if key in at.session_state else None
-        if job is not None and job.done and job.collected:
-            return job
-        time.sleep(poll)
-    raise TimeoutError(f"the run under {key!r} did not finish within {timeout} s")
-
-
 def wait_for_run(at, run_id: str, timeout: float = 60.0, poll: float = 0.1):
     """Rerun until the run (ui.jobs) has finished, then once more so the page shows how it ended."""
     from ui import jobs

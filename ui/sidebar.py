@@ -41,10 +41,6 @@ def running_lines() -> list[str]:
         lines.append(
             f"Running: {md_escape(name, 60)} — round {snap['t']} of {snap['T'] or '?'}, {snap['elapsed']:.0f} s"
         )
-    legacy = st.session_state.get(state.TEACH_JOB)
-    if legacy is not None and not legacy.done:
-        snap = legacy.snapshot()
-        lines.append(f"Running: teaching demo — round {snap['t']} of {snap['T'] or '?'}, {snap['elapsed']:.0f} s")
     return lines
 
 

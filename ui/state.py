@@ -97,8 +97,6 @@ DATASET = "dataset"  # (key, Dataset) or None
 DATASET_ERROR = "dataset_error"
 WORKLOAD = "workload"  # (key, Workload | None, error message | None)
 LEDGER = "ledger"
-RUNS = "runs"  # legacy: the teaching page's finished runs (ui.runner), until it moves onto ui.jobs
-TEACH_JOB = "teach_job"  # legacy: ui.runner.RunJob of the teaching page
 DATASET_NAMES = "dataset_names"  # fingerprint -> display name
 LAST_RUN = "last_run"  # id of the run this session last started on the Release page
 RUN_CLICKS = "run_clicks"  # how many runs this session started: part of the Run button's key
@@ -129,7 +127,7 @@ def init() -> None:
         st.session_state[SAVED_CHOICES] = json.dumps(saved, sort_keys=True, default=str)
     for key, value in WIDGET_DEFAULTS.items():
         default(key, value)
-    for key, factory in ((RUNS, list), (DATASET_NAMES, dict), (ANNOUNCED, set)):
+    for key, factory in ((DATASET_NAMES, dict), (ANNOUNCED, set)):
         if key not in st.session_state:
             st.session_state[key] = factory()
 
@@ -212,15 +210,6 @@ def has_spent() -> bool:
     return bool(workspace().query("SELECT 1 FROM ledger UNION ALL SELECT 1 FROM caps LIMIT 1"))
 
 
-def job_exists() -> bool:
-    return st.session_state.get(TEACH_JOB) is not None
-
-
-def runs() -> list:
-    """Legacy: the teaching page's runs of this session (ui.runner)."""
-    return st.session_state[RUNS]
-
-
 def next_request_key() -> tuple[str, str]:
     """(button key, request key) of the next Run click: both change once a click started a run, so a second
     click on the same rendering of the button (a double click) carries the same request and starts nothing."""
@@ -235,9 +224,6 @@ def clicked_run() -> None:
 def reset() -> None:
     """Back to the default choices: this session's and the saved ones.  Runs, datasets and the ledger stay in
     the workspace (a reset never undoes a privacy charge)."""
-    job = st.session_state.get(TEACH_JOB)
-    if job is not None:
-        job.cancel()
     for key in list(st.session_state.keys()):
         del st.session_state[key]
     workspace().set_state(CHOICES_STATE_KEY, {})
