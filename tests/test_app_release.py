@@ -177,6 +177,18 @@ def test_fem_rows_preview_and_the_uncharged_yardstick(at):
     headline = next(d.value for d in at.dataframe if "answers from" in d.value.columns)
     assert "direct Gaussian at the same ε, δ (internal what-if)" in list(headline["answers from"])
     assert len(at.get("vega_lite_chart")) >= 3  # histogram, per-marginal bars, real vs released
+    # The fidelity view (internal): beyond the workload, against the private table, saved beside the run.
+    charts_before = len(at.get("vega_lite_chart"))
+    next(b for b in at.button if b.label == "Compute the fidelity report").click().run()
+    assert not at.exception and errors(at) == []
+    m = metrics(at)
+    assert 0 < float(m["Mean 1-way TVD"].value) <= 1 and 0 < float(m["Worst 2-way TVD"].value) <= 1
+    assert len(at.get("vega_lite_chart")) >= charts_before + 3  # distributions, pair heatmap, associations
+    from ui import results
+
+    saved = json.loads(results.artifact(run, results.FIDELITY_FILE).read_text())
+    assert saved["label"].startswith("INTERNAL") and saved["n_synthetic"] == 30
+    assert len(ledger()) == charged  # evaluating charges nothing
 
 
 def test_one_click_is_one_run_even_when_clicked_twice(at):
