@@ -106,7 +106,7 @@ for i, f in enumerate(files):
     with cols[i % len(cols)]:
         st.download_button(
             f["label"],
-            results.opener(f["path"]),
+            f.get("read") or results.opener(f["path"]),
             file_name=f["file_name"],
             mime=f["mime"],
             on_click="ignore",
@@ -115,6 +115,9 @@ for i, f in enumerate(files):
             help=(f["help"] or "") + f" ({fmt_bytes(results.file_size(f['path']))})",
             key=f"download:{run['id']}:{f['label']}",
         )
+with st.expander("Where the files are"):
+    st.caption("In the workspace folder, beside the run's record (the command line reads them from there too):")
+    st.code(str(state.workspace().run_dir(run["id"])), language=None, wrap_lines=True)
 with st.expander("Release card (public)"):
     card_txt = results.artifact(run, "card.txt")
     st.text(card_txt.read_text() if card_txt is not None else "—")

@@ -191,6 +191,22 @@ def test_fem_rows_preview_and_the_uncharged_yardstick(at):
     assert len(ledger()) == charged  # evaluating charges nothing
 
 
+def test_a_large_release_downloads_gzip_compressed(at, monkeypatch):
+    import gzip
+
+    from ui import results
+
+    choose(at, "fem", rounds=4, samples=4)
+    run = start_and_wait(at)
+    small = results.downloads(run)[0]
+    assert small["file_name"].endswith(".csv") and small["read"]().read() == small["path"].read_bytes()
+    monkeypatch.setattr(results, "LARGE_DOWNLOAD", 100)  # this CSV counts as large now
+    large = results.downloads(run)[0]
+    assert large["file_name"].endswith(".csv.gz") and large["mime"] == "application/gzip"
+    with large["read"]() as fh:
+        assert gzip.decompress(fh.read()) == large["path"].read_bytes()
+
+
 def test_one_click_is_one_run_even_when_clicked_twice(at):
     choose(at, "gaussian")
     button = run_button(at)

@@ -107,11 +107,36 @@ def download_name(run: dict, stem: str, suffix: str) -> str:
     return f"{prefix}{stem}_{slug(run.get('label') or run.get('mechanism'))}_{run['id']}{suffix}"
 
 
+#: A released file larger than this is offered gzip-compressed: Streamlit holds a download in memory whole
+#: while it serves it, and a CSV of repeated labels compresses about tenfold.
+LARGE_DOWNLOAD = 256 * 1024 * 1024
+
+
 def opener(path: Path):
     """A callable for ``st.download_button``: the file is read only when the button is clicked."""
 
     def read():
         return open(path, "rb")  # Streamlit reads and closes it
+
+    return read
+
+
+def gzip_opener(path: Path):
+    """Like :func:`opener` for a large file: compressed once, on the first click, beside the original (a chunk
+    at a time: bounded memory), then that copy is served."""
+    import gzip
+    import os
+    import shutil
+
+    target = path.with_name(path.name + ".gz")
+
+    def read():
+        if not target.exists() or target.stat().st_mtime < path.stat().st_mtime:
+            part = target.with_name(target.name + ".part")
+            with open(path, "rb") as src, gzip.open(part, "wb", compresslevel=1) as dst:
+                shutil.copyfileobj(src, dst, 16 * 1024 * 1024)
+            os.replace(part, target)
+        return open(target, "rb")
 
     return read
 
@@ -122,15 +147,18 @@ def downloads(run: dict) -> list[dict]:
     rows = artifact(run, "synthetic.csv")
     answers = artifact(run, "answers.csv")
     if rows is not None:
+        large = file_size(rows) > LARGE_DOWNLOAD
         out.append(
             {
                 "label": "Synthetic data (CSV)",
                 "path": rows,
-                "file_name": download_name(run, "synthetic", ".csv"),
-                "mime": "text/csv",
+                "file_name": download_name(run, "synthetic", ".csv.gz" if large else ".csv"),
+                "mime": "application/gzip" if large else "text/csv",
                 "icon": ":material/download:",
-                "help": "The released rows, decoded to the original labels (numeric attributes as their bins).",
+                "help": "The released rows, decoded to the original labels (numeric attributes as their bins)."
+                + (" A large file: it comes gzip-compressed (compressed on the first click)." if large else ""),
                 "primary": True,
+                "read": gzip_opener(rows) if large else opener(rows),
             }
         )
     elif answers is not None:
