@@ -187,7 +187,16 @@ def read_table(source, filename: str | None = None) -> pd.DataFrame:
             raise DataError(f"{name}: more than {MAX_ROWS:,} rows; sample the table first.")
     df = validate_table(df, name)
     df.attrs["source_digest"] = digest
+    df.attrs["name"] = Path(str(name)).stem[:80] or "table"
     return df
+
+
+def table_digest(df: pd.DataFrame) -> str:
+    """SHA-256 of a table built in memory (no source bytes): its header and cell values, row order included.
+    The ledger keys such a table by this; the same rows read from a file are keyed by the file's bytes."""
+    h = hashlib.sha256("\x1f".join(map(str, df.columns)).encode())
+    h.update(pd.util.hash_pandas_object(df, index=False).to_numpy().tobytes())
+    return h.hexdigest()
 
 
 def source_digest(raw: bytes) -> str:

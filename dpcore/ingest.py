@@ -149,6 +149,56 @@ def date_granularity(fmt: str) -> str:
     return "month" if "%m" in fmt else "year"
 
 
+#: Header words that name a person or free text (public: the header is not protected by the release).
+_PERSON_TOKENS = {
+    "name",
+    "names",
+    "surname",
+    "forename",
+    "firstname",
+    "lastname",
+    "fullname",
+    "email",
+    "mail",
+    "phone",
+    "telephone",
+    "address",
+    "street",
+}
+_TEXT_TOKENS = {
+    "note",
+    "notes",
+    "comment",
+    "comments",
+    "description",
+    "descriptions",
+    "remark",
+    "remarks",
+    "narrative",
+    "text",
+    "summary",
+    "details",
+    "free",
+}
+HEADER_PERSON_REASON = "identifies a person: its header names one (a public rule; bring it back to keep it)"
+HEADER_TEXT_REASON = "free text: its header says so (a public rule; bring it back to keep it)"
+HEADER_ID_REASON = "identifier: its header names one (a public rule; bring it back to keep it)"
+
+
+def header_role(name: str) -> Role | None:
+    """A role the header alone decides, at no privacy cost: identifiers, names and contact details of people, and
+    free text are excluded by default (the user can bring any of them back)."""
+    if identifier_header(name):
+        return Role(str(name), "excluded", reason=HEADER_ID_REASON, source="declared")
+    spaced = re.sub(r"([a-z0-9])([A-Z])", r"\1_\2", str(name))
+    tokens = [t for t in re.split(r"[^A-Za-z0-9]+", spaced.lower()) if t]
+    if tokens and (tokens[-1] in _PERSON_TOKENS or "".join(tokens[-2:]) in _PERSON_TOKENS):
+        return Role(str(name), "excluded", reason=HEADER_PERSON_REASON, source="declared")
+    if tokens and tokens[-1] in _TEXT_TOKENS:
+        return Role(str(name), "excluded", reason=HEADER_TEXT_REASON, source="declared")
+    return None
+
+
 def identifier_header(name: str) -> bool:
     """Whether a (public) header names an identifier: ``id``, ``person_id``, ``caseNumber``, ``record_no``."""
     spaced = re.sub(r"([a-z0-9])([A-Z])", r"\1_\2", str(name))

@@ -30,7 +30,7 @@ from .mechanisms import registry
 from .mechanisms.base import Budget, MechanismResult, RunContext
 from .privacy import check_budget, default_delta
 from .privacy.samplers import Randomness
-from .report import INTERNAL_LABEL, evaluation_report, release_card
+from .report import INTERNAL_LABEL, data_section, evaluation_report, release_card
 from .workload import Workload, uniform_baseline
 
 
@@ -60,32 +60,43 @@ class Release:
     #: What the run's accountant charged, step by step (public: functions of public parameters).
     spends: list = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
+    #: How numeric and date columns come out: "values" (numbers and dates drawn within their bins, the input's
+    #: shape) or "bins" (bin labels).
+    numeric: str = "values"
+    #: Seeds the within-bin draws (post-processing: protects nothing), so every export of a release is the same.
+    decode_seed: int = 0
 
     @property
     def demo(self) -> bool:
         return self.guarantee == "none"
 
-    def decoded_rows(self, numeric: str = "interval", rng: np.random.Generator | None = None) -> pd.DataFrame | None:
+    def decoded_rows(self, numeric: str | None = None) -> pd.DataFrame | None:
+        """The synthetic rows as a table in the input's shape (``numeric="bins"`` for bin labels)."""
         if self.rows is None:
             return None
-        return self.workload.domain.decode(self.rows, numeric, rng)
+        from .output import to_table
 
-    def synthetic_csv(self, numeric: str = "interval") -> bytes:
+        return to_table(
+            self.workload.domain, self.rows, np.random.default_rng(self.decode_seed), numeric or self.numeric
+        )
+
+    def synthetic_csv(self, numeric: str | None = None) -> bytes:
         df = self.decoded_rows(numeric)
         if df is None:
             return answers_table(self.workload, self.answers).to_csv(index=False).encode()
         return df.to_csv(index=False).encode()
 
-    def write_synthetic_csv(self, path, chunk_rows: int = 500_000) -> None:
+    def write_synthetic_csv(self, path, numeric: str | None = None) -> None:
         """Write the synthetic rows (or the released answers) as CSV to ``path``, a chunk at a time, so a
         release of millions of rows never sits in memory as text."""
         if self.rows is None:
             answers_table(self.workload, self.answers).to_csv(path, index=False)
             return
-        with open(path, "w", newline="", encoding="utf-8") as fh:
-            for start in range(0, max(1, self.rows.shape[0]), chunk_rows):
-                part = self.workload.domain.decode(self.rows[start : start + chunk_rows], "interval")
-                part.to_csv(fh, index=False, header=start == 0)
+        from .output import write_csv
+
+        write_csv(
+            self.workload.domain, self.rows, path, np.random.default_rng(self.decode_seed), numeric or self.numeric
+        )
 
     def synopsis_json(self) -> dict | None:
         """The released synopsis (public: DP-derived numbers and public parameters only)."""
@@ -174,6 +185,49 @@ def default_ledger():
     return Ledger()
 
 
+def _prepare_mechanism(mechanism: str, params: dict | None, n_rows: int | None, class_width: int | None):
+    """The mechanism class and its validated parameters (public inputs only)."""
+    mech_cls = registry.get(mechanism)
+    params = dict(params or {})
+    if class_width is not None and any(p.name == "k" for p in mech_cls.parameters):
+        params.setdefault("k", class_width)
+    vparams = mech_cls.validate_params(params)
+    if n_rows is not None:
+        if "rows" not in vparams:
+            raise DPCoreError(f"{mech_cls.title} does not let you choose the number of rows.")
+        vparams["rows"] = mech_cls.param("rows").validate(n_rows)
+    return mech_cls, vparams
+
+
+def _reserve(
+    ledger,
+    dataset_key: str,
+    name: str,
+    n: int,
+    run_id: str,
+    mech_cls,
+    budget: Budget,
+    budget_cap: float | None,
+    seed: int | None,
+):
+    """Charge the whole (ε, δ) before the data is touched; returns the ledger actually used (or None)."""
+    if ledger is DEFAULT_LEDGER:
+        ledger = default_ledger()
+    if ledger is not None:
+        ledger.reserve(
+            dataset=dataset_key,
+            name=name,
+            n=n,
+            run=run_id,
+            mechanism=mech_cls.name,
+            epsilon=budget.epsilon,
+            delta=budget.delta,
+            budget=budget_cap,
+            note="demo (fixed seed)" if seed is not None else "",
+        )
+    return ledger
+
+
 def run_release(
     dataset,
     workload: Workload,
@@ -192,74 +246,222 @@ def run_release(
     budget_cap: float | None = None,
     n_rows: int | None = None,
     class_width: int | None = None,
+    schema_from_data: bool = False,
+    numeric: str = "values",
 ) -> tuple[Release, InternalEvaluation]:
-    """Run ``mechanism`` and build the release and its internal evaluation.
+    """Run ``mechanism`` on an encoded :class:`~dpcore.data.Dataset` and build the release and its internal
+    evaluation.  (For a raw table, :func:`release_table` discovers the schema privately first.)
 
     ``seed=None`` (every real release) draws privacy noise from the cryptographic source; a seed makes the run
     a reproducible demo whose card says its guarantee is "none".  ``ledger`` is the workspace ledger charged
     before the data is touched (default: the default workspace's); ``None`` charges nothing and is for
     benchmarks and tests only.  ``budget_cap`` sets the dataset's ε cap (the CLI's ``--budget``).
+    A schema with fields read off the data without privacy is refused unless ``schema_from_data`` says the
+    caller chose that explicitly (the card then says the schema is not covered).
     ``class_width`` = k also evaluates the release on the implicit class of all conjunctions of width ≤ k
     (internal, sampled); mechanisms that answer that class directly (a parameter ``k``) get k unless ``params``
     sets it.
     """
-    mech_cls = registry.get(mechanism)
     if workload.domain != dataset.domain:
         raise DPCoreError("The workload was built for a different schema than the dataset; rebuild the workload.")
     budget, defaulted, warnings = resolve_budget(epsilon, delta, dataset.n)
-    params = dict(params or {})
-    if class_width is not None and any(p.name == "k" for p in mech_cls.parameters):
-        params.setdefault("k", class_width)
-    vparams = mech_cls.validate_params(params)
-    if n_rows is not None:
-        if "rows" not in vparams:
-            raise DPCoreError(f"{mech_cls.title} does not let you choose the number of rows.")
-        vparams["rows"] = mech_cls.param("rows").validate(n_rows)
-    mech = mech_cls()
-    mech.plan(dataset.n, workload, budget, vparams)  # fail fast on impossible budgets (public figures only)
+    mech_cls, vparams = _prepare_mechanism(mechanism, params, n_rows, class_width)
+    data = data_section(dataset, schema_from_data=schema_from_data)  # refuses an unchosen inferred schema
+    mech_cls().plan(dataset.n, workload, budget, vparams)  # fail fast on impossible budgets (public figures only)
     run_id = run_id or new_run_id()
-    if ledger is DEFAULT_LEDGER:
-        ledger = default_ledger()
-    if ledger is not None:  # charged before the mechanism reads a single row
-        ledger.reserve(
-            dataset=dataset.ledger_key,
-            name=dataset.name,
-            n=dataset.n,
-            run=run_id,
-            mechanism=mech_cls.name,
-            epsilon=budget.epsilon,
-            delta=budget.delta,
-            budget=budget_cap,
-            note="demo (fixed seed)" if seed is not None else "",
-        )
+    ledger = _reserve(ledger, dataset.ledger_key, dataset.name, dataset.n, run_id, mech_cls, budget, budget_cap, seed)
     noise = Randomness(seed)  # None -> cryptographic; a seed makes the run a demo
+    return _run(
+        dataset,
+        workload,
+        mech_cls,
+        vparams,
+        budget,
+        budget,
+        defaulted,
+        warnings,
+        noise,
+        ledger,
+        run_id,
+        data,
+        (),
+        progress,
+        cancel,
+        oracle_options,
+        executor,
+        class_width,
+        numeric,
+    )
+
+
+def release_table(
+    table,
+    mechanism: str,
+    epsilon: float,
+    delta: float | None = None,
+    params: dict | None = None,
+    *,
+    schema=None,
+    roles=None,
+    schema_from_data: bool = False,
+    schema_share: float | None = None,
+    workload=None,
+    seed: int | None = None,
+    progress=None,
+    cancel: threading.Event | None = None,
+    oracle_options: dict | None = None,
+    executor=None,
+    ledger=DEFAULT_LEDGER,
+    run_id: str | None = None,
+    budget_cap: float | None = None,
+    n_rows: int | None = None,
+    class_width: int | None = None,
+    numeric: str = "values",
+    name: str | None = None,
+) -> tuple[Release, InternalEvaluation]:
+    """Release a raw table (a path, bytes, or a DataFrame from :func:`dpcore.data.read_table`) end to end.
+
+    1. The whole (ε, δ) is charged to the ledger before anything but the header and the row count is read.
+    2. Column roles and whatever the ``schema`` does not declare are released under DP from a share of it
+       (:mod:`dpcore.tabular`; ``schema_from_data=True`` reads them off the data instead, explicitly, and the card
+       says the schema is not covered); declared fields cost nothing.
+    3. The workload: ``workload`` (a :class:`Workload`, or a dict ``{"k", "marginals", "seed", "max_cells"}``),
+       else the default that fits the table (:func:`dpcore.workload.default_workload`).
+    4. The mechanism runs on the rest of the budget; rows come back in the input's shape.
+    """
+    from .data import read_table, table_digest
+    from .discovery import DEFAULT_SCHEMA_SHARE
+    from .tabular import discovery_budget, prepare_table
+
+    df = table if isinstance(table, pd.DataFrame) else read_table(table)
+    if "source_digest" not in df.attrs:
+        df.attrs["source_digest"] = table_digest(df)
+    n = len(df)
+    budget, defaulted, warnings = resolve_budget(epsilon, delta, n)
+    mech_cls, vparams = _prepare_mechanism(mechanism, params, n_rows, class_width)
+    share = DEFAULT_SCHEMA_SHARE if schema_share is None else float(schema_share)
+    eps_d, delta_d, _ = (
+        (0.0, 0.0, [])
+        if schema_from_data
+        else discovery_budget(
+            df.columns, epsilon=budget.epsilon, delta=budget.delta, schema=schema, roles=roles, schema_share=share
+        )
+    )
+    mech_budget = Budget(budget.epsilon - eps_d, budget.delta - delta_d)
+    run_id = run_id or new_run_id()
+    label = name or str(df.attrs.get("name") or "table")
+    ledger = _reserve(ledger, df.attrs["source_digest"], label, n, run_id, mech_cls, budget, budget_cap, seed)
+    noise = Randomness(seed)
+    prep = prepare_table(
+        df,
+        schema=schema,
+        roles=roles,
+        schema_from_data=schema_from_data,
+        epsilon=budget.epsilon,
+        delta=budget.delta,
+        noise=noise,
+        schema_share=share,
+        name=label,
+    )
+    warnings += prep.warnings
+    wl = _table_workload(workload, prep.dataset)
+    try:
+        mech_cls().plan(n, wl, mech_budget, vparams)
+    except DPCoreError:
+        if ledger is not None:  # the mechanism never read the data: only the discovery stays charged
+            ledger.settle(run_id, prep.spends)
+        raise
+    data = dict(prep.card_data)
+    return _run(
+        prep.dataset,
+        wl,
+        mech_cls,
+        vparams,
+        budget,
+        mech_budget,
+        defaulted,
+        warnings,
+        noise,
+        ledger,
+        run_id,
+        data,
+        prep.spends,
+        progress,
+        cancel,
+        oracle_options,
+        executor,
+        class_width,
+        numeric,
+    )
+
+
+def _table_workload(spec, dataset) -> Workload:
+    from .workload import default_workload
+
+    if spec is None:
+        return default_workload(dataset.domain, dataset.n)
+    if isinstance(spec, Workload):
+        if spec.domain != dataset.domain:
+            raise DPCoreError("The workload was built for another schema than the one this table now has.")
+        return spec
+    k = int(spec.get("k", 2))
+    cap = spec.get("max_cells", dataset.n)
+    marginals = spec.get("marginals", "all")
+    if str(marginals).lower() == "all":
+        return Workload.all_kway(dataset.domain, k, max_cells=cap)
+    return Workload.random_kway(dataset.domain, k, int(marginals), seed=int(spec.get("seed", 0)), max_cells=cap)
+
+
+def _run(
+    dataset,
+    workload,
+    mech_cls,
+    vparams,
+    budget,
+    mech_budget,
+    defaulted,
+    warnings,
+    noise,
+    ledger,
+    run_id,
+    data,
+    schema_spends,
+    progress,
+    cancel,
+    oracle_options,
+    executor,
+    class_width,
+    numeric,
+):
+    """The mechanism's run, the settled ledger, the card and the internal evaluation (shared by both paths)."""
     ctx = RunContext(
         noise=noise, progress=progress, cancel=cancel, oracle_options=dict(oracle_options or {}), executor=executor
     )
     t0 = time.perf_counter()
-    result = mech.run(dataset, workload, budget, vparams, ctx)
+    result = mech_cls().run(dataset, workload, mech_budget, vparams, ctx)
     seconds = time.perf_counter() - t0
-    _check_spent(result, budget)
+    _check_spent(result, mech_budget)
     if ledger is not None:
-        ledger.settle(run_id, result.spends, result.accountant)
-
+        ledger.settle(run_id, [*schema_spends, *result.spends], result.accountant)
     if result.rows is not None:
         released = workload.answers(result.rows, result.weights)
     elif result.answers is not None:
         released = np.asarray(result.answers, dtype=float)
     else:
         released = None
-    guarantee = noise.guarantee
+    n_rows = None if result.rows is None else int(result.rows.shape[0])
     card = release_card(
         mech_cls,
         vparams,
         budget,
         defaulted,
         result,
-        dataset,
+        data,
         workload,
-        n_rows_released=(None if result.rows is None else int(result.rows.shape[0])),
-        guarantee=guarantee,
+        n_rows_released=n_rows,
+        guarantee=noise.guarantee,
+        schema_spends=schema_spends,
+        rows_rule=rows_rule(mech_cls, vparams, result.public, dataset.n, n_rows),
     )
     rel = Release(
         run_id=run_id,
@@ -272,7 +474,7 @@ def run_release(
         n=dataset.n,
         workload=workload,
         card=card,
-        guarantee=guarantee,
+        guarantee=noise.guarantee,
         seconds=seconds,
         rows=result.rows,
         weights=result.weights,
@@ -280,10 +482,29 @@ def run_release(
         synopsis=result.synopsis,
         model=result.model,
         public=dict(result.public),
-        spends=list(result.spends),
+        spends=[*schema_spends, *result.spends],
         warnings=warnings,
+        numeric=numeric,
+        decode_seed=int(ctx.rng.integers(0, 2**63 - 1)),
     )
     return rel, evaluate_release(dataset, workload, mech_cls, result, released, seconds, vparams, class_width)
+
+
+def rows_rule(mech_cls, vparams: dict, public: dict, n: int, n_rows: int | None) -> str | None:
+    """Why the release has the number of rows it has (public: parameters and n only)."""
+    if n_rows is None:
+        return None
+    if vparams.get("rows") is not None:
+        return f"{n_rows:,} rows, as asked for (parameter rows)."
+    rule = getattr(mech_cls, "rows_rule", "")
+    if rule:
+        try:
+            return rule.format(n=n, rows=n_rows, **vparams, **public)
+        except (KeyError, IndexError, ValueError):
+            return rule
+    if n_rows == n:
+        return f"{n_rows:,} rows: as many as the table has (n is public)."
+    return f"{n_rows:,} rows: the number {mech_cls.title} produces with these public parameters."
 
 
 def evaluate_release(dataset, workload, mech_cls, result, released, seconds, vparams, class_width=None):

@@ -2,11 +2,11 @@
 
 The card may be published with the synthetic data: it holds only public inputs
 (mechanism, parameters, ε, δ, n, the neighbour relation, the accountant, the
-declared schema) and figures derived from them alone (rounds T, per-round ε0,
-noise scales).  It never holds the RNG seed, an error figure, a timing, a solver
-statistic, or an attribute definition read off the private data: for an attribute
-whose value set was inferred from the data the card names it and says so, without
-listing the values.
+schema's declared or differentially private fields) and figures derived from them
+alone (rounds T, per-round ε0, noise scales).  It never holds the RNG seed, an error
+figure, a timing, a solver statistic, or a field read off the private data without
+privacy — except in the explicit non-private schema mode (``schema_from_data``),
+where the card says the schema is not covered by the guarantee.
 
 The internal evaluation holds what was measured on the private data.  It is *not*
 differentially private and is labelled so.
@@ -39,20 +39,37 @@ def _round4(x: float) -> float:
     return math.ceil(x * factor - 1e-9) / factor
 
 
-def domain_for_card(domain) -> list[dict]:
-    out = []
-    for a in domain.attributes:
-        if a.source == "declared":
-            d = a.to_dict()
-        else:
-            d = {
-                "name": a.name,
-                "kind": a.kind,
-                "source": "data",
-                "warning": "value set / bounds inferred from the private data (not differentially private); "
-                "not listed here",
-            }
-        out.append(d)
+#: What the card says when schema fields were read off the data without privacy (explicit opt-in only).
+SCHEMA_NOT_COVERED = (
+    "Some schema fields (marked 'inferred') were read from the private data without differential privacy, by an "
+    "explicit choice: the guarantee does not cover them, and they may reveal rare values and exact minima and maxima."
+)
+
+
+def data_section(dataset, excluded=(), renamed=(), schema_from_data: bool = False) -> dict:
+    """The card's ``data`` section for an encoded Dataset: n, every attribute with the ``source`` of its fields
+    ("declared", "dp", "inferred"), the excluded columns and the renamed headers.
+
+    A field read off the data without privacy ("inferred") may go on a card only when the caller chose the
+    non-private schema mode explicitly; otherwise this raises :class:`~dpcore.errors.DomainError` (nothing
+    inferred may reach an output labelled public)."""
+    from .errors import DomainError
+
+    inferred = dataset.domain.inferred
+    if inferred and not schema_from_data:
+        raise DomainError(
+            f"The schema of {', '.join(inferred[:5])} was read off the private data without privacy. Declare it, "
+            "let dpcore discover it privately (the default for a table), or choose the non-private schema mode "
+            "explicitly (--schema-from-data)."
+        )
+    out = {
+        "n": dataset.n,
+        "schema": [a.to_dict() for a in dataset.domain.attributes],
+        "excluded": [dict(e) for e in excluded],
+        "renamed": [dict(r) for r in renamed],
+    }
+    if inferred:
+        out["schema_guarantee"] = SCHEMA_NOT_COVERED
     return out
 
 
@@ -60,17 +77,23 @@ def promise(card: dict) -> str:
     """'What this release promises', in plain words: the paragraph a card opens with."""
     p = card["privacy"]
     if p["guarantee"] == GUARANTEE_NONE:
-        return ("This is a DEMO, not a private release: it was made with a fixed random seed, so anyone who knows the "
-                "seed can reproduce the noise and remove it. It promises no privacy. Do not publish it.")
-    text = (f"Whoever sees this output learns almost nothing about any one person in the table: changing one "
-            f"person's record would change the chance of any result by at most a factor of e^{p['epsilon_spent']:g} "
-            f"≈ {math.exp(min(p['epsilon_spent'], 700)):.3g}, except with probability δ = {p['delta_spent']:.3g}. "
-            f"The table's size (n = {card['data']['n']:,}) is treated as public.")
+        return (
+            "This is a DEMO, not a private release: it was made with a fixed random seed, so anyone who knows the "
+            "seed can reproduce the noise and remove it. It promises no privacy. Do not publish it."
+        )
+    text = (
+        f"Whoever sees this output learns almost nothing about any one person in the table: changing one "
+        f"person's record would change the chance of any result by at most a factor of e^{p['epsilon_spent']:g} "
+        f"≈ {math.exp(min(p['epsilon_spent'], 700)):.3g}, except with probability δ = {p['delta_spent']:.3g}. "
+        f"The table's size (n = {card['data']['n']:,}) is treated as public."
+    )
     if not p["robust_to_solver_failure"]:
         text += " This mechanism's promise also needs the solver to find exact optima (see the privacy section)."
-    if card["data"].get("schema_covered") is False:
-        text += (" The value lists and bounds of some columns were read from the data without privacy: the promise "
-                 "does not cover them.")
+    if card["data"].get("schema_guarantee"):
+        text += (
+            " The value lists and bounds of some columns were read from the data without privacy: the promise "
+            "does not cover them."
+        )
     return text
 
 
@@ -80,16 +103,59 @@ def release_card(
     budget,
     delta_defaulted: bool,
     result,
-    dataset,
+    data: dict,
     workload,
     n_rows_released: int | None,
     guarantee: str = GUARANTEE_DP,
+    schema_spends=(),
+    rows_rule: str | None = None,
 ) -> dict:
-    inferred = dataset.domain.inferred
+    """The public card.  ``budget`` is the whole (ε, δ) asked for; ``schema_spends`` what the schema's private
+    discovery spent of it (the mechanism had the rest); ``data`` the data section (:func:`data_section` or
+    :attr:`dpcore.tabular.PreparedTable.card_data`)."""
+    eps_schema = math.fsum(s.epsilon for s in schema_spends)
+    delta_schema = math.fsum(s.delta for s in schema_spends)
+    eps_spent = eps_schema + result.epsilon_spent
+    privacy = {
+        "guarantee": guarantee,
+        "epsilon": budget.epsilon,
+        "delta": budget.delta,
+        "delta_choice": "default 1/n²" if delta_defaulted else "chosen by the user",
+        # Rounded up to 4 digits, but never shown above a budget the run stayed within.
+        "epsilon_spent": (
+            min(_round4(eps_spent), budget.epsilon) if eps_spent <= budget.epsilon else _round4(eps_spent)
+        ),
+        "delta_spent": delta_schema + result.delta_spent,
+        "accountant": result.accountant,
+        "accounting": mech_cls.accounting,
+        "neighbouring_relation": NEIGHBOURS,
+        "robust_to_solver_failure": mech_cls.privacy == "robust",
+    }
+    if schema_spends:
+        privacy["parts"] = [
+            {
+                "step": "schema discovery",
+                "epsilon": eps_schema,
+                "delta": delta_schema,
+                "accounting": "zCDP converted to (ε, δ) (see data.schema_discovery)",
+            },
+            {
+                "step": mech_cls.title,
+                "epsilon": result.epsilon_spent,
+                "delta": result.delta_spent,
+                "accounting": result.accountant,
+            },
+        ]
+        privacy["composition"] = "basic composition of the parts: their ε's and δ's add"
+    if guarantee == GUARANTEE_NONE:
+        privacy["guarantee_reason"] = SEEDED_REASON
+    output = {"kind": mech_cls.output, "rows": n_rows_released}
+    if rows_rule:
+        output["rows_rule"] = rows_rule
     card = {
         "format": "dpcore-release-card/2",
         "dpcore_version": __version__,
-        "created": _dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
+        "created": _dt.datetime.now(_dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
         "mechanism": {
             "name": mech_cls.name,
             "title": mech_cls.title,
@@ -99,47 +165,15 @@ def release_card(
         },
         "parameters": {k: v for k, v in params.items() if k not in _PRIVATE_PARAMS},
         "derived_public_parameters": {k: _jsonable(v) for k, v in result.public.items()},
-        "privacy": {
-            "epsilon": budget.epsilon,
-            "delta": budget.delta,
-            "delta_choice": "default 1/n²" if delta_defaulted else "chosen by the user",
-            # Rounded up to 4 digits, but never shown above a budget the run stayed within.
-            "epsilon_spent": (
-                min(_round4(result.epsilon_spent), budget.epsilon)
-                if result.epsilon_spent <= budget.epsilon
-                else _round4(result.epsilon_spent)
-            ),
-            "delta_spent": result.delta_spent,
-            "accountant": result.accountant,
-            "accounting": mech_cls.accounting,
-            "neighbouring_relation": NEIGHBOURS,
-            "robust_to_solver_failure": mech_cls.privacy == "robust",
-            "guarantee": guarantee,
-        },
-        "data": {
-            "n": dataset.n,
-            "schema": domain_for_card(dataset.domain),
-            "schema_provenance": (
-                "all attributes declared (public)"
-                if not inferred
-                else f"inferred from the private data (NOT private): {', '.join(inferred)}"
-            ),
-        },
+        "privacy": privacy,
+        "data": data,
         "workload": {"marginals": workload.to_dict()["marginals"], "n_queries": workload.n_queries},
-        "output": {"kind": mech_cls.output, "rows": n_rows_released},
+        "output": output,
         "notes": [
             "The random seed is never part of a release card.",
             "Error figures are computed on the private data and are deliberately not on this card.",
         ],
     }
-    if guarantee == GUARANTEE_NONE:
-        card["privacy"]["guarantee_reason"] = SEEDED_REASON
-    if inferred:
-        card["data"]["schema_covered"] = False
-        card["notes"].append(
-            "Some value sets were read off the private data: the release is not differentially "
-            "private with respect to those value sets."
-        )
     return {"promise": promise(card), **card}
 
 
@@ -188,7 +222,7 @@ def card_summary(card: dict) -> str:
             if p["robust_to_solver_failure"]
             else "Privacy depends on the solver finding exact optima."
         ),
-        f"Data: n = {card['data']['n']:,}; schema: {card['data']['schema_provenance']}.",
+        f"Data: n = {card['data']['n']:,}; schema: {schema_provenance(card['data'])}.",
         f"Workload: {len(card['workload']['marginals'])} marginals, {card['workload']['n_queries']:,} queries.",
         f"Output: {card['output']['kind']}" + (f", {card['output']['rows']:,} rows" if card["output"]["rows"] else ""),
     ]
@@ -198,6 +232,23 @@ def card_summary(card: dict) -> str:
             + ", ".join(f"{k} = {_short(v)}" for k, v in card["derived_public_parameters"].items())
         )
     return "\n".join(lines)
+
+
+def schema_provenance(data: dict) -> str:
+    """One phrase: where the schema's fields came from."""
+    sources: set[str] = set()
+    for entry in data.get("schema", []):
+        src = entry.get("source")
+        sources.update(src.values() if isinstance(src, dict) else [src])
+    words = {
+        "declared": "declared by the data owner",
+        "dp": "released under differential privacy",
+        "inferred": "read from the data WITHOUT privacy (not covered)",
+    }
+    text = "; ".join(words.get(s, str(s)) for s in ("declared", "dp", "inferred") if s in sources) or "none"
+    if data.get("excluded"):
+        text += f"; {len(data['excluded'])} column(s) excluded"
+    return text
 
 
 def _short(v) -> str:

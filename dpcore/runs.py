@@ -18,9 +18,10 @@ import os
 import socket
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 from .errors import Cancelled, DPCoreError
 from .workspace import Workspace, dumps
@@ -318,25 +319,41 @@ def execute_release(
     n_rows: int | None = None,
     class_width: int | None = None,
     on_created: Callable | None = None,
+    schema_from_data: bool = False,
+    numeric: str = "values",
+    table=None,
+    table_options: dict | None = None,
 ):
     """Run a release recorded in ``workspace``: charged to its ledger, artifacts written, status kept.
 
-    Returns ``(release, internal, run_id)``.  Raises what :func:`run_release` raises (the run row says how it
-    ended), :class:`DuplicateRequest` for a repeated ``request_key``."""
+    Either an encoded ``dataset`` with its ``workload`` (:func:`dpcore.release.run_release`), or a raw ``table``
+    (a DataFrame from :func:`dpcore.data.read_table`; ``dataset`` None) whose schema is discovered privately
+    (:func:`dpcore.release.release_table`; ``workload`` may then be None or a spec dict, ``table_options`` holds
+    ``schema``, ``roles``, ``schema_from_data``, ``schema_share``, ``name``).
+
+    Returns ``(release, internal, run_id)``.  Raises what the release raises (the run row says how it ended),
+    :class:`DuplicateRequest` for a repeated ``request_key``."""
+    from .data import table_digest
     from .mechanisms import registry
     from .privacy.ledger import BudgetExceeded, Ledger
-    from .release import new_run_id, run_release
+    from .release import new_run_id, release_table, run_release
 
     store = RunStore(workspace)
     run_id = run_id or new_run_id()
     mech_cls = registry.get(mechanism)
-    workspace.register_dataset(dataset.ledger_key, dataset.name, dataset.n)
+    if table is not None:
+        table.attrs.setdefault("source_digest", table_digest(table))
+        options = dict(table_options or {})
+        key, name, n = table.attrs["source_digest"], options.get("name") or table.attrs.get("name", "table"), len(table)
+    else:
+        key, name, n = dataset.ledger_key, dataset.name, dataset.n
+    workspace.register_dataset(key, name, n)
     store.create(
         run_id=run_id,
         kind=kind,
         mechanism=mech_cls.name,
-        dataset=dataset.ledger_key,
-        dataset_name=dataset.name,
+        dataset=key,
+        dataset_name=name,
         params=dict(params or {}),
         epsilon=float(epsilon),
         delta=None if delta is None else float(delta),
@@ -348,25 +365,28 @@ def execute_release(
         on_created(run_id)
     store.update(run_id, status="running", started=time.time())
     tracker = Progress(store, run_id, progress, cancel)
+    common = dict(
+        seed=seed,
+        progress=tracker,
+        cancel=cancel,
+        oracle_options=oracle_options,
+        executor=executor,
+        ledger=Ledger(workspace),
+        run_id=run_id,
+        budget_cap=budget_cap,
+        n_rows=n_rows,
+        class_width=class_width,
+        numeric=numeric,
+    )
     try:
-        release, internal = run_release(
-            dataset,
-            workload,
-            mechanism,
-            epsilon,
-            delta,
-            params,
-            seed=seed,
-            progress=tracker,
-            cancel=cancel,
-            oracle_options=oracle_options,
-            executor=executor,
-            ledger=Ledger(workspace),
-            run_id=run_id,
-            budget_cap=budget_cap,
-            n_rows=n_rows,
-            class_width=class_width,
-        )
+        if table is not None:
+            release, internal = release_table(
+                table, mechanism, epsilon, delta, params, workload=workload, **options, **common
+            )
+        else:
+            release, internal = run_release(
+                dataset, workload, mechanism, epsilon, delta, params, schema_from_data=schema_from_data, **common
+            )
     except BaseException as exc:
         charged = bool(workspace.query("SELECT 1 FROM ledger WHERE run = ? LIMIT 1", (run_id,)))
         if not charged:  # refused before the data was touched (over the cap, bad parameters): no trace

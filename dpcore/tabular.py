@@ -45,7 +45,7 @@ from __future__ import annotations
 
 import json
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import numpy as np
@@ -65,10 +65,14 @@ from .discovery import (
 )
 from .domain import Attribute, Domain, _normalise_source
 from .errors import BudgetError, DataError, DomainError
-from .ingest import Role, confirmed, private_roles, propose_roles
+from .ingest import Role, confirmed, header_role, private_roles, propose_roles
 from .mechanisms.base import SpendRecord
 from .output import to_table as _to_table
 
+NO_FREQUENT_VALUE_REASON = (
+    "no value is held by enough rows to be released privately (an identifier, free text or continuous values at "
+    "this budget): declare its role, values or bounds to keep it"
+)
 #: What the card must say when the schema was read from the data without DP.
 SCHEMA_FROM_DATA_NOTE = (
     "The schema was read from the private data without differential privacy (schema_from_data): the fields "
@@ -225,6 +229,8 @@ def _resolve(columns, specs, user_roles, unlisted: str) -> tuple[dict[str, Role]
             known[c] = specs[c].role()
         elif c not in specs and unlisted == "exclude":
             known[c] = Role(c, "excluded", reason="not in the declared schema")
+        elif c not in specs and header_role(c) is not None:
+            known[c] = header_role(c)  # the public header decides: no data read, no cost
         else:
             undecided.append(c)
     return known, undecided
@@ -483,6 +489,21 @@ def prepare_table(
         report.update(disc.report)
 
     attrs = [_build_attribute(r, specs.get(r.name), found.get(r.name, {}), found_source, bins) for r in kept]
+    # Post-processing of released values (free): a category set that discovery left empty carries nothing but
+    # "(other)" -- an identifier, free text or a continuous column at this budget.  Leave it out, and say so.
+    empty = {
+        a.name
+        for a in attrs
+        if a.kind == "categorical"
+        and not a.values
+        and a.field_sources.get("values") == "dp"
+        and a.field_sources.get("kind") != "declared"  # a role the user chose stays, even as "(other)" only
+    }
+    if empty and len(empty) < len(attrs):
+        attrs = [a for a in attrs if a.name not in empty]
+        all_roles = [
+            replace(r, role="excluded", reason=NO_FREQUENT_VALUE_REASON) if r.name in empty else r for r in all_roles
+        ]
     domain = Domain(tuple(attrs))
     codes, clipped = domain.encode(df)
     dataset = Dataset(codes, domain, name or str(df.attrs.get("name", "data")), clipped, df.attrs.get("source_digest"))

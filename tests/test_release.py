@@ -154,17 +154,44 @@ def test_a_cancelled_run_gives_no_release_but_stays_charged(tmp_path):
     assert entry["status"] == "reserved" and entry["epsilon"] == 1.0 and entry["delta"] == pytest.approx(1 / 800**2)
 
 
-def test_inferred_schema_values_stay_off_the_card():
+def test_a_schema_read_off_the_data_needs_an_explicit_choice_and_the_card_says_so():
+    """Finding 11: nothing read off the data without privacy reaches an output labelled public by default."""
     df = pd.DataFrame({"city": ["Oslo", "Lima", "Pune", "Oslo"] * 50, "kind": ["a", "b"] * 100})
     ds = load_dataset(df, infer_domain(df), "t")
     wl = Workload.all_kway(ds.domain, 2)
-    rel, _ = run_release(ds, wl, "gaussian", 1.0, None, seed=0)
-    text = json.dumps(rel.card)
-    assert "Lima" not in text and "Pune" not in text
-    assert "inferred from the private data" in rel.card["data"]["schema_provenance"]
+    with pytest.raises(DPCoreError, match="without privacy"):
+        run_release(ds, wl, "gaussian", 1.0, None, seed=0, ledger=None)
+    rel, _ = run_release(ds, wl, "gaussian", 1.0, None, ledger=None, schema_from_data=True)
+    assert "does not cover" in rel.card["data"]["schema_guarantee"] and "does not cover them" in rel.card["promise"]
+    assert {e["source"] for e in rel.card["data"]["schema"]} == {"inferred"}
     assert rel.card["output"]["rows"] is None
     table = answers_table(wl, rel.answers)
     assert len(table) == wl.n_queries and "city=Lima ∧ kind=a" in set(table["cell"])
+
+
+def test_a_raw_table_is_released_with_a_private_schema_and_comes_back_in_its_shape():
+    from dpcore.release import release_table
+
+    rng = np.random.default_rng(0)
+    n = 20_000
+    df = pd.DataFrame(
+        {
+            "id": np.arange(n),
+            "age": rng.integers(18, 90, n),
+            "city": rng.choice(["Oslo", "Lima"], n),
+            "joined": pd.Timestamp("2020-01-01") + pd.to_timedelta(rng.integers(0, 700, n), unit="D"),
+        }
+    )
+    df["joined"] = df["joined"].dt.strftime("%d/%m/%Y")
+    df.loc[5, "city"] = "Singletown"  # a value one row holds never reaches the output
+    rel, internal = release_table(df, "gaussian", 1.0, workload={"k": 1, "marginals": "all"}, ledger=None, seed=4)
+    data = rel.card["data"]
+    assert {e["name"] for e in data["excluded"]} == {"id"}
+    sources = {e["name"]: e["source"] for e in data["schema"]}
+    assert "inferred" not in json.dumps(sources) and set(sources) == {"age", "city", "joined"}
+    assert rel.card["privacy"]["parts"][0]["step"] == "schema discovery"
+    assert rel.card["privacy"]["epsilon_spent"] <= 1.0
+    assert "Singletown" not in json.dumps(rel.card) and "Singletown" not in rel.synthetic_csv().decode()
 
 
 def test_overspending_is_refused():

@@ -26,8 +26,16 @@ def add_data_args(p: argparse.ArgumentParser, positional: bool = False) -> None:
 
 
 def add_workload_args(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--k", type=int, default=3, help="marginal width (default 3)")
-    p.add_argument("--marginals", default="64", help="number of random k-way marginals, or 'all' (default 64)")
+    p.add_argument(
+        "--k",
+        type=int,
+        default=None,
+        help="marginal width (default: a workload that fits the table — every one-way marginal, then "
+        "pairs with enough rows per cell)",
+    )
+    p.add_argument(
+        "--marginals", default=None, help="number of random k-way marginals, or 'all' (default with --k: 64)"
+    )
     p.add_argument("--workload-seed", type=int, default=0, help="seed choosing the marginals (public; default 0)")
     p.add_argument(
         "--max-cells",
@@ -50,14 +58,83 @@ def data_source(args) -> str:
     return getattr(args, "data_opt", None) or getattr(args, "data", None) or "adult"
 
 
+def is_coded(path, domain) -> bool:
+    """An integer-coded table of the benchmark literature: a sibling ``-domain.json``, or a schema of sizes."""
+    import json
+    from pathlib import Path
+
+    p = Path(path)
+    if domain is None:
+        return p.with_name(p.stem + "-domain.json").exists()
+    try:
+        d = json.loads(Path(domain).read_text())
+    except (OSError, ValueError):
+        return False
+    return isinstance(d, dict) and bool(d) and all(isinstance(v, int) and not isinstance(v, bool) for v in d.values())
+
+
+def load_schema_arg(domain):
+    """A declared schema from a JSON file (complete, or partial: each entry wins field by field)."""
+    import json
+    from pathlib import Path
+
+    from ..errors import DomainError
+
+    if domain is None:
+        return None
+    try:
+        return json.loads(Path(domain).read_text())
+    except OSError as exc:
+        raise DomainError(f"Cannot read the schema file {domain} ({exc.strerror or exc}).") from None
+    except ValueError as exc:
+        raise DomainError(f"The schema file {domain} is not valid JSON ({exc}).") from None
+
+
+def parse_roles(text: str | None) -> dict | None:
+    """``--roles "age=numeric,id=excluded"``: the user's confirmed roles (public choices)."""
+    if not text:
+        return None
+    out = {}
+    for item in text.split(","):
+        if not item.strip():
+            continue
+        if "=" not in item:
+            raise DPCoreError(f"--roles takes COLUMN=ROLE pairs separated by commas, got {item.strip()!r}.")
+        col, role = item.rsplit("=", 1)
+        out[col.strip()] = role.strip()
+    return out
+
+
 def load(args):
     from ..data import load_any
 
     return load_any(data_source(args), args.domain)
 
 
+def workload_spec(args) -> dict | None:
+    """The workload asked for on the command line, or None for the default that fits the table."""
+    if args.k is None and args.marginals is None:
+        return None
+    spec: dict = {"k": 3 if args.k is None else args.k, "marginals": args.marginals or "64", "seed": args.workload_seed}
+    if str(args.max_cells).lower() == "none":
+        spec["max_cells"] = None
+    elif args.max_cells != "n":
+        try:
+            spec["max_cells"] = int(args.max_cells)
+        except ValueError:
+            raise DPCoreError(f"--max-cells must be a number, 'n' or 'none', not {args.max_cells!r}.") from None
+    return spec
+
+
 def build_workload(args, dataset):
-    from ..workload import Workload
+    from ..workload import Workload, default_workload
+
+    if args.k is None and args.marginals is None:
+        return default_workload(dataset.domain, dataset.n)
+    if args.k is None:
+        args.k = 3
+    if args.marginals is None:
+        args.marginals = "64"
 
     if str(args.max_cells).lower() == "none":
         cap = None

@@ -25,7 +25,7 @@ class ProgressBar:
         self._bar.n = min(t, T)
         self._bar.refresh()
 
-    def __enter__(self) -> "ProgressBar":
+    def __enter__(self) -> ProgressBar:
         return self
 
     def __exit__(self, *exc) -> None:

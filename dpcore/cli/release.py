@@ -7,7 +7,18 @@ import sys
 from pathlib import Path
 
 from ..errors import DPCoreError
-from .common import add_data_args, add_workload_args, add_workspace_arg, build_workload, load
+from ..release import resolve_budget
+from .common import (
+    add_data_args,
+    add_workload_args,
+    add_workspace_arg,
+    build_workload,
+    data_source,
+    is_coded,
+    load_schema_arg,
+    parse_roles,
+    workload_spec,
+)
 from .progress import ProgressBar
 
 
@@ -43,7 +54,32 @@ def add_parser(sub) -> None:
     )
     p.add_argument("--time-limit", type=float, default=None, help="SCIP time limit per oracle call, seconds")
     p.add_argument("--executor", default=None, help="local (default), serial, or ray[:ADDRESS]")
-    p.add_argument("--out", default=None, help="synthetic CSV (decoded labels)")
+    p.add_argument("--out", default=None, help="synthetic CSV, in the input's shape (or the released answers)")
+    p.add_argument(
+        "--roles",
+        default=None,
+        metavar="COL=ROLE,...",
+        help="confirm column roles (public choices, free): categorical, numeric, integer, real, "
+        "datetime, excluded; unconfirmed roles are decided privately",
+    )
+    p.add_argument(
+        "--schema-from-data",
+        action="store_true",
+        help="read roles, category lists and bounds off the data WITHOUT privacy (convenient, not "
+        "private: the card says the schema is not covered)",
+    )
+    p.add_argument(
+        "--schema-share",
+        type=float,
+        default=None,
+        help="share of ε (and δ) that private schema discovery may spend (default 0.2)",
+    )
+    p.add_argument(
+        "--numeric",
+        choices=["values", "bins"],
+        default="values",
+        help="numeric and date columns as values in the input's shape (default) or as bin labels",
+    )
     p.add_argument(
         "--report", default=None, help="report JSON: public release card plus the internal evaluation (not private)"
     )
@@ -76,40 +112,69 @@ def run(args) -> int:
     from ..executors import executor_from_spec
     from ..mechanisms import registry
     from ..privacy.ledger import Ledger
-    from ..release import resolve_budget
     from ..runs import execute_release
     from ..workspace import Workspace
 
     ws = Workspace(args.workspace)
-    ds = load(args)
-    budget, _, _ = resolve_budget(args.epsilon, args.delta, ds.n)  # refuses δ ≥ 1/n before anything else
-    wl = build_workload(args, ds)
     mech_cls = registry.get(args.mechanism)
     params = parse_params(args.param)
     if args.rows is not None:
         params["rows"] = args.rows
+    source = open_source(args)
+    n = source["n"]
+    budget, _, _ = resolve_budget(args.epsilon, args.delta, n)  # refuses δ ≥ 1/n before anything else
     if not args.quiet:
-        say_cost(Ledger(ws), ds, budget.epsilon, budget.delta, args.budget, args.seed)
+        for r in source.get("renamed", []):
+            print(f"renamed column {r['original']!r} to {r['name']!r} (repeated or empty header)", file=sys.stderr)
+        if source["table"] is not None and not args.schema_from_data:
+            say_discovery(source, args, budget)
+        say_cost(Ledger(ws), source["key"], source["name"], n, budget.epsilon, budget.delta, args.budget, args.seed)
     oracle_options = {"time_limit": args.time_limit} if args.time_limit else {}
     executor = executor_from_spec(args.executor) if mech_cls.uses_oracle else None
+    common = dict(
+        seed=args.seed,
+        label=args.label,
+        budget_cap=args.budget,
+        oracle_options=oracle_options,
+        executor=executor,
+        class_width=getattr(args, "class_width", None),
+        numeric=args.numeric,
+    )
     try:
         with ProgressBar(args.quiet) as bar:
-            rel, internal, run_id = execute_release(
-                ws,
-                ds,
-                wl,
-                args.mechanism,
-                args.epsilon,
-                args.delta,
-                params,
-                seed=args.seed,
-                label=args.label,
-                budget_cap=args.budget,
-                progress=bar,
-                oracle_options=oracle_options,
-                executor=executor,
-                class_width=getattr(args, "class_width", None),
-            )
+            if source["table"] is not None:
+                options = {
+                    "schema": source["schema"],
+                    "roles": parse_roles(args.roles),
+                    "schema_from_data": args.schema_from_data,
+                    "schema_share": args.schema_share,
+                }
+                rel, internal, run_id = execute_release(
+                    ws,
+                    None,
+                    workload_spec(args),
+                    args.mechanism,
+                    args.epsilon,
+                    args.delta,
+                    params,
+                    progress=bar,
+                    table=source["table"],
+                    table_options=options,
+                    **common,
+                )
+            else:
+                ds = source["dataset"]
+                rel, internal, run_id = execute_release(
+                    ws,
+                    ds,
+                    build_workload(args, ds),
+                    args.mechanism,
+                    args.epsilon,
+                    args.delta,
+                    params,
+                    progress=bar,
+                    **common,
+                )
     finally:
         if executor is not None:
             executor.close()
@@ -117,12 +182,17 @@ def run(args) -> int:
         print(f"warning: {w}", file=sys.stderr)
     ev = internal.report
     if not args.quiet:
+        for e in rel.card["data"].get("excluded", []):
+            print(f"excluded column {e['name']!r}: {e['reason']}", file=sys.stderr)
+        rows = rel.card["output"].get("rows_rule")
         print(
             f"{mech_cls.title}: ε = {rel.card['privacy']['epsilon_spent']:.4g} spent of {rel.budget.epsilon:g}, "
             f"δ = {rel.budget.delta:.3g}{' (default 1/n²)' if rel.delta_defaulted else ''}; "
-            f"{wl.n_queries:,} queries; max error {ev['max_error']:.4f}, mean error {ev['mean_error']:.5f} "
-            f"(internal, not private); {rel.seconds:.1f} s; run {run_id} in {ws.path}"
+            f"{rel.workload.n_queries:,} queries; max error {ev['max_error']:.4f}, mean error "
+            f"{ev['mean_error']:.5f} (internal, not private); {rel.seconds:.1f} s; run {run_id} in {ws.path}"
         )
+        if rows:
+            print(f"rows: {rows}")
         if rel.demo:
             print(
                 "DEMO: a fixed seed makes the noise reproducible; the card says its guarantee is none. "
@@ -142,14 +212,68 @@ def run(args) -> int:
     return 0
 
 
-def say_cost(ledger, dataset, epsilon: float, delta: float, budget: float | None, seed: int | None) -> None:
+def open_source(args) -> dict:
+    """What ``--data`` names: a raw table (with its declared schema, if any) or an integer-coded Dataset."""
+    from ..data import bundled_adult_domain, bundled_path, load_any, read_table
+
+    data = data_source(args)
+    if str(data) in ("adult", "adult_census", "bundled"):
+        df = read_table(bundled_path("adult_census.csv"))
+        schema = bundled_adult_domain() if args.domain is None else load_schema_arg(args.domain)
+        return {
+            "table": df,
+            "schema": schema,
+            "n": len(df),
+            "key": df.attrs["source_digest"],
+            "name": "adult_census",
+            "renamed": df.attrs.get("renamed", []),
+        }
+    if is_coded(data, args.domain):
+        ds = load_any(data, args.domain)
+        return {"table": None, "dataset": ds, "n": ds.n, "key": ds.ledger_key, "name": ds.name}
+    df = read_table(data)
+    return {
+        "table": df,
+        "schema": load_schema_arg(args.domain),
+        "n": len(df),
+        "key": df.attrs["source_digest"],
+        "name": df.attrs.get("name", "table"),
+        "renamed": df.attrs.get("renamed", []),
+    }
+
+
+def say_discovery(source: dict, args, budget) -> None:
+    """The schema's private discovery: which columns and what share of the budget (public, before the run)."""
+    from ..tabular import discovery_budget
+
+    share = {} if args.schema_share is None else {"schema_share": args.schema_share}
+    eps_d, delta_d, cols = discovery_budget(
+        source["table"].columns,
+        epsilon=budget.epsilon,
+        delta=budget.delta,
+        schema=source["schema"],
+        roles=parse_roles(args.roles),
+        **share,
+    )
+    if cols:
+        shown = ", ".join(cols[:8]) + (f" and {len(cols) - 8} more" if len(cols) > 8 else "")
+        print(
+            f"The schema of {len(cols)} column(s) ({shown}) is discovered privately from ε = {eps_d:.4g}, "
+            f"δ = {delta_d:.3g} of this budget; declare a schema (--schema) or roles (--roles) to spend less.",
+            file=sys.stderr,
+        )
+
+
+def say_cost(
+    ledger, key: str, name: str, n: int, epsilon: float, delta: float, budget: float | None, seed: int | None
+) -> None:
     """Cost before spend: what this run charges and the dataset's total after it (stderr)."""
-    after = ledger.preview(dataset.ledger_key, dataset.n, epsilon, delta)
+    after = ledger.preview(key, n, epsilon, delta)
     cap = budget if budget is not None else after["cap_epsilon"]
     cap_text = f" of a cap of ε = {cap:g}" if cap is not None else " (no cap set; --budget EPS sets one)"
     demo = " (a DEMO run: fixed seed)" if seed is not None else ""
     print(
-        f"This run charges ε = {epsilon:g}, δ = {delta:.3g} to {dataset.name}{demo}; the dataset's total after it: "
+        f"This run charges ε = {epsilon:g}, δ = {delta:.3g} to {name}{demo}; the dataset's total after it: "
         f"ε = {after['epsilon']:.4g}{cap_text} (basic composition).",
         file=sys.stderr,
     )
