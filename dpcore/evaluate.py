@@ -312,19 +312,26 @@ def _pair_block(codes_r, codes_s, sizes, i, js, p1_r, p1_s):
     a = local // kj[seg_id]
     b = local % kj[seg_id]
     v = []
-    for p, p1 in ((pr, p1_r), (ps, p1_s)):
-        col_off = np.concatenate([[0], np.cumsum(sizes)])[:-1]
-        flat1 = np.concatenate(p1)
-        pa = p1[i][a]
-        pb = flat1[col_off[js][seg_id] + b]
+    for p, m1 in ((pr, p1_r), (ps, p1_s)):
+        pa = m1["p1"][i][a]
+        pb = m1["flat"][m1["offsets"][js][seg_id] + b]
         denom = pa * pb
         term = np.divide(p * p, denom, out=np.zeros_like(p), where=denom > 0)
         phi2 = np.add.reduceat(term, starts) - 1.0
-        nz_i = int((p1[i] > 0).sum())
-        nz_j = np.array([(p1[j] > 0).sum() for j in js])
-        k = np.minimum(nz_i, nz_j) - 1
+        k = np.minimum(m1["nonzero"][i], m1["nonzero"][js]) - 1  # V on the occupied categories only
         v.append(np.where(k > 0, np.sqrt(np.clip(phi2, 0, None) / np.maximum(k, 1)), 0.0))
     return tv, v[0], v[1]
+
+
+def _margins(p1: list[np.ndarray]) -> dict:
+    """1-way distributions laid out once for every block of pairs."""
+    sizes = np.array([len(p) for p in p1], dtype=np.int64)
+    return {
+        "p1": p1,
+        "flat": np.concatenate(p1),
+        "offsets": np.concatenate([[0], np.cumsum(sizes)])[:-1],
+        "nonzero": np.array([int((p > 0).sum()) for p in p1]),
+    }
 
 
 def _spearman_matrix(values: np.ndarray) -> np.ndarray:
@@ -373,11 +380,20 @@ def evaluate(
     Returns a JSON-serialisable dict labelled INTERNAL.
     """
     t0 = time.perf_counter()
+    notes: list[str] = []
+    if schema is not None and isinstance(real, pd.DataFrame):
+        # A release covers the schema's columns only: compare on those, and say which real columns were left out.
+        names = set(schema.names)
+        left_out = [c for c in real.columns if str(c) not in names]
+        if left_out and len(left_out) < real.shape[1]:
+            notes.append(f"real columns not in the schema, left out of the comparison: {left_out[:10]}")
+            real = real[[c for c in real.columns if str(c) in names]]
+            if holdout is not None:
+                holdout = holdout[[c for c in holdout.columns if str(c) in names]]
     real, synthetic, holdout = _check_inputs(real, synthetic, holdout, target)
     cols = list(real.columns)
     synthetic = synthetic[cols]
     rng = np.random.default_rng(seed)
-    notes: list[str] = []
     attrs = {}
     if schema is not None:
         names = set(schema.names)
@@ -502,6 +518,7 @@ def _pairs(cols, codings, codes_r, codes_s, sizes, p1_r, p1_s, real, synthetic, 
     v_s = np.empty(len(iu))
     # Blocks: all evaluated pairs (i, j) of one i, cut so a block's cells stay under BLOCK_CELLS.
     per_block = max(1, BLOCK_CELLS // max(codes_r.shape[0], codes_s.shape[0]))  # the key matrix is rows x pairs
+    m_r, m_s = _margins(p1_r), _margins(p1_s)
     starts = np.flatnonzero(np.r_[True, iu[1:] != iu[:-1]])
     ends = np.r_[starts[1:], len(iu)]
     for s0, e0 in zip(starts, ends):
@@ -511,7 +528,7 @@ def _pairs(cols, codings, codes_r, codes_s, sizes, p1_r, p1_s, real, synthetic, 
             cells = np.cumsum(sizes[i] * sizes[ju[s:e0]])
             e = s + max(1, int(np.searchsorted(cells, BLOCK_CELLS, side="right")))
             e = min(e, e0, s + per_block)
-            tv[s:e], v_r[s:e], v_s[s:e] = _pair_block(codes_r, codes_s, sizes, i, ju[s:e], p1_r, p1_s)
+            tv[s:e], v_r[s:e], v_s[s:e] = _pair_block(codes_r, codes_s, sizes, i, ju[s:e], m_r, m_s)
             s = e
     order = np.argsort(tv)[::-1]
     two = {

@@ -204,9 +204,9 @@ def test_wide_table_100_rows_400_columns_is_fast_and_states_its_sample():
         return pd.DataFrame(cols)
 
     real, syn = table(1), table(2)
-    t0 = time.perf_counter()
+    t0 = time.process_time()  # CPU seconds: the shared test machine's load does not enter
     r = evaluate(real, syn, target="c0", seed=int(rng.integers(100)))
-    assert time.perf_counter() - t0 < 60
+    assert time.process_time() - t0 < 60
     two = r["two_way_tvd"]
     assert two["pairs_total"] == 400 * 399 // 2
     assert 0 < two["pairs_evaluated"] <= two["pairs_total"]
@@ -227,3 +227,15 @@ def test_pairs_sample_is_reproducible_and_stated():
     assert a["two_way_tvd"]["sampled"] and a["two_way_tvd"]["pairs_evaluated"] == 500
     assert "seed 3" in a["two_way_tvd"]["sample"]
     assert a["two_way_tvd"] == b["two_way_tvd"]
+
+
+def test_release_rows_decoded_as_intervals_compare_with_the_raw_table():
+    from dpcore.data import bundled_adult, bundled_adult_domain, bundled_adult_table
+
+    ds, raw, schema = bundled_adult(), bundled_adult_table(), bundled_adult_domain()
+    for numeric in ("interval", "midpoint"):  # how dpcore writes a release's numeric bins
+        r = evaluate(raw, ds.decode(numeric), schema=schema, ml=False, n_triples=0)
+        assert r["one_way_tvd"]["max"] == pytest.approx(0.0)
+        assert r["two_way_tvd"]["max"] == pytest.approx(0.0)
+    assert any("left out" in n and "fnlwgt" in n for n in r["notes"])  # the schema has no fnlwgt
+    assert r["copy_rate"]["synthetic_binned"] > 0.5  # the same rows, cell by cell
