@@ -24,6 +24,7 @@ import psutil
 import pytest
 
 from dpcore.cli import app as cli_app
+from ui import serve
 
 ROOT = Path(__file__).resolve().parent.parent
 PASSWORD = "correct horse battery"
@@ -162,9 +163,9 @@ def test_loopback_rule():
 
 
 def test_login_redirect_stays_on_this_server():
-    assert cli_app._local_path("/results?run=3") == "/results?run=3"
+    assert serve._local_path("/results?run=3") == "/results?run=3"
     for evil in ("//evil.example/", "https://evil.example/", "/\\evil.example", "evil"):
-        assert cli_app._local_path(evil) == "/"
+        assert serve._local_path(evil) == "/"
 
 
 def test_a_network_address_without_a_password_is_refused(tmp_path):
@@ -218,14 +219,14 @@ def test_shared_server_asks_the_network_side_for_the_password(tmp_path):
         assert status == 401 and "basic" in headers.get("www-authenticate", headers.get("WWW-Authenticate", "")).lower()
         assert " 403 " in _ws_handshake(ip, port)
         # a wrong password is refused, the right one sets the session cookie and goes back where the user was
-        status, _, body = _http(base + cli_app.LOGIN_PATH, data=b"password=guess1234&next=/learn")
+        status, _, body = _http(base + serve.LOGIN_PATH, data=b"password=guess1234&next=/learn")
         assert status == 401 and "not right" in body
         form = urllib.parse.urlencode({"password": PASSWORD, "next": "/learn"}).encode()
-        status, headers, _ = _http(base + cli_app.LOGIN_PATH, data=form)
+        status, headers, _ = _http(base + serve.LOGIN_PATH, data=form)
         headers = {k.lower(): v for k, v in headers.items()}
         assert status == 303 and headers["location"] == "/learn"
         cookie = headers["set-cookie"].split(";")[0]
-        assert cookie.startswith(cli_app.COOKIE + "=") and "HttpOnly" in headers["set-cookie"]
+        assert cookie.startswith(serve.COOKIE + "=") and "HttpOnly" in headers["set-cookie"]
         # with it: the app, its WebSocket, and a script run that says the app is shared
         status, _, body = _http(base + "/", headers={"Cookie": cookie})
         assert status == 200 and "<html" in body.lower()
@@ -239,7 +240,7 @@ def test_shared_server_asks_the_network_side_for_the_password(tmp_path):
         _assert_page_rendered(shown)
         assert any("Shared on the network" in t for _, t in shown)
         # a forged cookie is not a login
-        assert " 403 " in _ws_handshake(ip, port, f"{cli_app.COOKIE}=" + "0" * 64)
+        assert " 403 " in _ws_handshake(ip, port, f"{serve.COOKIE}=" + "0" * 64)
 
 
 def test_streamlit_started_on_the_network_without_dpcore_refuses_to_open(tmp_path):
