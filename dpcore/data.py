@@ -43,7 +43,7 @@ class Dataset:
     """A private table as integer codes over a public domain.
 
     ``codes[i, j]`` is record i's code for attribute j.  ``n`` is public under the
-    replace-one neighbour relation used throughout (seeds 000 and 001).
+    replace-one neighbour relation used throughout ([NRW19] and [VTBSW20]).
     """
 
     codes: np.ndarray

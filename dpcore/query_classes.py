@@ -1,7 +1,7 @@
 """Implicit query classes: all conjunctions of width ≤ k, described by k, never enumerated.
 
-A marginal workload lists its queries; OracleQuery (seed 000 §IV) and PrivLearn
-(seed 002 §5) instead answer a whole *class* that is far too large to list.  The
+A marginal workload lists its queries; OracleQuery ([NRW19] §IV) and PrivLearn
+([HRS12] §5) instead answer a whole *class* that is far too large to list.  The
 class here is
 
     C_k = { q_S , ¬q_S : S a set of 1..k one-hot literals (a, v), at most one per attribute }
@@ -316,7 +316,7 @@ class ConjunctionClass:
 
     # ------------------------------------------------------------ one-hot view
     def literal_indices(self, q: Conjunctions) -> np.ndarray:
-        """One-hot index of each literal (-1 where padded): the query's bit vector in seed 002 §5."""
+        """One-hot index of each literal (-1 where padded): the query's bit vector in [HRS12] §5."""
         off = self.offsets
         return np.where(q.attrs >= 0, off[np.maximum(q.attrs, 0)] + q.values, -1)
 

@@ -144,8 +144,8 @@ CLASS_ERROR_SAMPLES = 10_000
 
 
 def class_error(dataset, result: MechanismResult, k: int) -> dict | None:
-    """INTERNAL: error on sampled members of "all conjunctions of width ≤ k" (seed 000 §IV,
-    seed 002): the class is never enumerated.  The sampling randomness is the evaluation's
+    """INTERNAL: error on sampled members of "all conjunctions of width ≤ k" ([NRW19] §IV,
+    [HRS12]): the class is never enumerated.  The sampling randomness is the evaluation's
     own (fixed seed, so runs compare on the same queries) and touches no released output."""
     from .query_classes import RowsAnswerer, sampled_class_error
 

@@ -1,7 +1,7 @@
 """Marginal workloads, query indexing, fast answers and error metrics.
 
 A k-way marginal is an attribute set S; its queries are all cells y of
-prod_{i in S} X_i with q_{S,y}(x) = 1[x_S = y] (seed 001, Def. 2.4).  Queries are
+prod_{i in S} X_i with q_{S,y}(x) = 1[x_S = y] ([VTBSW20], Def. 2.4).  Queries are
 numbered flat: marginal j owns ids ``offsets[j] .. offsets[j] + sizes[j] - 1`` and
 cell y of marginal j has id ``offsets[j] + ravel_multi_index(y)`` (row-major, the
 first attribute of S most significant).

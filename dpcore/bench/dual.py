@@ -5,7 +5,7 @@ cells uniformly from the 64 random 3-way marginals of adult_pgm (half of them
 negated, as DualQuery's Q ∪ ¬Q), merge duplicates, and solve each set with
 
 * the per-literal ("disaggregated") model with the tuned settings (the default),
-* the paper's aggregate model ``sum_l x_l >= k c`` (seed 004 §5), same settings,
+* the paper's aggregate model ``sum_l x_l >= k c`` ([GGHRW14] §5), same settings,
 * optionally (``--scip-default``) both models with SCIP's default primal heuristics
   and branching and no warm start (the oracle before tuning; the paper's model as
   one would solve it out of the box).

@@ -7,9 +7,9 @@ module plus a line in :mod:`dpcore.mechanisms.registry`.
 ``privacy`` says whether the guarantee survives a solver failure:
 
 * ``"robust"`` -- the oracle never reads private data (or only post-processes
-  private outputs), so privacy holds whatever SCIP returns (seed 001 §1; seed 004 §4);
+  private outputs), so privacy holds whatever SCIP returns ([VTBSW20] §1; [GGHRW14] §4);
 * ``"oracle-dependent"`` -- privacy needs the oracle to solve *exactly* (RSPM,
-  OPDisc: seed 000 Thm 6).  The app shows a warning badge.
+  OPDisc: [NRW19] Thm 6).  The app shows a warning badge.
 """
 
 from __future__ import annotations
@@ -172,7 +172,7 @@ class Mechanism:
 
     name: ClassVar[str]
     title: ClassVar[str]
-    seed: ClassVar[str]  # e.g. "seed 004 (Gaboardi et al. 2014), Algorithm 2"
+    seed: ClassVar[str]  # e.g. "[GGHRW14] (Gaboardi et al. 2014), Algorithm 2"
     privacy: ClassVar[str]  # "robust" or "oracle-dependent"
     output: ClassVar[str]  # "rows", "answers", "synopsis", "model"
     summary: ClassVar[str] = ""  # plain-language explanation for the teaching page

@@ -1,7 +1,7 @@
 """The best-response oracle: the record maximising a weighted sum of clauses.
 
-Seed 004 §5 casts DualQuery's data-player step as MaxCSP and solves it as an integer
-program; seed 001 §6 uses the same program (plus a linear perturbation) for FEM's
+[GGHRW14] §5 casts DualQuery's data-player step as MaxCSP and solves it as an integer
+program; [VTBSW20] §6 uses the same program (plus a linear perturbation) for FEM's
 Follow-the-Perturbed-Leader step.  Here, over one-hot records:
 
     binary x[a, v]                       one per attribute value,  sum_v x[a, v] = 1
