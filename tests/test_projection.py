@@ -372,3 +372,108 @@ def test_adaptive_with_a_tiny_time_limit_still_runs_every_round_and_charges_what
     assert res.spends[0].rho == pytest.approx(eps_to_zcdp(eps, delta), rel=1e-12)
     assert res.rows.shape == (ds.n, len(SHAPE))
     assert any("time limit" in n for n in res.notes)
+
+
+# ------------------------------------------------------------------ measuring wide marginals in groups
+def test_value_groups_are_consecutive_and_keep_a_common_value_alone():
+    mass = np.array([0.01, 0.02, 0.5, 0.01, 0.01, 0.2, 0.05, 0.05, 0.1, 0.05])
+    g = proj.value_groups(mass, 4)
+    assert np.all(np.diff(g) >= 0) and g[0] == 0  # consecutive values, numbered in order
+    assert np.sum(g == g[2]) == 1  # the common value is never blurred with rare ones
+    assert g.max() + 1 <= len(mass)
+    assert np.array_equal(proj.value_groups(mass, 20), np.arange(len(mass)))
+
+
+def test_grouped_measurement_spends_exactly_rho_through_ctx_noise():
+    ds = planted_dataset(n=500, shape=(40, 30, 3, 2))
+    wl = Workload.all_kway(ds.domain, 2)
+    eps, delta = 1.0, 1e-6
+    params = Projection.validate_params({"max_iterations": 10, "scip": "off"})
+    plan = Projection().plan(ds.n, wl, Budget(eps, delta), params)
+    rho = eps_to_zcdp(eps, delta)
+    assert plan["grouped_attributes"]  # a 40 × 30 marginal has more cells than n / (κσ)
+    k = len(plan["grouped_attributes"])
+    # ρ_1 + ρ_W: k one-way and |W| workload histograms, each of L2 sensitivity sqrt 2.
+    assert k / plan["sigma_one_way_counts"] ** 2 + wl.n_marginals / plan["sigma_counts"] ** 2 == pytest.approx(
+        rho, rel=1e-12
+    )
+    assert plan["rho_one_way"] == pytest.approx(proj.ONE_WAY_SHARE * rho, rel=1e-12)
+    noise = _CountingRandomness(1)
+    res = Projection().run(ds, wl, Budget(eps, delta), params, RunContext(noise=noise))
+    sigmas = [s for kind, s, _ in noise.draws]
+    assert [kind for kind, _, _ in noise.draws] == ["discrete_gaussian"] * (k + 1)
+    assert sigmas == [plan["sigma_one_way_counts"]] * k + [plan["sigma_counts"]]
+    assert noise.draws[-1][2].size < wl.n_queries  # the wide marginal really was measured in groups
+    assert res.spends[0].rho == pytest.approx(rho, rel=1e-12) and res.epsilon_spent == eps
+    assert res.public["grouped_attributes"] == plan["grouped_attributes"]
+    assert res.rows.shape == (ds.n, 4) and res.rows[:, 0].max() < 40
+
+
+def test_grouping_is_public_until_the_one_way_marginals_are_released():
+    """The resolution plan reads only sizes, n and σ: the same for any table of the same schema and n."""
+    a = planted_dataset(n=500, shape=(40, 30, 3, 2), seed=0)
+    b = planted_dataset(n=500, shape=(40, 30, 3, 2), seed=9, concentration=0.1)
+    wl = Workload.all_kway(a.domain, 2)
+    params = Projection.validate_params({})
+    pa = Projection().plan(a.n, wl, Budget(1.0, 1e-6), params)
+    pb = Projection().plan(b.n, wl, Budget(1.0, 1e-6), params)
+    assert pa == pb
+
+
+# ------------------------------------------------------------------ limits (issue 13): clock, Cancel, memory
+def _wide(p=120, n=3000):
+    from dpcore.bench.projection import random_triples, wide_table
+
+    ds = wide_table(n, p)
+    return ds, random_triples(ds, 64)
+
+
+@pytest.mark.parametrize("mech", ["projection", "projection_adaptive"])
+def test_the_time_limit_holds_on_a_wide_table(mech):
+    import time
+
+    ds, wl = _wide()
+    cls = {"projection": Projection, "projection_adaptive": AdaptiveProjection}[mech]
+    params = cls.validate_params({"max_iterations": 100_000, "stopping": "none", "max_seconds": 2.0, "scip": "certify"})
+    if mech == "projection_adaptive":
+        params["round_iterations"] = 100_000
+    t0 = time.perf_counter()
+    res = cls().run(ds, wl, Budget(1.0, 1e-8), params, RunContext.seeded(0))
+    assert time.perf_counter() - t0 <= 1.1 * 2.0 + 5.0
+    assert res.oracle_stats["stop_rule"] == "time limit"
+    assert res.rows.shape == (ds.n, len(ds.domain))
+
+
+@pytest.mark.parametrize("mech", ["projection", "projection_adaptive"])
+def test_cancel_stops_a_long_projection_within_five_seconds(mech):
+    import threading
+    import time
+
+    from dpcore.errors import Cancelled
+
+    ds, wl = _wide()
+    cls = {"projection": Projection, "projection_adaptive": AdaptiveProjection}[mech]
+    params = cls.validate_params({"max_iterations": 100_000, "stopping": "none", "max_seconds": 600.0})
+    cancel = threading.Event()
+    timer = threading.Timer(1.0, cancel.set)
+    timer.start()
+    t0 = time.perf_counter()
+    with pytest.raises(Cancelled):
+        cls().run(ds, wl, Budget(1.0, 1e-8), params, RunContext.seeded(0, cancel=cancel))
+    assert time.perf_counter() - t0 <= 1.0 + 5.0
+
+
+def test_the_memory_estimate_is_within_twice_what_the_run_allocates():
+    import tracemalloc
+
+    # The estimate plans for the whole iteration budget (where the run stops depends on the data):
+    # measured here on runs that use it.
+    for p in (400,):
+        ds, wl = _wide(p=p, n=3000)
+        params = Projection.validate_params({"scip": "off", "max_iterations": 20, "stopping": "none"})
+        est = Projection().plan(ds.n, wl, Budget(1.0, 1e-8), params)["memory_bytes"]
+        tracemalloc.start()
+        Projection().run(ds, wl, Budget(1.0, 1e-8), params, RunContext.seeded(0))
+        peak = tracemalloc.get_traced_memory()[1]
+        tracemalloc.stop()
+        assert 0.5 <= est / peak <= 2.0, (p, est, peak)

@@ -1,25 +1,40 @@
-"""Projection: measure every marginal with Gaussian noise, then project onto what real records can produce.
+"""Projection: measure the marginals with Gaussian noise, then project onto what real records can produce.
 
 Beyond the seeds, in the direction seed 004 §8 and seed 000 §I-B point to (the
 projection mechanism of Nikolov, Talwar and Zhang 2013, made oracle-efficient):
 
-    measure   ã_S = m_S(D) + N(0, σ_S² I)           for every measured marginal S
+    measure   ã_S = m_S(D) + N_Z(0, σ_S² I) / n     every marginal S, at the planned resolution,
+                                                     and the one-way marginals of grouped attributes
     project   min over distributions p on records of  Σ_S ||A_S p - ã_S||² / σ_S²
     round     the weights of p -> the requested number of rows (largest remainder)
 
-**Privacy.**  ρ-zCDP for the Gaussian measurements alone, ρ = Σ_S Δ²/(2σ_S²) with
-replace-one L2 sensitivity Δ = sqrt(2) per marginal of counts (ALGORITHMS.md,
-"Projection"); the noise is the exact discrete Gaussian on integer counts, drawn through
-``ctx.noise`` ([CKS20]: the same ρ as the continuous Gaussian).  Everything after the measurement reads only the noisy answers and
-public quantities: it is post-processing and costs nothing, whatever the solver does
-("robust").  The stopping rule is public too: it compares the residual against the
-*known* noise level (the discrepancy principle), never against the true answers.
+**Privacy.**  ρ-zCDP for the measurements alone, ρ = Σ_S Δ²/(2σ_S²) with replace-one L2
+sensitivity Δ = sqrt(2) per marginal of counts (ALGORITHMS.md, "Projection"); the noise is
+the exact discrete Gaussian on integer counts [CKS20], drawn through ``ctx.noise`` (the same
+ρ as the continuous Gaussian).  A marginal measured with some attribute's values grouped is
+still a histogram of counts in which one changed row moves one unit out of a cell and into
+another (or none, when both values share a group): Δ ≤ sqrt(2).  Which marginals are grouped
+and how coarsely is decided from public quantities (the schema's sizes, n, σ); which values
+share a group is decided from the released one-way marginals (adaptive composition: the
+one-way measurements are charged first, ρ_1, and the groups are post-processing of them).
+Everything after the measurement reads only the noisy answers and public quantities: it is
+post-processing and costs nothing, whatever the solver does ("robust").  The stopping rules
+are public: the Frank–Wolfe gap and Stein's unbiased risk estimate read the noisy answers
+and the known noise level, never the true answers.
 
-**Projection.**  Frank–Wolfe over the convex hull of records (column generation): the
-linear-minimisation step is the weighted best response of
-:mod:`dpcore.oracles.linear_min` (coordinate descent, optionally polished and
-certified by SCIP); every few steps a fully corrective step re-fits the weights of all
-records found so far by least squares over the simplex, through their Gram matrix.
+**Resolution.**  A marginal with more cells than n / (κσ) holds mostly cells whose counts
+are far below the noise; fitting them spreads mass over cells that are empty in the data
+(the fit follows positive noise and takes that mass from the large cells).  Such a marginal
+is measured with its widest attributes' values grouped (consecutive values of similar
+released mass; a common value keeps its own group), and the grouped attributes' one-way
+marginals are measured at full resolution with a small share of ρ.  The records stay at full
+resolution: the projection fits every measurement at once.
+
+**Projection.**  Fully corrective Frank–Wolfe over the convex hull of records (column
+generation): the linear-minimisation step is the weighted best response of
+:mod:`dpcore.oracles.linear_min` (coordinate descent from many starts, optionally polished
+and certified by SCIP), its best local minima join the support, and the weights of every
+record found are re-fitted by accelerated projected gradient through the records' cell ids.
 """
 
 from __future__ import annotations
@@ -51,7 +66,8 @@ MAX_ROWS = 20_000_000
 STOP_RULES = {
     "risk minimum": "the estimated error (Stein's unbiased risk estimate, from public quantities) stopped improving",
     "discrepancy": "the residual reached the known noise level (discrepancy principle)",
-    "converged": "no record improves the fit any more (Frank–Wolfe gap below tolerance)",
+    "converged": "the fit converged: the Frank–Wolfe gap (how much any distribution of records could still lower "
+    "the residual, per query, in units of the noise level) fell below its tolerance",
     "iteration limit": "the iteration limit was reached before the noise level",
     "time limit": "the time limit was reached before the noise level",
     "support limit": "the number of distinct records reached its limit",
@@ -65,7 +81,8 @@ class ProjectionSettings:
 
     max_iterations: int = 300
     max_seconds: float = 120.0
-    stopping: str = "risk"  # "risk" (SURE), "discrepancy", or "none": run to convergence / limits
+    stopping: str = "auto"  # "auto" (gap or risk, whichever first), "gap", "risk", "discrepancy", "none"
+    gap_level: float = 0.05  # the gap rule: stop when the Frank–Wolfe gap per query falls below this
     discrepancy_z: float = 0.0
     risk_patience: int = 5  # corrective steps without a better risk estimate before stopping
     starts: int = 64
@@ -75,7 +92,7 @@ class ProjectionSettings:
     max_support: int = 20_000
     scip: str = "certify"  # "off", "certify" (final certificate), "polish" (every corrective step)
     scip_cells: int = 48
-    scip_time_limit: float = 5.0
+    scip_time_limit: float = 3.0
     gap_tolerance: float = 1e-9
 
     def threshold(self, n_queries: int) -> float:
@@ -103,7 +120,7 @@ class ProjectionOutcome:
 # --------------------------------------------------------------------- the solver
 #: Entries (records × marginals) gathered at once by the support operators: bounds their
 #: temporary memory (8 bytes each) whatever the support and the workload.
-_CHUNK_ENTRIES = 1 << 22
+_CHUNK_ENTRIES = 1 << 20
 
 
 class RecordProjector:
@@ -371,6 +388,11 @@ class RecordProjector:
             fw_gap = 2.0 * (inner - best_val) / nq
             last_best = best_rec
             tol = s.gap_tolerance * max(chi2, 1.0)
+            if s.stopping in ("auto", "gap") and fw_gap <= s.gap_level:
+                # Public: the gap reads only the noisy answers and the records found.
+                stop, converged = "converged", True
+                self._log(trace, it, calls, chi2, nq, fw_gap, certified_now, t0, False, monitor)
+                break
             if inner - best_val <= tol:
                 # The heuristic found no improving record; with SCIP on, let it look once.
                 if s.scip != "off" and certified_now is None:
@@ -413,7 +435,7 @@ class RecordProjector:
                     self._log(trace, it, calls, chi2, nq, fw_gap, certified_now, t0, corrected, monitor, risk)
                     break
             self._log(trace, it, calls, chi2, nq, fw_gap, certified_now, t0, corrected, monitor, risk)
-            if s.stopping == "risk" and since_best >= s.risk_patience:
+            if s.stopping in ("auto", "risk") and since_best >= s.risk_patience:
                 stop, converged = "risk minimum", True
                 break
             if ctx is not None and (it % 5 == 0 or it == 1):
@@ -426,7 +448,7 @@ class RecordProjector:
         # A final corrective step on the records found (it can only lower the residual);
         # the discrepancy rule keeps the iterate that met the level, the risk rule the
         # iterate with the smallest risk estimate.
-        if s.stopping == "risk" and best_snapshot is not None and stop != "converged":
+        if s.stopping in ("auto", "risk") and best_snapshot is not None and stop != "converged":
             if stop != "risk minimum":
                 self.fully_corrective()
             if self.risk_estimate() > best_risk:
@@ -539,6 +561,111 @@ def gaussian_measurement(answers: np.ndarray, n: int, sigma_counts: float, noise
     return (counts + noise.discrete_gaussian(sigma_counts, counts.size)) / n
 
 
+# --------------------------------------------------------------------- measuring coarsened marginals
+class MeasuredMarginals:
+    """Marginals measured at a chosen resolution: in marginal j, attribute a takes index
+    ``value_maps[j][i][x_a]`` (its value, or the group of values holding it).
+
+    The same interface as :class:`~dpcore.workload.Workload` where the projection and its oracle
+    read one (flat cell numbering, offsets, shapes); the records stay at full resolution.
+    """
+
+    def __init__(self, domain, marginals, value_maps) -> None:
+        self.domain = domain
+        self.marginals = tuple(tuple(int(a) for a in m) for m in marginals)
+        self.value_maps = [tuple(np.asarray(f, dtype=np.int64) for f in maps) for maps in value_maps]
+        self._shapes = [tuple(int(f.max()) + 1 for f in maps) for maps in self.value_maps]
+        sizes = np.array([math.prod(s) for s in self._shapes], dtype=np.int64)
+        self.offsets = np.zeros(len(sizes) + 1, dtype=np.int64)
+        np.cumsum(sizes, out=self.offsets[1:])
+
+    @property
+    def n_marginals(self) -> int:
+        return len(self.marginals)
+
+    @property
+    def n_queries(self) -> int:
+        return int(self.offsets[-1])
+
+    @property
+    def sizes(self) -> np.ndarray:
+        return np.diff(self.offsets)
+
+    def marginal_shape(self, j: int) -> tuple[int, ...]:
+        return self._shapes[j]
+
+    def marginal_name(self, j: int) -> str:
+        names = self.domain.names
+        return " × ".join(
+            names[a] + ("" if int(f.max()) + 1 == self.domain.shape[a] and np.all(f == np.arange(len(f))) else "*")
+            for a, f in zip(self.marginals[j], self.value_maps[j])
+        )
+
+    def cell_index(self, codes: np.ndarray, j: int) -> np.ndarray:
+        idx = np.zeros(len(codes), dtype=np.int64)
+        for a, f, size in zip(self.marginals[j], self.value_maps[j], self._shapes[j]):
+            idx = idx * size + f[codes[:, a]]
+        return idx
+
+    def counts(self, codes: np.ndarray) -> np.ndarray:
+        """Integer counts of every measured cell."""
+        out = np.empty(self.n_queries, dtype=np.int64)
+        for j in range(self.n_marginals):
+            lo, hi = self.offsets[j], self.offsets[j + 1]
+            out[lo:hi] = np.bincount(self.cell_index(codes, j), minlength=hi - lo)
+        return out
+
+
+#: κ of the public resolution rule: a measured marginal keeps at most n / (κ σ) cells (σ the
+#: noise on counts), i.e. its cells hold on average at least κσ rows; wider marginals are measured
+#: with their widest attributes' values grouped.  Measured on the 64-marginal Adult workload
+#: (docs/bench-parts/projection.md): at ε = 1 this keeps marginals up to ~10,000 cells.
+RESOLUTION_KAPPA = 0.07
+#: Share of ρ for the full-resolution one-way marginals of the attributes some marginal groups.
+ONE_WAY_SHARE = 0.05
+
+
+def resolution_plan(workload, n: int, sigma_counts: float, cap: int | None = None) -> dict:
+    """Public: how many groups each attribute of each marginal is measured with.
+
+    Reads only public quantities (the schema's sizes, n, σ): while a marginal has more cells
+    than ``cap``, its attribute with the most groups is halved.  Returns the per-marginal
+    levels, the attributes grouped somewhere, and the cap.
+    """
+    cap = max(8, int(n / (RESOLUTION_KAPPA * sigma_counts))) if cap is None else int(cap)
+    shape = workload.domain.shape
+    levels = []
+    for m in workload.marginals:
+        G = [int(shape[a]) for a in m]
+        while math.prod(G) > cap:
+            i = int(np.argmax(G))
+            if G[i] <= 2:
+                break
+            G[i] = max(2, G[i] // 2)
+        levels.append(tuple(G))
+    grouped = sorted({a for m, G in zip(workload.marginals, levels) for a, g in zip(m, G) if g < shape[a]})
+    return {"levels": levels, "grouped_attributes": grouped, "cell_cap": cap}
+
+
+def value_groups(mass: np.ndarray, groups: int) -> np.ndarray:
+    """Consecutive values merged into about ``groups`` groups of similar mass; a value holding at
+    least 1/groups of the mass stays on its own (a common value is never blurred with rare ones).
+    ``mass`` is a released (noisy, projected) one-way marginal: the grouping is post-processing."""
+    mass = np.asarray(mass, dtype=np.float64)
+    if groups >= len(mass):
+        return np.arange(len(mass))
+    out = np.empty(len(mass), dtype=np.int64)
+    cur, acc, level = 0, 0.0, 1.0 / groups
+    for v, m in enumerate(mass):
+        if m >= level and acc > 0:
+            cur, acc = cur + 1, 0.0
+        out[v] = cur
+        acc += m
+        if acc >= level and v < len(mass) - 1:
+            cur, acc = cur + 1, 0.0
+    return np.unique(out, return_inverse=True)[1]
+
+
 # --------------------------------------------------------------------- rounding
 def largest_remainder_rows(
     records: np.ndarray, weights: np.ndarray, n_rows: int, rng: np.random.Generator
@@ -560,7 +687,8 @@ def largest_remainder_rows(
         order = np.lexsort((rng.random(len(rem)), -rem))
         counts[order[:short]] += 1
     rows = np.repeat(np.asarray(records), counts, axis=0)
-    return rows[rng.permutation(len(rows))]
+    rng.shuffle(rows)  # in place: a wide table's rows are not copied a second time
+    return rows
 
 
 def rounding_bound(n_records: int, n_rows: int) -> float:
@@ -588,6 +716,49 @@ def check_projection_memory(n_queries: int, limit: int | None = None) -> None:
         )
 
 
+def expected_support(settings: ProjectionSettings) -> int:
+    """A public guess of the records the projection keeps: about 70% of the columns it adds survive
+    the re-fits (measured on the Adult workloads), capped by ``max_support``."""
+    return int(min(settings.max_support, 64 + 0.7 * settings.max_iterations * settings.columns_per_iteration))
+
+
+def projection_memory_bytes(
+    n: int,
+    p: int,
+    n_rows: int,
+    n_queries: int,
+    n_marginals: int,
+    largest_gather: int,
+    settings: ProjectionSettings,
+    column_copies: bool = True,
+) -> int:
+    """The projection's working set, from public sizes only (the estimate shown before a run).
+
+    n_queries / n_marginals are the *measured* cells and marginals; largest_gather is the largest
+    (marginals touching an attribute) × (its values) of the oracle's gathers.  Counted: the
+    measurement (true counts, noise, noisy answers), the solver's per-cell vectors and their
+    temporaries, the support buffers (grown by doubling), the oracle's gathers, the column copies
+    of the data the answers are computed from, and the released rows.
+    """
+    K = expected_support(settings)
+    cap = 1 << max(6, math.ceil(math.log2(max(K, 1))))
+    per_cell = 8 * 8 * n_queries
+    support = int(1.25 * cap * (8 * p + 4 * n_marginals)) + K * (8 * p + 200)
+    chunk = 3 * 8 * min(_CHUNK_ENTRIES, K * n_marginals)
+    oracle = settings.starts * (16 * n_marginals + 8 * p) + 3 * 8 * settings.starts * largest_gather
+    data = 8 * n_rows * p + (8 * n * p if column_copies else 0)
+    return int(per_cell + support + chunk + oracle + data + 256 * 1024)
+
+
+def oracle_gather(workload, value_counts=None) -> int:
+    """max over attributes of (marginals touching it) × (its values): the oracle's largest gather."""
+    shape = workload.domain.shape if value_counts is None else value_counts
+    touching = np.zeros(len(shape), dtype=np.int64)
+    for m in workload.marginals:
+        touching[list(m)] += 1
+    return int(np.max(touching * np.asarray(shape))) if len(shape) else 0
+
+
 def check_rows(n_rows: int | None, n: int, p: int) -> int:
     rows = n if n_rows is None else int(n_rows)
     if rows < 1:
@@ -606,6 +777,7 @@ def settings_from_params(params: dict, ctx: RunContext | None = None) -> Project
         "max_iterations",
         "max_seconds",
         "stopping",
+        "gap_level",
         "discrepancy_z",
         "starts",
         "corrective_every",
@@ -649,12 +821,24 @@ SOLVER_PARAMS = (
     Param(
         "stopping",
         "choice",
-        "risk",
-        "'risk': stop when Stein's unbiased estimate of the error (from the noisy "
-        "answers, the public noise level and the number of records used) stops improving, and release the best "
-        "estimate; 'discrepancy': stop when the fit to the noisy answers is as close as the true data's would be; "
-        "'none': fit until converged or a limit.",
-        choices=("risk", "discrepancy", "none"),
+        "auto",
+        "'auto': whichever of 'gap' and 'risk' fires first; 'gap': fit until converged -- until no "
+        "distribution of records could lower the residual by more than gap_level per query (in units of the "
+        "noise level); 'risk': stop when Stein's unbiased estimate of the error (from the noisy answers, the "
+        "public noise level and the number of records used) stops improving, and release the best estimate; "
+        "'discrepancy': stop when the fit to the noisy answers is as close as the true data's would be; "
+        "'none': fit until a limit.",
+        choices=("auto", "gap", "risk", "discrepancy", "none"),
+    ),
+    Param(
+        "gap_level",
+        "float",
+        0.05,
+        "The 'gap' rule's tolerance: the Frank–Wolfe gap per query, in units of the noise level.",
+        1e-6,
+        10.0,
+        log=True,
+        advanced=True,
     ),
     Param(
         "discrepancy_z",
@@ -763,7 +947,36 @@ class Projection(Mechanism):
     )
     parameters = (
         Param(
-            "rows", "int", None, "Synthetic rows to release (default: n, the table's size).", 1, MAX_ROWS, optional=True
+            "rows",
+            "int",
+            None,
+            "Synthetic rows to release (default: n, the table's size).",
+            1,
+            MAX_ROWS,
+            optional=True,
+        ),
+        Param(
+            "max_cells_measured",
+            "int",
+            None,
+            "Most cells of a measured marginal; wider marginals are measured with their widest attributes' "
+            "values grouped (default: n / (0.07 σ), from public quantities: cells hold about 0.07 σ rows "
+            "on average).",
+            4,
+            100_000_000,
+            optional=True,
+            log=True,
+            advanced=True,
+        ),
+        Param(
+            "one_way_fraction",
+            "float",
+            ONE_WAY_SHARE,
+            "Share of the budget for the full-resolution one-way marginals of the attributes measured in "
+            "groups (none when no marginal needs grouping).",
+            0.01,
+            0.5,
+            advanced=True,
         ),
     ) + SOLVER_PARAMS
     teaching_preset = {"max_iterations": 150, "max_seconds": 20.0, "starts": 8, "scip": "off"}
@@ -772,35 +985,75 @@ class Projection(Mechanism):
         rho = zcdp_rho(budget)
         check_projection_memory(workload.n_queries)
         rows = check_rows(params.get("rows"), n, len(workload.domain))
-        sigma = gaussian_sigma_for_rho(rho, math.sqrt(2.0 * workload.n_marginals))
         s = settings_from_params(params)
+        resolution = _resolution(n, workload, rho, params)
+        grouped = resolution["grouped_attributes"]
+        share = float(params.get("one_way_fraction") or ONE_WAY_SHARE) if grouped else 0.0
+        # ρ = ρ_1 + ρ_W: k one-way marginals and |W| marginals, each of L2 sensitivity sqrt(2) on counts
+        # (replace-one; grouping values can only merge the two cells a changed row touches).
+        rho_one, rho_w = share * rho, (1.0 - share) * rho
+        sigma = gaussian_sigma_for_rho(rho_w, math.sqrt(2.0 * workload.n_marginals))
+        sigma_one = gaussian_sigma_for_rho(rho_one, math.sqrt(2.0 * len(grouped))) if grouped else None
+        shape = workload.domain.shape
+        measured_queries = sum(math.prod(G) for G in resolution["levels"]) + sum(int(shape[a]) for a in grouped)
         return {
             "rho": rho,
+            "rho_one_way": rho_one,
             "sigma_counts": sigma,
             "sigma_answers": sigma / n,
-            "measured_marginals": workload.n_marginals,
-            "measured_queries": workload.n_queries,
+            "sigma_one_way_counts": sigma_one,
+            "grouped_attributes": [workload.domain.names[a] for a in grouped],
+            "cell_cap": resolution["cell_cap"],
+            "measured_marginals": workload.n_marginals + len(grouped),
+            "measured_queries": measured_queries,
             "rows": rows,
-            "discrepancy_level": s.threshold(workload.n_queries) / workload.n_queries,
+            "discrepancy_level": s.threshold(measured_queries) / measured_queries,
             "oracle_calls_at_most": s.max_iterations + 2,
+            "memory_bytes": projection_memory_bytes(
+                n,
+                len(shape),
+                rows,
+                measured_queries,
+                workload.n_marginals + len(grouped),
+                oracle_gather(workload),
+                s,
+                column_copies=not grouped,
+            ),
         }
 
     def run(self, dataset, workload, budget: Budget, params: dict, ctx: RunContext) -> MechanismResult:
         t0 = time.perf_counter()
         plan = self.plan(dataset.n, workload, budget, params)
+        n, shape = dataset.n, workload.domain.shape
+        resolution = _resolution(n, workload, plan["rho"], params)
+        grouped = resolution["grouped_attributes"]
+        # The only reads of the private data: discrete Gaussian measurements (ρ-zCDP, [CKS20]).
+        noisy_one: dict[int, np.ndarray] = {}
+        if grouped:
+            ctx.report(0, 1, "measuring the one-way marginals of the attributes measured in groups")
+            for a in grouped:
+                counts = np.bincount(dataset.codes[:, a], minlength=int(shape[a]))
+                noisy_one[a] = noisy_counts(counts, n, plan["sigma_one_way_counts"], ctx.noise)
+        measured = measured_marginals(workload, resolution, noisy_one)
         ctx.report(0, 1, "measuring every marginal")
-        # The only read of the private data: the Gaussian measurement (ρ-zCDP).
-        true = workload.answers(dataset.codes)
-        noisy = gaussian_measurement(true, dataset.n, plan["sigma_counts"], ctx.noise)
+        true = measured.counts(dataset.codes) / n if grouped else workload.answers(dataset.codes)
+        nw = int(measured.offsets[workload.n_marginals])
+        noisy = np.concatenate(
+            [noisy_counts(np.rint(true[:nw] * n).astype(np.int64), n, plan["sigma_counts"], ctx.noise)]
+            + [noisy_one[a] for a in grouped]
+        )
+        sigmas = np.array([plan["sigma_answers"]] * workload.n_marginals)
+        if grouped:
+            sigmas = np.concatenate([sigmas, np.full(len(grouped), plan["sigma_one_way_counts"] / n)])
         settings = settings_from_params(params, ctx)
 
         def monitor(fitted: np.ndarray) -> dict:
-            # Internal evaluation only (owner's chart); the solver never reads it.
+            # Internal evaluation only (owner's chart), on the measured cells; the solver never reads it.
             return {"true_max_error": float(np.max(np.abs(fitted - true)))}
 
         # The clock started before the measurement: the time limit covers the whole run, and only the
         # projection (post-processing) is cut by it.
-        out = RecordProjector(workload, noisy, plan["sigma_answers"], settings).run(
+        out = RecordProjector(measured, noisy, sigmas, settings).run(
             ctx.rng, ctx, monitor, deadline=t0 + settings.max_seconds
         )
         rows = largest_remainder_rows(out.records, out.weights, plan["rows"], ctx.rng)
@@ -811,7 +1064,9 @@ class Projection(Mechanism):
                     budget.epsilon,
                     budget.delta,
                     plan["rho"],
-                    f"Gaussian measurement of {workload.n_marginals} marginals (projection)",
+                    f"Gaussian measurement of {workload.n_marginals} marginals"
+                    + (f" and {len(grouped)} one-way marginals" if grouped else "")
+                    + " (projection)",
                 )
             ],
             epsilon_spent=budget.epsilon,
@@ -825,9 +1080,47 @@ class Projection(Mechanism):
         )
 
 
+def _resolution(n: int, workload, rho: float, params: dict) -> dict:
+    sigma_full = gaussian_sigma_for_rho(rho, math.sqrt(2.0 * workload.n_marginals))
+    return resolution_plan(workload, n, sigma_full, params.get("max_cells_measured"))
+
+
+def noisy_counts(counts: np.ndarray, n: int, sigma_counts: float, noise: Randomness) -> np.ndarray:
+    """(counts + exact discrete Gaussian noise) / n; see :func:`gaussian_measurement`."""
+    counts = np.asarray(counts, dtype=np.int64)
+    return (counts + noise.discrete_gaussian(sigma_counts, counts.size)) / n
+
+
+def measured_marginals(workload, resolution: dict, noisy_one: dict[int, np.ndarray]):
+    """The marginals the projection fits: the workload itself, or (when some attribute is grouped)
+    the workload at the planned resolution plus the full-resolution one-way marginals.  The groups
+    come from the released one-way marginals: post-processing."""
+    grouped = resolution["grouped_attributes"]
+    if not grouped:
+        return workload
+    shape = workload.domain.shape
+    cache: dict[tuple[int, int], np.ndarray] = {}
+
+    def grouping(a: int, G: int) -> np.ndarray:
+        if G >= shape[a]:
+            return np.arange(int(shape[a]))
+        if (a, G) not in cache:
+            cache[(a, G)] = value_groups(project_simplex(noisy_one[a]), G)
+        return cache[(a, G)]
+
+    maps = [
+        tuple(grouping(a, G) for a, G in zip(m, levels)) for m, levels in zip(workload.marginals, resolution["levels"])
+    ]
+    maps += [(np.arange(int(shape[a])),) for a in grouped]
+    return MeasuredMarginals(workload.domain, list(workload.marginals) + [(a,) for a in grouped], maps)
+
+
 def _public(plan: dict, out: ProjectionOutcome) -> dict:
     """Card figures: functions of public inputs and of the (already private) noisy answers only."""
-    pub = {k: plan[k] for k in ("rho", "sigma_counts", "measured_marginals", "rows", "discrepancy_level")}
+    keys = ("rho", "sigma_counts", "measured_marginals", "rows", "discrepancy_level")
+    pub = {k: plan[k] for k in keys}
+    if plan["grouped_attributes"]:
+        pub.update({k: plan[k] for k in ("rho_one_way", "sigma_one_way_counts", "grouped_attributes", "cell_cap")})
     pub["stopping_rule_fired"] = out.stop_rule
     return pub
 

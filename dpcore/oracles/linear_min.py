@@ -68,26 +68,40 @@ class CoordinateDescent:
         self.p = len(self.shape)
         self.n_marginals = workload.n_marginals
         offsets = workload.offsets
-        # strides[j, a]: how far cell ids of marginal j move when attribute a grows by 1
-        # (0 when a is not in marginal j).  Row-major, first attribute most significant.
+        maps = value_maps(workload)
+        self.mapped = maps is not None
+        # strides[j, a]: how far cell ids of marginal j move when attribute a's index in that
+        # marginal grows by 1 (0 when a is not in marginal j).  Row-major, first attribute most
+        # significant.  The index is the value itself, or its group where the marginal measures a
+        # coarsened attribute (``value_maps``).
         self.strides = np.zeros((self.n_marginals, self.p), dtype=np.int64)
         for j, m in enumerate(workload.marginals):
             stride = 1
-            for a in reversed(m):
+            for a, size in zip(reversed(m), reversed(workload.marginal_shape(j))):
                 self.strides[j, a] = stride
-                stride *= int(self.shape[a])
+                stride *= int(size)
         self.base_offsets = np.asarray(offsets[:-1], dtype=np.int64)
         #: marginals touching each attribute: the only ones whose value changes with it.
         self.touching = [np.nonzero(self.strides[:, a])[0] for a in range(self.p)]
-        self.value_steps = [
-            self.strides[self.touching[a], a][:, None] * np.arange(int(self.shape[a]))[None, :] for a in range(self.p)
-        ]
+        #: value_steps[a][i, v]: what value v of attribute a adds to the cell id in marginal touching[a][i].
+        self.value_steps = []
+        for a in range(self.p):
+            index = np.tile(np.arange(int(self.shape[a])), (len(self.touching[a]), 1))
+            if self.mapped:
+                for i, j in enumerate(self.touching[a]):
+                    index[i] = maps[j][workload.marginals[j].index(a)]
+            self.value_steps.append(self.strides[self.touching[a], a][:, None] * index)
 
     # ----------------------------------------------------------------- values
     def cell_ids(self, records: np.ndarray) -> np.ndarray:
         """Flat cell id of every record in every marginal, shape (r, |W|)."""
         records = np.atleast_2d(np.asarray(records, dtype=np.int64))
-        return self.base_offsets[None, :] + records @ self.strides.T
+        if not self.mapped:
+            return self.base_offsets[None, :] + records @ self.strides.T
+        ids = np.broadcast_to(self.base_offsets[None, :], (records.shape[0], self.n_marginals)).copy()
+        for a in range(self.p):
+            ids[:, self.touching[a]] += self.value_steps[a][:, records[:, a]].T
+        return ids
 
     def values(self, g: np.ndarray, records: np.ndarray) -> np.ndarray:
         """Exact L(x) for each record."""
@@ -131,7 +145,7 @@ class CoordinateDescent:
                     continue
                 # One gather for every marginal touching a: (starts, marginals, values of a).
                 st = self.value_steps[a]  # (m_a, |X_a|): cell-id offset of each value in each marginal
-                partial = ids[:, js] - X[:, a : a + 1] * self.strides[js, a][None, :]
+                partial = ids[:, js] - st[:, X[:, a]].T
                 vals = g[partial[:, :, None] + st[None, :, :]].sum(axis=1)
                 best = np.argmin(vals, axis=1)
                 # Keep the current value on ties so the descent terminates.
@@ -139,9 +153,9 @@ class CoordinateDescent:
                 move = vals[rows, best] < cur - 1e-15 * (1.0 + np.abs(cur))
                 if move.any():
                     changed = True
-                    delta = np.where(move, best - X[:, a], 0)
-                    ids[:, js] += delta[:, None] * self.strides[js, a][None, :]
-                    X[:, a] += delta
+                    new = np.where(move, best, X[:, a])
+                    ids[:, js] = partial + st[:, new].T
+                    X[:, a] = new
             if not changed or (deadline is not None and time.perf_counter() > deadline):
                 break
             if check is not None:
@@ -152,6 +166,13 @@ class CoordinateDescent:
         _, first = np.unique(X, axis=0, return_index=True)
         first = np.sort(first)
         return MinimiserResult(X[0].copy(), float(vals[0]), X[first], vals[first], sweeps, time.perf_counter() - t0)
+
+
+def value_maps(workload) -> list[tuple[np.ndarray, ...]] | None:
+    """Per marginal, per attribute (in the marginal's order): the index each value takes in that
+    marginal -- the value itself, or its group when the marginal measures a coarsened attribute.
+    ``None`` for an ordinary workload (every index is the value)."""
+    return getattr(workload, "value_maps", None)
 
 
 # --------------------------------------------------------------------- SCIP part
@@ -178,10 +199,12 @@ class SparseRelaxation:
 
     def evaluate(self, workload, records: np.ndarray) -> np.ndarray:
         records = np.atleast_2d(records)
+        maps = value_maps(workload)
         out = np.full(records.shape[0], self.constant)
         for j, y, w in zip(self.marginal, self.cells, self.weights):
             m = list(workload.marginals[j])
-            out -= w * np.all(records[:, m] == np.asarray(y), axis=1)
+            idx = records[:, m] if maps is None else np.column_stack([f[records[:, a]] for f, a in zip(maps[j], m)])
+            out -= w * np.all(idx == np.asarray(y), axis=1)
         return out
 
 
@@ -242,18 +265,29 @@ def relaxation_model(
     for a in range(len(shape)):
         model.addCons(quicksum(x[a]) == 1)
     c = [model.addVar(vtype="C", lb=0.0, ub=1.0, obj=float(w), name=f"c{j}") for j, w in enumerate(relax.weights)]
+    maps = value_maps(workload)
+
+    def literal(mj: int, a: int, v: int):
+        # The record's index of attribute a in marginal mj is v: one value, or any value of group v.
+        if maps is None:
+            return x[a][v]
+        return quicksum(x[a][u] for u in np.nonzero(maps[mj][workload.marginals[mj].index(a)] == v)[0])
+
+    def index_of(mj: int, a: int, value: int) -> int:
+        return value if maps is None else int(maps[mj][workload.marginals[mj].index(a)][value])
+
     groups: dict[tuple[int, int, int], list] = {}
     for j, (mj, y) in enumerate(zip(relax.marginal, relax.cells)):
         for a, v in zip(workload.marginals[int(mj)], y):
             groups.setdefault((int(mj), a, v), []).append(c[j])
-    for (_, a, v), cs in groups.items():
-        model.addCons(quicksum(cs) <= x[a][v])
+    for (mj, a, v), cs in groups.items():
+        model.addCons(quicksum(cs) <= literal(mj, a, v))
     model.setMaximize()
     if warm_start is not None:
         sol = model.createSol()
         warm = set_one_hot(model, sol, x, warm_start)
         for j, (mj, y) in enumerate(zip(relax.marginal, relax.cells)):
-            hit = all(warm[a] == v for a, v in zip(workload.marginals[int(mj)], y))
+            hit = all(index_of(int(mj), a, warm[a]) == v for a, v in zip(workload.marginals[int(mj)], y))
             model.setSolVal(sol, c[j], 1.0 if hit else 0.0)
         model.addSol(sol, free=True)
     return model, x
