@@ -10,6 +10,7 @@ live server clears the flag the first time ``app.py`` calls ``st.navigation``;
 
 from __future__ import annotations
 
+import sys
 import time
 from contextlib import contextmanager
 from pathlib import Path
@@ -28,10 +29,14 @@ def navigation_only():
         pm.PagesManager.uses_pages_directory = False  # app.py's st.navigation owns the pages
 
     pm.PagesManager.__init__ = init
+    main = sys.modules.get("__main__")
     try:
         yield
     finally:
         pm.PagesManager.__init__ = original
+        # AppTest leaves app.py as __main__: a later test that spawns processes would have them import app.py.
+        if main is not None:
+            sys.modules["__main__"] = main
 
 
 def new_app(timeout: float = 60):
