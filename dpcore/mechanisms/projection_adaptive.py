@@ -44,6 +44,8 @@ from .projection import (
     RecordProjector,
     check_rows,
     largest_remainder_rows,
+    oracle_gather,
+    projection_memory_bytes,
     rounding_bound,
     settings_from_params,
     zcdp_rho,
@@ -185,12 +187,24 @@ class AdaptiveProjection(Mechanism):
             float(params.get("one_way_fraction", 0.1)),
             len(workload.domain),
         )
+        shape = workload.domain.shape
+        p = len(shape)
+        one_way = bool(params.get("one_way", True))
+        # Memory, from public sizes: the final projection fits at most the T largest marginals (and the
+        # one-way ones); the selection scores keep the true marginals (capped) and one row index.
+        measured = int(np.sort(workload.sizes)[-T:].sum()) + (int(np.sum(shape)) if one_way else 0)
+        settings = settings_from_params(params)
+        memory = projection_memory_bytes(
+            n, p, rows, measured, T + (p if one_way else 0), oracle_gather(workload), settings, column_copies=False
+        )
+        memory += min(8 * workload.n_queries, _TrueMarginals.CACHE_LIMIT) + 24 * n
         return {
             **b,
             "rounds": T,
             "rows": rows,
             "candidate_marginals": workload.n_marginals,
             "largest_candidate_cells": int(workload.sizes.max()),
+            "memory_bytes": int(memory),
         }
 
     def run(self, dataset, workload, budget: Budget, params: dict, ctx: RunContext) -> MechanismResult:
