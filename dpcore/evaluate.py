@@ -245,6 +245,7 @@ def encode_column(coding: ColumnCoding, s: pd.Series) -> tuple[np.ndarray, int]:
         vals, unreadable = _numbers(s, coding.is_date)
         missing = missing | np.isnan(vals)
         edges = coding.edges
+        assert edges is not None  # a numeric coding always has edges
         n_bins = max(1, edges.size - 1) if edges[0] != edges[-1] else 1
         # Interior edges only: values below/above the real range fall in the end bins.
         codes = np.searchsorted(edges[1:-1], np.nan_to_num(vals), side="right") if n_bins > 1 else np.zeros(len(s))
@@ -504,7 +505,7 @@ def _pairs(cols, codings, codes_r, codes_s, sizes, p1_r, p1_s, real, synthetic, 
     m = len(cols)
     total = m * (m - 1) // 2
     if total == 0:
-        empty = {"mean": None, "max": None, "pairs": [], "pairs_total": 0, "pairs_evaluated": 0}
+        empty: dict = {"mean": None, "max": None, "pairs": [], "pairs_total": 0, "pairs_evaluated": 0}
         return empty, {"mean": None, "max": None, "pairs": [], "categorical": None, "numeric": None, "mixed": None}
     rows = codes_r.shape[0] + codes_s.shape[0]
     cap = max(MIN_SAMPLED_PAIRS, int(budget // max(rows, 1)))
@@ -555,7 +556,7 @@ def _pairs(cols, codings, codes_r, codes_s, sizes, p1_r, p1_s, real, synthetic, 
     both_num = (kinds[iu] == "numeric") & (kinds[ju] == "numeric")
     both_cat = (kinds[iu] == "categorical") & (kinds[ju] == "categorical")
     assoc_r, assoc_s = v_r.copy(), v_s.copy()
-    if rho_r is not None and both_num.any():
+    if rho_r is not None and rho_s is not None and both_num.any():
         a = np.array([pos[int(x)] for x in iu[both_num]])
         b = np.array([pos[int(x)] for x in ju[both_num]])
         assoc_r[both_num], assoc_s[both_num] = rho_r[a, b], rho_s[a, b]
@@ -797,7 +798,7 @@ def ml_efficacy(train: pd.DataFrame, synthetic: pd.DataFrame, test: pd.DataFrame
 
     models = {"logistic_regression": linear, "gradient_boosting": boosted}
     for name, make in models.items():
-        res = {}
+        res: dict = {}
         for label, X, y in (("train_on_real", X_train, y_train), ("train_on_synthetic", X_syn, y_syn)):
             res[label] = _fit_score(make, X, y, X_test, y_test)
         r, s = res["train_on_real"], res["train_on_synthetic"]

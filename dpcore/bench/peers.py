@@ -406,6 +406,7 @@ def bench_peers(args) -> dict:
         def do(job):
             kind, name, eps, run = job
             if kind == "peer":
+                assert py is not None  # peers are dropped above when their environment is missing
                 rec = run_peer(py, ds, wl, true, name, eps, run, args, tmp)
             else:
                 rec = run_ours(ds, wl, true, name, eps, run, args, tmp)
