@@ -351,6 +351,7 @@ def _add(b) -> None:
         default=3,
         help="smartnoise MWEM's columns per histogram (its default, all 14, needs a 1e17-cell histogram)",
     )
+    b.add_argument("--first-run", type=int, default=0, help="seed of the first run (to add runs to an earlier one)")
     b.add_argument("--aim-runs", type=int, default=None, help="fewer runs for AIM than --runs (the slowest system)")
     b.add_argument("--records", default=None, help="append each finished run to this JSON-lines file")
     b.add_argument("--markdown", default=None, help="write the table as Markdown to this file")
@@ -394,10 +395,10 @@ def bench_peers(args) -> dict:
         jobs = []
         # Seeds outermost: a run cut short still has every system at every ε once.  Longest first (AIM),
         # so parallel jobs overlap it with the rest.
-        for run in range(args.runs):
+        for run in range(args.first_run, args.first_run + args.runs):
             for eps in epsilons:
                 for p in sorted(peers, key=lambda p: p != "aim"):
-                    if p == "aim" and args.aim_runs is not None and run >= args.aim_runs:
+                    if p == "aim" and args.aim_runs is not None and run >= args.first_run + args.aim_runs:
                         continue
                     jobs.append(("peer", p, eps, run))
                 for s in ours:
