@@ -33,6 +33,9 @@ import numpy as np
 from ..errors import DPCoreError
 from . import BENCHES, load_bench_data, machine
 
+#: The projection's public convergence rules (the others are limits: iterations, time, support).
+CONVERGED = {"converged", "risk minimum"}
+
 
 # ------------------------------------------------------------------ workloads and tables
 def bench_workload(dataset, name: str):
@@ -330,7 +333,7 @@ def check_targets(records: list[dict]) -> dict:
         if eps == 10.0:
             checks["ε=10: max ≤ projected Gaussian"] = s["vs_projected_max"] <= 1.0
         if eps == 1.0:
-            checks["ε=1: stops by its convergence rule"] = s["stop_rules"] == ["converged"]
+            checks["ε=1: stops by its convergence rule"] = bool(s["stop_rules"]) and set(s["stop_rules"]) <= CONVERGED
             if s.get("tvd_mean") is not None:
                 checks["ε=1: all-pairs 2-way TVD ≤ 0.07"] = s["tvd_mean"] <= 0.07
     return checks
@@ -360,7 +363,7 @@ def bench_scale(args) -> dict:
     rec = run_mechanism(ds, wl, args.mechanism, args.epsilon, args.seed, _parse_params(args.param))
     rec.update(n=ds.n, attributes=args.attributes, n_marginals=wl.n_marginals, n_queries=wl.n_queries)
     rec["targets"] = {
-        "stops by its convergence rule": rec.get("stop_rule") == "converged",
+        "stops by its convergence rule": rec.get("stop_rule") in CONVERGED,
         "within 120 s": rec["wall_seconds"] <= 120,
         "within 2 GB": rec["peak_rss_mb"] <= 2048,
     }
