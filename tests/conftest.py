@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import sys
 import tempfile
 from pathlib import Path
 
@@ -17,6 +18,17 @@ from dpcore.domain import Attribute, Domain
 os.environ["DPCORE_WORKSPACE"] = tempfile.mkdtemp(prefix="dpcore-test-workspace-")
 
 ROOT = Path(__file__).resolve().parent.parent
+
+
+@pytest.fixture(autouse=True)
+def _keep_main_module():
+    """Streamlit's AppTest leaves its script as ``__main__``; processes a later test spawns would import it."""
+    main = sys.modules.get("__main__")
+    yield
+    if main is not None:
+        sys.modules["__main__"] = main
+
+
 SHARED_DATA = ROOT.parent / "shared" / "data"
 
 
