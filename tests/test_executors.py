@@ -130,8 +130,8 @@ def test_fem_on_ray_matches_the_process_pool(ray_executor, pool):
     wl = Workload.all_kway(ds.domain, 2)
     params = {"rounds": 3, "samples": 4}
     assert ray_executor.map(_square, [3, 1, 2]) == [9, 1, 4]
-    on_ray = run_release(ds, wl, "fem", 1.0, None, params, seed=7, executor=ray_executor).result.rows
-    pooled = run_release(ds, wl, "fem", 1.0, None, params, seed=7, executor=pool).result.rows
+    on_ray = run_release(ds, wl, "fem", 1.0, None, params, seed=7, executor=ray_executor, ledger=None)[0].rows
+    pooled = run_release(ds, wl, "fem", 1.0, None, params, seed=7, executor=pool, ledger=None)[0].rows
     assert on_ray.shape == (12, len(ds.domain))
     np.testing.assert_array_equal(on_ray, pooled)
     with pytest.raises(OracleError, match="raise the time limit"):
