@@ -16,6 +16,7 @@ seed is a demo: it is charged too (it read the data) and its card says its guara
 
 from __future__ import annotations
 
+import math
 import threading
 import time
 import uuid
@@ -248,6 +249,7 @@ def run_release(
     class_width: int | None = None,
     schema_from_data: bool = False,
     numeric: str = "values",
+    schema_release: dict | None = None,
 ) -> tuple[Release, InternalEvaluation]:
     """Run ``mechanism`` on an encoded :class:`~dpcore.data.Dataset` and build the release and its internal
     evaluation.  (For a raw table, :func:`release_table` discovers the schema privately first.)
@@ -261,22 +263,41 @@ def run_release(
     ``class_width`` = k also evaluates the release on the implicit class of all conjunctions of width ≤ k
     (internal, sampled); mechanisms that answer that class directly (a parameter ``k``) get k unless ``params``
     sets it.
+
+    ``schema_release`` reuses a schema discovered privately once, in its own charged run (the app's Data page):
+    ``{"card_data": PreparedTable.card_data, "epsilon": ε_d, "delta": δ_d, "run": its run id}`` (optionally
+    ``"guarantee": "none"`` for a seeded discovery).  The card's data section then carries the excluded columns,
+    the renamed headers and ``schema_discovery``; its privacy section lists the schema part (charged once, in that
+    run) beside the mechanism's, and ``epsilon_spent`` / ``delta_spent`` are their sums -- the release's whole
+    guarantee, since it publishes the schema too.  The ledger is charged for the mechanism's (ε, δ) only: the
+    schema part was charged when it was discovered, and every later release of the same schema reuses it.
     """
     if workload.domain != dataset.domain:
         raise DPCoreError("The workload was built for a different schema than the dataset; rebuild the workload.")
     budget, defaulted, warnings = resolve_budget(epsilon, delta, dataset.n)
     mech_cls, vparams = _prepare_mechanism(mechanism, params, n_rows, class_width)
     data = data_section(dataset, schema_from_data=schema_from_data)  # refuses an unchosen inferred schema
+    card_budget, schema_spends, schema_run, schema_guarantee = budget, [], None, None
+    if schema_release is not None:
+        data, card_budget, schema_spends, schema_run, schema_guarantee = _schema_part(
+            schema_release, dataset, budget, schema_from_data
+        )
+    elif dataset.domain.discovered:
+        warnings.append(
+            f"The schema of {', '.join(dataset.domain.discovered[:5])} was released under differential privacy, but "
+            "its cost is not on this card: pass the discovery as schema_release so the card states the whole "
+            "guarantee."
+        )
     mech_cls().plan(dataset.n, workload, budget, vparams)  # fail fast on impossible budgets (public figures only)
     run_id = run_id or new_run_id()
     ledger = _reserve(ledger, dataset.ledger_key, dataset.name, dataset.n, run_id, mech_cls, budget, budget_cap, seed)
     noise = Randomness(seed)  # None -> cryptographic; a seed makes the run a demo
-    return _run(
+    rel, internal = _run(
         dataset,
         workload,
         mech_cls,
         vparams,
-        budget,
+        card_budget,
         budget,
         defaulted,
         warnings,
@@ -284,14 +305,60 @@ def run_release(
         ledger,
         run_id,
         data,
-        (),
+        schema_spends,
         progress,
         cancel,
         oracle_options,
         executor,
         class_width,
         numeric,
+        schema_charged=schema_release is None,
+        guarantee=schema_guarantee,
     )
+    if schema_run is not None:
+        parts = rel.card["privacy"].get("parts", [])
+        if len(parts) == 2:
+            parts[0].update(run=schema_run, charged=f"once, when the schema was discovered (run {schema_run})")
+            parts[1].update(run=run_id, charged=f"by this release (run {run_id})")
+    return rel, internal
+
+
+def _schema_part(schema_release: dict, dataset, budget: Budget, schema_from_data: bool):
+    """The card's data section, the whole (ε, δ) for the card, the schema part's spends, the discovery's run id
+    and its guarantee, from a schema discovered in an earlier, separately charged run."""
+    from .mechanisms.base import SpendRecord
+    from .privacy.samplers import GUARANTEE_DP, GUARANTEE_NONE
+
+    if not isinstance(schema_release, dict) or not isinstance(schema_release.get("card_data"), dict):
+        raise DPCoreError("schema_release must be a dict with the discovery's 'card_data', 'epsilon', 'delta', 'run'.")
+    try:
+        eps_d, delta_d = float(schema_release.get("epsilon", 0.0)), float(schema_release.get("delta", 0.0))
+    except (TypeError, ValueError):
+        raise BudgetError("schema_release: the discovery's ε and δ must be numbers.") from None
+    if not (math.isfinite(eps_d) and eps_d >= 0 and 0 <= delta_d < 1):
+        raise BudgetError(f"schema_release: the discovery's (ε, δ) = ({eps_d}, {delta_d}) is not a valid spend.")
+    found = schema_release["card_data"]
+    if found.get("n", dataset.n) != dataset.n:
+        raise DPCoreError(
+            f"The schema was discovered on a table of {found['n']:,} rows, not this one ({dataset.n:,}); discover "
+            "the schema of this table."
+        )
+    guarantee = schema_release.get("guarantee", GUARANTEE_DP)
+    if guarantee not in (GUARANTEE_DP, GUARANTEE_NONE):
+        raise DPCoreError(f"schema_release: unknown guarantee {guarantee!r}.")
+    # The schema on the card is always the dataset's own (with its per-field sources); the discovery adds what
+    # it excluded, what it renamed and how it was released.
+    data = data_section(dataset, found.get("excluded", ()), found.get("renamed", ()), schema_from_data=schema_from_data)
+    for key in ("schema_discovery", "schema_guarantee"):
+        if key in found and key not in data:
+            data[key] = found[key]
+    run = str(schema_release.get("run") or "unknown")
+    whole = Budget(budget.epsilon + eps_d, budget.delta + delta_d)
+    check_budget(whole.epsilon, whole.delta, dataset.n)  # the release's whole δ must stay below 1/n too
+    spends = []
+    if eps_d > 0 or delta_d > 0:
+        spends.append(SpendRecord(eps_d, delta_d, None, f"schema discovery, charged once in run {run}"))
+    return data, whole, spends, run, (GUARANTEE_NONE if guarantee == GUARANTEE_NONE else None)
 
 
 def release_table(
@@ -432,8 +499,14 @@ def _run(
     executor,
     class_width,
     numeric,
+    *,
+    schema_charged: bool = True,
+    guarantee: str | None = None,
 ):
-    """The mechanism's run, the settled ledger, the card and the internal evaluation (shared by both paths)."""
+    """The mechanism's run, the settled ledger, the card and the internal evaluation (shared by both paths).
+
+    ``schema_charged=False``: the schema spends were charged by an earlier run; they go on the card only.
+    ``guarantee`` overrides the run's own (a seeded discovery makes the release a demo too)."""
     ctx = RunContext(
         noise=noise, progress=progress, cancel=cancel, oracle_options=dict(oracle_options or {}), executor=executor
     )
@@ -442,7 +515,8 @@ def _run(
     seconds = time.perf_counter() - t0
     _check_spent(result, mech_budget)
     if ledger is not None:
-        ledger.settle(run_id, [*schema_spends, *result.spends], result.accountant)
+        ledger.settle(run_id, [*(schema_spends if schema_charged else ()), *result.spends], result.accountant)
+    guarantee = guarantee or noise.guarantee
     if result.rows is not None:
         released = workload.answers(result.rows, result.weights)
     elif result.answers is not None:
@@ -459,7 +533,7 @@ def _run(
         data,
         workload,
         n_rows_released=n_rows,
-        guarantee=noise.guarantee,
+        guarantee=guarantee,
         schema_spends=schema_spends,
         rows_rule=rows_rule(mech_cls, vparams, result.public, dataset.n, n_rows),
     )
@@ -474,7 +548,7 @@ def _run(
         n=dataset.n,
         workload=workload,
         card=card,
-        guarantee=noise.guarantee,
+        guarantee=guarantee,
         seconds=seconds,
         rows=result.rows,
         weights=result.weights,

@@ -323,13 +323,16 @@ def execute_release(
     numeric: str = "values",
     table=None,
     table_options: dict | None = None,
+    schema_release: dict | None = None,
 ):
     """Run a release recorded in ``workspace``: charged to its ledger, artifacts written, status kept.
 
     Either an encoded ``dataset`` with its ``workload`` (:func:`dpcore.release.run_release`), or a raw ``table``
     (a DataFrame from :func:`dpcore.data.read_table`; ``dataset`` None) whose schema is discovered privately
     (:func:`dpcore.release.release_table`; ``workload`` may then be None or a spec dict, ``table_options`` holds
-    ``schema``, ``roles``, ``schema_from_data``, ``schema_share``, ``name``).
+    ``schema``, ``roles``, ``schema_from_data``, ``schema_share``, ``name``).  ``schema_release`` (with a
+    ``dataset``) reuses a schema discovered in an earlier charged run: on the card, not charged again (see
+    :func:`dpcore.release.run_release`).
 
     Returns ``(release, internal, run_id)``.  Raises what the release raises (the run row says how it ended),
     :class:`DuplicateRequest` for a repeated ``request_key``."""
@@ -385,7 +388,15 @@ def execute_release(
             )
         else:
             release, internal = run_release(
-                dataset, workload, mechanism, epsilon, delta, params, schema_from_data=schema_from_data, **common
+                dataset,
+                workload,
+                mechanism,
+                epsilon,
+                delta,
+                params,
+                schema_from_data=schema_from_data,
+                schema_release=schema_release,
+                **common,
             )
     except BaseException as exc:
         charged = bool(workspace.query("SELECT 1 FROM ledger WHERE run = ? LIMIT 1", (run_id,)))

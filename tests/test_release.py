@@ -7,11 +7,11 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from dpcore.cli.release import cli_report
 from dpcore.data import Dataset, load_dataset
 from dpcore.domain import infer_domain
 from dpcore.errors import BudgetError, Cancelled, DPCoreError
 from dpcore.mechanisms.base import Budget, MechanismResult
-from dpcore.cli.release import cli_report
 from dpcore.privacy.ledger import Ledger
 from dpcore.release import _check_spent, answers_table, plan_release, run_release
 from dpcore.report import INTERNAL_LABEL, card_summary
@@ -215,3 +215,125 @@ def test_bad_inputs():
         plan_release(ds.n, wl, "dualquery", 1e-6, None, {})
     with pytest.raises(BudgetError, match="1/n"):
         run_release(ds, wl, "gaussian", 1.0, 0.5)
+
+
+# ---------------------------------------------------------------------------- a schema discovered once, reused
+def _discovered_once(ledger, *, eps_d=0.5, delta_d=1e-9, seed=None, n=3000):
+    """What the app's Data page does: one charged run (kind "schema") that discovers the schema privately."""
+    from dpcore.privacy.samplers import Randomness
+    from dpcore.tabular import discovery_budget, prepare_table
+
+    rng = np.random.default_rng(1)
+    df = pd.DataFrame(
+        {
+            "person_id": np.arange(n),
+            "age": rng.integers(18, 90, n),
+            "city": rng.choice(["Oslo", "Lima", "Pune"], n),
+            "": rng.choice(["x", "y"], n),  # an empty header: renamed, reported on the card
+        }
+    )
+    df.columns = ["person_id", "age", "city", "column_4"]
+    df.attrs.update(renamed=[{"original": "", "name": "column_4"}], source_digest="digest-of-the-file", name="people")
+    # The whole-run share 1/2 makes (ε_d, δ_d) exact in floating point: ε = 2·ε_d.
+    e, d, cols = discovery_budget(df.columns, epsilon=2 * eps_d, delta=2 * delta_d, schema_share=0.5)
+    assert (e, d) == (eps_d, delta_d) and cols == ["age", "city", "column_4"]
+    ledger.reserve(
+        dataset="digest-of-the-file", name="people", n=n, run="schema-run", mechanism="schema", epsilon=e, delta=d
+    )
+    noise = Randomness(seed)
+    prep = prepare_table(df, epsilon=2 * eps_d, delta=2 * delta_d, noise=noise, schema_share=0.5)
+    ledger.settle("schema-run", prep.spends)
+    found = {"card_data": prep.card_data, "epsilon": e, "delta": d, "run": "schema-run", "guarantee": noise.guarantee}
+    return prep, found
+
+
+def test_a_schema_discovered_once_is_on_every_card_and_charged_once(tmp_path):
+    ledger = Ledger(str(tmp_path))
+    prep, found = _discovered_once(ledger)
+    ds = prep.dataset
+    assert ds.ledger_key == "digest-of-the-file" and set(ds.domain.discovered) == {"age", "city", "column_4"}
+    wl = Workload.all_kway(ds.domain, 1)
+    cards = []
+    for _ in range(2):
+        rel, _ = run_release(ds, wl, "gaussian", 1.0, 1e-8, schema_release=found, ledger=ledger)
+        cards.append(rel.card)
+        p = rel.card["privacy"]
+        schema, mech = p["parts"]
+        assert (schema["step"], schema["epsilon"], schema["delta"]) == ("schema discovery", 0.5, 1e-9)
+        assert (
+            schema["run"] == "schema-run"
+            and "once, when the schema was discovered (run schema-run)" in (schema["charged"])
+        )
+        assert mech["run"] == rel.run_id and mech["charged"] == f"by this release (run {rel.run_id})"
+        # The release's whole guarantee: the sum of the parts (the schema is published with it).
+        assert p["epsilon_spent"] == pytest.approx(0.5 + mech["epsilon"], rel=1e-3) and mech["epsilon"] <= 1.0
+        assert p["delta_spent"] == pytest.approx(1e-9 + mech["delta"])
+        assert p["epsilon"] == pytest.approx(1.5) and p["delta"] == pytest.approx(1e-8 + 1e-9)
+        assert f"e^{p['epsilon_spent']:g}" in rel.card["promise"]
+        data = rel.card["data"]
+        assert data["excluded"] == [e for e in found["card_data"]["excluded"]] and data["excluded"][0]["name"] == (
+            "person_id"
+        )
+        assert data["renamed"] == [{"original": "", "name": "column_4"}]
+        assert data["schema_discovery"]["epsilon"] == 0.5
+        assert "inferred" not in json.dumps(data["schema"]) and {e["name"] for e in data["schema"]} == set(
+            ds.domain.names
+        )
+        assert not any("cost is not on this card" in w for w in rel.warnings)
+    # The ledger: the discovery once, then each release's mechanism only.
+    entries = ledger.entries("digest-of-the-file")
+    by_run = {}
+    for e in entries:
+        by_run.setdefault(e["run"], []).append(e)
+    assert len(by_run) == 3 and [e["epsilon"] for e in by_run["schema-run"]] == [0.5]
+    for card in cards:
+        mech_part = card["privacy"]["parts"][1]
+        charged = by_run[card["privacy"]["parts"][1]["run"]]
+        assert sum(e["epsilon"] for e in charged) == pytest.approx(mech_part["epsilon"])
+    total = ledger.total("digest-of-the-file")
+    assert total["runs"] == 3 and total["epsilon"] == pytest.approx(
+        0.5 + sum(c["privacy"]["parts"][1]["epsilon"] for c in cards)
+    )
+
+
+def test_without_the_discovery_the_card_warns_that_its_cost_is_missing(tmp_path):
+    prep, _ = _discovered_once(Ledger(str(tmp_path)))
+    rel, _ = run_release(prep.dataset, Workload.all_kway(prep.domain, 1), "gaussian", 1.0, 1e-8, ledger=None)
+    assert "parts" not in rel.card["privacy"]
+    assert any("its cost is not on this card" in w for w in rel.warnings)
+
+
+def test_a_schema_release_is_checked(tmp_path):
+    ledger = Ledger(str(tmp_path))
+    prep, found = _discovered_once(ledger, seed=5)
+    ds, wl = prep.dataset, Workload.all_kway(prep.domain, 1)
+    with pytest.raises(DPCoreError, match="discovered on a table of 10 rows"):
+        run_release(ds, wl, "gaussian", 1.0, 1e-8, schema_release={**found, "card_data": {"n": 10}}, ledger=None)
+    with pytest.raises(BudgetError, match="not a valid spend"):
+        run_release(ds, wl, "gaussian", 1.0, 1e-8, schema_release={**found, "epsilon": -1}, ledger=None)
+    n = ds.n  # the whole δ (schema + mechanism) must stay below 1/n
+    with pytest.raises(BudgetError, match="1/n"):
+        run_release(ds, wl, "gaussian", 1.0, 0.6 / n, schema_release={**found, "delta": 0.5 / n}, ledger=None)
+    before = ledger.total("digest-of-the-file")["runs"]
+    assert before == 1  # refused before the data was touched: nothing charged
+    # A seeded (demo) discovery makes every release of its schema a demo.
+    rel, _ = run_release(ds, wl, "gaussian", 1.0, 1e-8, schema_release=found, ledger=None)
+    assert found["guarantee"] == "none" and rel.card["privacy"]["guarantee"] == "none" and rel.demo
+
+
+def test_execute_release_passes_the_schema_release_through(tmp_path):
+    """dpcore.runs.execute_release (the app's and the CLI's path): the recorded card has the schema part; the
+    workspace ledger holds the discovery once."""
+    from dpcore.runs import RunStore, execute_release
+    from dpcore.workspace import Workspace
+
+    ws = Workspace(tmp_path / "ws")
+    prep, found = _discovered_once(Ledger(ws))
+    wl = Workload.all_kway(prep.domain, 1)
+    for _ in range(2):
+        _, _, run_id = execute_release(ws, prep.dataset, wl, "gaussian", 0.5, 1e-8, schema_release=found)
+        card = RunStore(ws).get(run_id)["card"]
+        assert [p["step"] for p in card["privacy"]["parts"]][0] == "schema discovery"
+        assert card["data"]["schema_discovery"]["epsilon"] == 0.5 and card["privacy"]["epsilon"] == 1.0
+    total = Ledger(ws).total("digest-of-the-file")
+    assert total["runs"] == 3 and total["epsilon"] <= 0.5 + 2 * 0.5 + 1e-9

@@ -20,7 +20,7 @@ Interface (every function takes an optional ``workspace``; the default is the ap
         ({file name: bytes}) are also stored with the run.
     start_release(*, dataset, workload, mechanism, epsilon, delta, params, seed, label, request_key,
                   kind="release", time_limit=None, executor_spec="serial", class_width=None,
-                  n_rows=None) -> run_id
+                  n_rows=None, schema_release=None, schema_from_data=False) -> run_id
         The same for :func:`dpcore.runs.execute_release`: charged to the ledger before the data is
         touched, artifacts written, the Release itself not kept in memory (a 20M-row release must
         not stay in the server's memory; the Results page reads the artifact files).
@@ -323,8 +323,13 @@ def start_release(
     class_width: int | None = None,
     n_rows: int | None = None,
     workspace=None,
+    schema_release: dict | None = None,
+    schema_from_data: bool = False,
 ) -> str:
-    """Run :func:`dpcore.runs.execute_release` in a server thread; returns the run id at once."""
+    """Run :func:`dpcore.runs.execute_release` in a server thread; returns the run id at once.
+
+    ``schema_release``: the schema the Data page discovered once in its own charged run (on the card, not charged
+    again); ``schema_from_data``: the user chose a schema read off the data without privacy (the card says so)."""
     from dpcore.release import new_run_id
 
     ws = _ws(workspace)
@@ -366,6 +371,8 @@ def start_release(
                 executor=executor,
                 class_width=class_width,
                 n_rows=n_rows,
+                schema_release=schema_release,
+                schema_from_data=schema_from_data,
             )  # the Release is dropped here on purpose: everything the pages need is in the workspace
             _end(job, "done")
         except DuplicateRequest as dup:
