@@ -743,9 +743,10 @@ def check_projection_memory(n_queries: int, limit: int | None = None) -> None:
         )
 
 
-#: Steps the memory estimate plans for: the convergence rules or the clock end the runs measured
-#: before this many steps (~90 at ε = 1 and ~300 within the default clock at ε = 10 on adult64).
-PLANNED_STEPS = 300
+#: Steps the memory estimate plans for.  The convergence rules end most runs before (~25 steps at
+#: ε = 0.1, ~90 at ε = 1 on adult64; 20–60 on generated wide tables); where a run goes on (high ε, the
+#: all-3-way table) its records cost little beside the per-cell vectors or the clock ends it near here.
+PLANNED_STEPS = 150
 
 
 def expected_support(settings: ProjectionSettings) -> int:
