@@ -25,7 +25,7 @@ from dataclasses import asdict, dataclass, field
 import numpy as np
 
 from ..errors import BudgetError, Cancelled, ParameterError
-from ..oracles.learners import check_mip_size, halfspace_oracle, loss_weights
+from ..oracles.learners import check_mip_size
 from ..privacy import check_delta
 from ..privacy.samplers import GUARANTEE_DP, GUARANTEE_NONE, Randomness
 from . import dplr as dplr_mod
@@ -34,71 +34,10 @@ from . import prsma as prsma_mod
 from . import rspm as rspm_mod
 from .features import LearningData
 from .model import LearnedModel
+from .registry import REGISTRY
 
-
-@dataclass(frozen=True)
-class MethodInfo:
-    name: str
-    title: str
-    seed: str
-    privacy: str  # "oracle-dependent", "robust" or "none"
-    accounting: str
-
-
-METHODS: dict[str, MethodInfo] = {
-    m.name: m
-    for m in [
-        MethodInfo(
-            "opdisc",
-            "OPDisc (objective perturbation, discrete halfspaces)",
-            "[NRVW20] §3",
-            "oracle-dependent",
-            "(ε, δ)-DP by [NRVW20] Thm 2; σ = max(7 G D² sqrt(ln 1/δ)/(τ ε), coupling bound)",
-        ),
-        MethodInfo(
-            "rspm",
-            "RSPM, Laplace (discrete halfspaces)",
-            "[NRW19] §III.A",
-            "oracle-dependent",
-            "ε-DP by [NRW19] Thm 6; η ~ Lap(2m/ε) on a separator set of size m",
-        ),
-        MethodInfo(
-            "rspm-gauss",
-            "Gaussian RSPM (discrete halfspaces)",
-            "[NRW19] Thm 7",
-            "oracle-dependent",
-            "(ε, δ)-DP; σ from the coupling bound in dpcore.learning.rspm",
-        ),
-        MethodInfo(
-            "rspm-conj",
-            "RSPM, Laplace (conjunctions)",
-            "[NRW19] §III.A",
-            "oracle-dependent",
-            "ε-DP by [NRW19] Thm 6; separator of size d",
-        ),
-        MethodInfo(
-            "prsma",
-            "PRSMA around RSPM (robust)",
-            "[NRW19] §III.B",
-            "robust",
-            "(ε, δ)-DP whatever the oracle does, [NRW19] Thm 8 (ε* = ε/62, δ* = δ/11)",
-        ),
-        MethodInfo(
-            "dplr",
-            "DP logistic regression (objective perturbation)",
-            "Chaudhuri et al. 2011",
-            "robust",
-            "ε-DP, Chaudhuri-Monteleoni-Sarwate 2011 Thm 9",
-        ),
-        MethodInfo(
-            "nonprivate",
-            "Exact 0/1-loss halfspace (NOT private, reference)",
-            "-",
-            "none",
-            "none: the non-private optimum on the same grid, for comparison only",
-        ),
-    ]
-}
+#: name -> learner class (title, paper, privacy, accounting, train): the learners' registry.
+METHODS = REGISTRY
 
 
 @dataclass
@@ -205,26 +144,6 @@ def plan(
     return out
 
 
-def nonprivate(X, y, settings: LearnSettings, columns) -> LearnedModel:
-    v, const = loss_weights(y)
-    res = halfspace_oracle(
-        X, v, bound=settings.bound, norm_bound=settings.D / settings.tau, constant=const, time_limit=settings.time_limit
-    )
-    params = res.params if res.params.size else np.zeros(X.shape[1], dtype=np.int64)
-    return LearnedModel(
-        "nonprivate",
-        "halfspace",
-        params,
-        columns,
-        None,
-        0.0,
-        "NOT private (reference only)",
-        res.certified,
-        {"bound": settings.bound, "D": settings.D},
-        {"status": res.status, "seconds": res.seconds, "certified": res.certified},
-    )
-
-
 def run_one(
     method: str, data: LearningData, epsilon: float, settings: LearnSettings, source: Randomness, executor=None
 ) -> tuple[LearnedModel | None, dict]:
@@ -236,51 +155,10 @@ def run_one(
     cols = list(data.encoding.names)
     delta = settings.delta_for(data.n_public)
     if method == "nonprivate":
-        return nonprivate(X, y, settings, cols), {}
+        return REGISTRY.get_class(method).train(X, y, None, None, source, settings, cols)
     eps_l, delta_l = data.learner_privacy(epsilon, delta)
-    s = settings
-    info: dict = {}
-    if method == "opdisc":
-        model = opdisc_mod.opdisc(
-            X, y, eps_l, delta_l, source, bound=s.bound, tau=s.tau, D=s.D, time_limit=s.time_limit, columns=cols
-        )
-    elif method in ("rspm", "rspm-gauss"):
-        model = rspm_mod.rspm(
-            X,
-            y,
-            eps_l,
-            source,
-            kind="halfspace",
-            bound=s.bound,
-            norm_bound=s.D / s.tau,
-            noise="laplace" if method == "rspm" else "gaussian",
-            delta=delta_l,
-            time_limit=s.time_limit,
-            columns=cols,
-        )
-    elif method == "rspm-conj":
-        # (the constant bias column never changes a conjunction's value on the data; it stays in the
-        # class only so that the separator set is the same U = {1 - e_j} over all columns)
-        model = rspm_mod.rspm(X, y, eps_l, source, kind="conjunction", time_limit=s.time_limit, columns=cols)
-    elif method == "prsma":
-        model, info = prsma_mod.prsma(
-            X,
-            y,
-            eps_l,
-            delta_l,
-            source,
-            kind="halfspace",
-            bound=s.bound,
-            norm_bound=s.D / s.tau,
-            time_limit=s.time_limit,
-            max_calls=s.prsma_max_calls,
-            executor=executor,
-            columns=cols,
-        )
-    elif method == "dplr":
-        model = dplr_mod.dplr(X, y, eps_l, source, lam=s.lam, columns=cols)
-    else:
-        raise ParameterError(f"Unknown method {method!r}.")
+    learner = REGISTRY.get_class(method)
+    model, info = learner.train(X, y, eps_l, delta_l, source, settings, cols, executor)
     if model is not None:
         model.seeded = source.seeded
         if data.balance_epsilon is not None:
@@ -304,8 +182,8 @@ def _task(task: tuple) -> dict:
     return _record(method, eps, run, data, settings, Randomness(seed), None)
 
 
-#: Methods whose guarantee is (ε, δ) rather than pure ε (see METHODS[m].guarantee).
-APPROXIMATE_DP = frozenset({"opdisc", "rspm-gauss", "prsma"})
+#: Methods whose guarantee is (ε, δ) rather than pure ε.
+APPROXIMATE_DP = frozenset(m for m in REGISTRY.names() if REGISTRY.get_class(m).approximate)
 
 
 def spent(method: str, eps: float | None, settings, n_table: int) -> tuple[float, float]:

@@ -7,9 +7,7 @@ fast and a heavy optional dependency only loads when its mechanism is used.
 
 from __future__ import annotations
 
-import importlib
-
-from ..errors import ParameterError
+from ..registry import Registry
 from .base import Mechanism
 
 #: registry name -> "module:Class", in the order the UI lists them.
@@ -33,17 +31,16 @@ MECHANISMS: dict[str, str] = {
 }
 
 
+REGISTRY = Registry("mechanism", MECHANISMS)
+
+
 def get(name: str) -> type[Mechanism]:
-    key = str(name).strip().lower()
-    if key not in MECHANISMS:
-        raise ParameterError(f"Unknown mechanism {name!r}; choose one of {', '.join(MECHANISMS)}.")
-    module, cls = MECHANISMS[key].split(":")
-    return getattr(importlib.import_module(module), cls)
+    return REGISTRY.get_class(name)
 
 
 def all_mechanisms() -> list[type[Mechanism]]:
-    return [get(n) for n in MECHANISMS]
+    return REGISTRY.classes()
 
 
 def names() -> list[str]:
-    return list(MECHANISMS)
+    return REGISTRY.names()
