@@ -154,6 +154,8 @@ st.text_input(
 
 # ---------------------------------------------------------------- cost before spend
 st.subheader("Before running: what it costs")
+if datasource.schema_cost_note():
+    st.caption(md_escape(datasource.schema_cost_note(), 600))
 plan, plan_error, over_cap = None, None, None
 d_used = d_default if delta is None else delta
 if not checks.ok:
@@ -285,6 +287,7 @@ if run_clicked:
         time_limit=float(state.get(state.TIME_LIMIT)) if mech.uses_oracle else None,
         executor_spec=state.get(state.EXECUTOR),
         class_width=class_k,
+        **datasource.release_options(),  # the schema's discovery (on the card, not charged again)
     )
     st.session_state[state.LAST_RUN] = run_id
     st.session_state[state.RESULT_RUN] = run_id

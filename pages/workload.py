@@ -5,7 +5,7 @@ import streamlit as st
 from dpcore.errors import WorkloadError
 from ui import datasource, state
 from ui import workload_state as wls
-from ui.text import fmt_bytes, fmt_number, glossary, plural, show_error
+from ui.text import fmt_bytes, fmt_number, glossary, md_escape, plural, show_error
 from ui.widgets import InputChecks
 
 st.title("2 · Workload")
@@ -18,7 +18,9 @@ st.caption(
 
 dataset = datasource.current_dataset()
 if dataset is None:
-    st.info("Load a dataset and check its schema on the Data page first.")
+    # An upload has a schema only once its roles are declared or its schema discovered (privately, on the Data page).
+    reason = " ".join(datasource.dataset_error() or ["Load a dataset and check its schema on the Data page first."])
+    st.info(md_escape(reason, 600))
     st.page_link("pages/data.py", label="Go to Data", icon=":material/table:")
     st.stop()
 

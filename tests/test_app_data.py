@@ -86,18 +86,19 @@ def test_uploaded_table_with_hostile_column_name_and_identifier(at):
     upload(at, "hostile.csv", df.to_csv(index=False).encode())
     assert errors(at) == []
     assert metric(at, "Rows (n)") == "300"
-    assert metric(at, "Attributes") == "2"  # the identifier column is excluded by default
-    warnings = [plain(w.value) for w in at.warning]
-    assert any("user_id" in w and "looks like an identifier: 300 distinct values in 300 rows" in w for w in warnings)
-    assert any("inferred from the data" in w for w in warnings)
+    roles = at.session_state[state.SCHEMA_TABLE].set_index("column")
+    assert roles.at["user_id", "role"] == "excluded" and "identifier" in roles.at["user_id", "note"]
+    assert roles.at["user_id", "seen"] == "300 filled · 300 distinct"  # exact, for the owner only
+    assert roles.at[XSS, "role"] == "categorical" and roles.at["score", "role"] == "integer"
+    caption = next(plain(c.value) for c in at.caption if c.value.startswith("Columns discovered"))
+    assert caption == f"Columns discovered (2): {XSS}, score"  # the identifier costs nothing: its header says it
     # The hostile name is data in tables (never markup) ...
     tables = [d.value for d in at.dataframe]
-    schema = next(t for t in tables if "values" in t.columns and "column" in t.columns)
-    assert XSS in list(schema["column"])
     assert any(XSS in list(t.columns) for t in tables)  # the preview
+    assert XSS in list(at.session_state[state.SCHEMA_TABLE]["column"])
     # ... and nowhere rendered into Markdown unescaped.
     for el in list(at.markdown) + list(at.caption) + list(at.warning) + list(at.error) + list(at.info):
-        assert "<img" not in el.value
+        assert not re.search(r"(?<!\\)<img", el.value), el.value  # only as escaped text: \<img
     # The sidebar shows the file name as plain text.
     assert at.sidebar.text[0].value == "hostile.csv"
 
@@ -165,15 +166,30 @@ def test_schema_json_save_and_load(at):
     assert metric(at, "Attributes") == "3"  # the last good schema stays
 
 
-def test_parquet_upload_reads_like_csv(at):
+def test_parquet_upload_reads_like_csv_and_a_declared_schema_costs_nothing(at):
+    from ui import roles
+
     rng = np.random.default_rng(2)
     df = pd.DataFrame({"colour": rng.choice(["red", "green"], 120), "size": rng.integers(0, 100, 120)})
     buf = io.BytesIO()
     df.to_parquet(buf)
     upload(at, "table.parquet", buf.getvalue(), "application/octet-stream")
-    assert errors(at) == []
-    assert metric(at, "Rows (n)") == "120" and metric(at, "Attributes") == "2"
+    assert errors(at) == [] and metric(at, "Rows (n)") == "120"
+    assert list(at.session_state[state.SCHEMA_TABLE]["role"]) == ["categorical", "integer"]
+    # Declare what the two columns need: the schema is then free, and nothing is discovered or charged.
+    table = roles.fold_edits(
+        at.session_state[state.SCHEMA_TABLE],
+        {"edited_rows": {0: {"values": "red | green | blue"}, 1: {"lower": "0", "upper": "100"}}},
+    )
+    at.session_state[state.SCHEMA_TABLE] = table
+    at.run()
+    assert errors(at) == [] and metric(at, "Attributes") == "2"
+    assert any("the schema costs nothing" in s.value for s in at.success)
     assert any("All 120 rows fit the schema" in s.value for s in at.success)
+    ds = at.session_state[state.DATASET][1]
+    assert ds.domain["colour"].values == ("red", "green", "blue")
+    assert {s for a in ds.domain.attributes for s in a.field_sources.values()} == {"declared"}
+    assert not state.has_spent()
 
 
 def test_errors_escaping_a_page_are_shown_without_traceback(at, monkeypatch):
@@ -183,7 +199,7 @@ def test_errors_escaping_a_page_are_shown_without_traceback(at, monkeypatch):
     def typed(*args, **kwargs):
         raise DomainError("Attribute 'age': the schema is inconsistent; reload it.")
 
-    monkeypatch.setattr(datasource, "domain_sizes", typed)
+    monkeypatch.setattr(datasource, "domain_table", typed)
     at.run()
     assert not at.exception
     assert any("the schema is inconsistent; reload it" in e for e in errors(at))
@@ -191,7 +207,7 @@ def test_errors_escaping_a_page_are_shown_without_traceback(at, monkeypatch):
     def bug(*args, **kwargs):
         raise KeyError("internal")
 
-    monkeypatch.setattr(datasource, "domain_sizes", bug)
+    monkeypatch.setattr(datasource, "domain_table", bug)
     at.run()
     assert not at.exception
     errs = errors(at)
@@ -201,15 +217,14 @@ def test_errors_escaping_a_page_are_shown_without_traceback(at, monkeypatch):
 
 
 def test_schema_edits_survive_switching_the_source(at):
-    from ui import datasource
+    from ui import roles
 
     table = at.session_state[state.SCHEMA_TABLE]
     i = int(np.flatnonzero(table["column"] == "sex")[0])
-    edited = datasource.fold_edits(table, {"edited_rows": {i: {"include": False}}})
-    at.session_state[state.SCHEMA_TABLE] = edited
+    at.session_state[state.SCHEMA_TABLE] = roles.fold_edits(table, {"edited_rows": {i: {"role": "excluded"}}})
     at.run()
     assert metric(at, "Attributes") == "13"
     upload(at, "small.csv", b"a,b\nx,1\ny,2\nx,3\n")
-    assert metric(at, "Attributes") == "2"
+    assert list(at.session_state[state.SCHEMA_TABLE]["column"]) == ["a", "b"]
     at.radio(key=state.SOURCE).set_value("bundled").run()
     assert metric(at, "Attributes") == "13"  # the bundled schema kept its edit

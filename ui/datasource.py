@@ -1,60 +1,71 @@
-"""The table in use: the bundled Adult sample or an upload, its schema table, its Dataset.
+"""The table in use: the bundled Adult sample or an upload, its roles table, its schema and its Dataset.
 
-The bundled sample is public, so its load is cached across sessions
-(``st.cache_resource``).  An upload is private: it lives in this session's state and
-in the workspace (a copy of the file, so a reload or a restart finds it again), never
-in a cache shared between sessions.  The schema table is saved to the workspace after
-every edit.
+The bundled sample is public, so its load is cached across sessions (``st.cache_resource``).  An upload is
+private: it lives in this session's state and in the workspace (a copy of the file, so a reload or a restart finds
+it again), never in a cache shared between sessions.
 
-The schema editor edits a plain table (one row per column of the file); this module
-turns that table into a :class:`~dpcore.domain.Domain` and back.  An attribute is
-"declared" when its definition came from a schema (the bundled codebook or a loaded
-schema JSON) or the user typed it; otherwise it is "inferred from data (not
-private)", and the release card says so.
+**The schema is private by default, and discovered once per dataset.**  The roles table (:mod:`ui.roles`) shows
+every column with the role proposed from exact counts (for the data owner's eyes only: showing it spends nothing);
+what the user changes or confirms there is declared, field by field.  Then one of:
+
+* everything the kept columns need is declared (the bundled sample's codebook, or typed): the schema costs nothing;
+* **discover privately**: one explicit, charged run (kind ``"schema"``) releases the missing roles, category sets
+  and bounds under DP (:func:`dpcore.tabular.prepare_table`), the cost stated before the click and reserved in the
+  workspace ledger before the data is read.  The result is saved in the workspace and reused by every later
+  release of this file: each release's card carries the schema part ("charged once, when the schema was
+  discovered") without charging it again (:func:`dpcore.release.run_release`'s ``schema_release``).  Later edits
+  that need nothing new from the data (excluding a column, declaring values or bounds, confirming a discovered
+  role) are laid over the discovered schema at no cost (:func:`ui.roles.overlay`);
+* **read the schema from the data without privacy**: an explicit checkbox; no charge, fields marked "inferred", and
+  every card then says the schema is not covered.
+
+The roles table and the choices are saved to the workspace after every edit.
 """
 
 from __future__ import annotations
 
 import hashlib
-import math
+import json
+import time
+from dataclasses import dataclass, field
 
 import numpy as np
 import pandas as pd
 import streamlit as st
 
 from dpcore.data import Dataset, bundled_adult_domain, bundled_adult_table, load_dataset, read_table
-from dpcore.domain import MAX_INFERRED_CATEGORIES, Attribute, Domain, infer_attribute
-from dpcore.errors import DataError, DomainError
+from dpcore.domain import Domain
+from dpcore.errors import BudgetError, DataError, DomainError, DPCoreError
 
-from . import state
+from . import roles, state
 
 BUNDLED_NAME = "adult_census"
 BUNDLED_LABEL = "Adult census sample (UCI, 32,561 rows; bundled, public)"
-VALUE_SEP = " | "
-DECLARED = "declared"
-INFERRED = "inferred from data (not private)"
-#: A column whose share of distinct values reaches this looks like an identifier.
-IDENTIFIER_SHARE = 0.95
-SCHEMA_COLUMNS = [
-    "include",
-    "column",
-    "kind",
-    "values",
-    "lower",
-    "upper",
-    "bins",
-    "edges",
-    "missing",
-    "out_of_bounds",
-    "size",
-    "source",
-    "distinct",
-    "note",
-]
-#: Columns of the schema table the user cannot edit.
-READ_ONLY = ("column", "size", "source", "distinct", "note")
-#: Editing any of these makes the attribute "declared" (the user stated it).
-DEFINITION_FIELDS = ("values", "lower", "upper", "bins", "edges", "out_of_bounds")
+DECLARED = roles.DECLARED
+SCHEMA_COLUMNS = roles.COLUMNS
+READ_ONLY = roles.READ_ONLY
+fold_edits = roles.fold_edits
+
+UPLOADER_KEY = "uploader"
+UPLOAD_STATE_KEY = "app.upload"  # workspace state: the last upload's digest and name
+SCHEMA_TABLE_NAME = "app-roles-table"  # schemas saved by the Data page: the roles table, after every edit
+DISCOVERED_NAME = "app-discovered-schema"  # schemas saved by a discovery run: the released schema and its cost
+DISCOVERED_STATE = "app.schema."  # workspace state + digest: {"id": schema row, "run": run id} in use
+FROM_DATA_STATE = "app.schema_from_data."  # workspace state + digest: the explicit non-private choice
+SCHEMA_VERSION = "schema_version"
+SCHEMA_TABLES = "schema_tables"  # source key -> its roles table, kept while another source is in use
+PROPOSALS = "role_proposals"  # source key -> propose_roles(df) (exact: this session only)
+UPLOAD_SEEN = "upload_seen"  # file id of the last upload taken in (read or refused)
+RESTORE_TRIED = "upload_restore_tried"
+SCHEMA_RUN = "schema_run"  # id of the discovery run this session last started
+STATUS = "schema_status"  # (key, SchemaStatus) of the source in use, cached in this session
+SCHEMA_EPS = state.KEEP + "schema_epsilon"  # ε offered for a discovery (a persisted choice)
+#: The ε a discovery offers first: the engine's schema share of the Release page's default ε (as the CLI spends).
+DEFAULT_SCHEMA_EPSILON = 0.2
+#: δ of a discovery, as a multiple of 1/n² (the engine's schema share of the default δ).
+SCHEMA_DELTA_SHARE = 0.2
+#: prepare_table spends share·(ε, δ) of what it is given; with share 1/2 the doubled budget halves back exactly.
+_SHARE = 0.5
 
 
 @st.cache_resource(show_spinner="Loading the bundled Adult sample…")
@@ -75,10 +86,18 @@ def bundled_dataset() -> Dataset:
     return load_dataset(bundled_table()[dom.names], dom, BUNDLED_NAME)
 
 
+@st.cache_resource(show_spinner=False)
+def bundled_proposals() -> list:
+    from dpcore.ingest import propose_roles
+
+    return propose_roles(bundled_table())  # the sample is public: its exact counts may be shared
+
+
 def upload_limit_mb() -> int:
     return int(st.get_option("server.maxUploadSize"))
 
 
+# ------------------------------------------------------------------ sources
 def accept_upload(uploaded) -> None:
     """Read an uploaded file into this session (once per distinct upload).
 
@@ -123,7 +142,7 @@ def restore_upload() -> None:
     if not path:
         return
     try:
-        df = read_table(path)
+        df = read_table(path, filename=saved.get("name"))
     except DataError:  # the copy is gone or unreadable: the user uploads again
         return
     name = saved.get("name") or info["name"]
@@ -133,15 +152,6 @@ def restore_upload() -> None:
         "df": df,
         "digest": saved["digest"],
     }
-
-
-UPLOADER_KEY = "uploader"
-UPLOAD_STATE_KEY = "app.upload"  # workspace state: the last upload's digest and name
-SCHEMA_TABLE_NAME = "app-schema-table"  # schemas saved by the Data page: the editor's whole table
-SCHEMA_VERSION = "schema_version"
-SCHEMA_TABLES = "schema_tables"  # source key -> its schema table, kept while another source is in use
-UPLOAD_SEEN = "upload_seen"  # file id of the last upload taken in (read or refused)
-RESTORE_TRIED = "upload_restore_tried"
 
 
 def sync_upload() -> None:
@@ -166,218 +176,6 @@ def current_source() -> tuple[str, str, pd.DataFrame, Domain | None] | None:
     return "bundled", BUNDLED_NAME, bundled_table(), bundled_domain()
 
 
-# ------------------------------------------------------------------ schema table
-def _row_for(attr: Attribute | None, column: pd.Series, name: str, source: str, n: int) -> dict:
-    present = column.dropna()
-    distinct = int(present.nunique())
-    row = {
-        "include": True,
-        "column": name,
-        "kind": "categorical",
-        "values": "",
-        "lower": None,
-        "upper": None,
-        "bins": None,
-        "edges": "",
-        "missing": bool(column.isna().any()),
-        "out_of_bounds": "clip",
-        "size": 0,
-        "source": source,
-        "distinct": distinct,
-        "note": "",
-    }
-    if attr is not None:
-        row["kind"] = attr.kind
-        row["missing"] = attr.missing
-        if attr.kind == "categorical":
-            row["values"] = VALUE_SEP.join(attr.values)
-        else:
-            row.update(
-                lower=float(attr.lower), upper=float(attr.upper), bins=int(attr.bins), out_of_bounds=attr.out_of_bounds
-            )
-            equal_width = np.allclose(attr.edges, np.linspace(attr.lower, attr.upper, attr.bins + 1))
-            row["edges"] = "" if equal_width else format_edges(attr.edges)
-    if len(present) >= 20 and distinct >= IDENTIFIER_SHARE * len(present):
-        row["include"] = False
-        row["note"] = (
-            f"looks like an identifier: {distinct:,} distinct values in {len(present):,} rows; "
-            "excluded (an identifier carries no statistics worth releasing)"
-        )
-    return row
-
-
-def schema_table_for(df: pd.DataFrame, declared: Domain | None) -> pd.DataFrame:
-    """One editable row per column: declared where a schema says so, inferred elsewhere."""
-    n = len(df)
-    rows = []
-    for name in df.columns:
-        col = df[name]
-        if declared is not None and name in declared.names:
-            row = _row_for(declared[name], col, name, DECLARED, n)
-            row["include"] = True
-            row["note"] = ""
-        else:
-            try:
-                attr = infer_attribute(col, name)
-                row = _row_for(attr, col, name, INFERRED, n)
-            except DomainError:
-                row = _row_for(None, col, name, INFERRED, n)
-                row["include"] = False
-                row["note"] = (
-                    f"looks like an identifier or free text: {row['distinct']:,} distinct values "
-                    f"(limit {MAX_INFERRED_CATEGORIES:,}); excluded — declare it numeric with bounds "
-                    "to use it"
-                )
-            if declared is not None and row["include"]:
-                row["include"] = False
-                row["note"] = "not in the declared schema; include it to use a schema inferred from the data"
-        rows.append(row)
-    table = pd.DataFrame(rows, columns=SCHEMA_COLUMNS)
-    table["size"] = [row_size(r) for r in table.to_dict("records")]
-    return table.astype({"lower": "float64", "upper": "float64", "bins": "Int64"})
-
-
-def parse_values(text) -> tuple[str, ...]:
-    if text is None or (isinstance(text, float) and math.isnan(text)):
-        return ()
-    return tuple(v.strip() for v in str(text).split("|") if v.strip())
-
-
-def format_edges(edges) -> str:
-    out = []
-    for e in edges:
-        short = f"{e:.15g}"
-        out.append(short if float(short) == e else repr(float(e)))
-    return VALUE_SEP.join(out)
-
-
-def parse_edges(text, name: str = "") -> tuple[float, ...]:
-    """Explicit bin edges typed as 'a | b | c'; empty means equal-width bins."""
-    parts = parse_values(text)
-    try:
-        return tuple(float(p) for p in parts)
-    except ValueError:
-        raise DomainError(
-            f"Attribute {name!r}: bin edges must be numbers separated by ' | ' (got {str(text)[:60]!r})."
-        ) from None
-
-
-def _num(x):
-    if x is None or (isinstance(x, float) and math.isnan(x)) or x is pd.NA:
-        return None
-    return x
-
-
-def row_size(row: dict) -> int:
-    extra = 1 if row.get("missing") else 0
-    if row.get("kind") == "numeric":
-        try:
-            edges = parse_edges(row.get("edges"))
-        except DomainError:
-            edges = ()
-        if len(edges) >= 2:
-            return len(edges) - 1 + extra
-        bins = _num(row.get("bins"))
-        return int(bins or 10) + extra
-    return len(parse_values(row.get("values"))) + extra
-
-
-def attribute_from_row(row: dict) -> Attribute:
-    source = "declared" if str(row.get("source", "")).startswith("declared") else "data"
-    if row.get("kind") == "numeric":
-        name = str(row["column"])
-        oob = row.get("out_of_bounds") or "clip"
-        edges = parse_edges(row.get("edges"), name)
-        if edges:
-            return Attribute(
-                name, "numeric", edges=edges, missing=bool(row.get("missing")), source=source, out_of_bounds=oob
-            )
-        bins = _num(row.get("bins"))
-        return Attribute(
-            name,
-            "numeric",
-            lower=_num(row.get("lower")),
-            upper=_num(row.get("upper")),
-            bins=int(bins) if bins is not None else 10,
-            missing=bool(row.get("missing")),
-            source=source,
-            out_of_bounds=oob,
-        )
-    return Attribute(
-        str(row["column"]),
-        "categorical",
-        parse_values(row.get("values")),
-        missing=bool(row.get("missing")),
-        source=source,
-    )
-
-
-def domain_from_table(table: pd.DataFrame) -> tuple[Domain | None, list[str]]:
-    """The Domain the schema table describes, or None and every problem found."""
-    errors, attrs = [], []
-    for row in table.to_dict("records"):
-        if not row.get("include"):
-            continue
-        try:
-            attrs.append(attribute_from_row(row))
-        except DomainError as exc:
-            errors.append(str(exc))
-    if errors:
-        return None, errors
-    try:
-        return Domain(tuple(attrs)), []
-    except DomainError as exc:
-        return None, [str(exc)]
-
-
-def apply_editor_changes(editor_key: str) -> None:
-    """on_change of the schema editor: fold the edits into the stored schema table.
-
-    The table in session state (not the widget) is the truth, so edits survive page
-    switches.  Re-applying the same edits is idempotent (cells are only set).
-    """
-    edits = st.session_state.get(editor_key) or {}
-    st.session_state[state.SCHEMA_TABLE] = fold_edits(st.session_state[state.SCHEMA_TABLE], edits)
-    save_schema_table()
-
-
-def fold_edits(table: pd.DataFrame, edits: dict) -> pd.DataFrame:
-    """``table`` with the data editor's ``edited_rows`` applied (a new frame)."""
-    table = table.copy()
-    for idx, changes in (edits.get("edited_rows") or {}).items():
-        i = table.index[int(idx)]
-        for col, value in changes.items():
-            if col not in table.columns or col in READ_ONLY:
-                continue
-            old = table.at[i, col]
-            changed = not _same(old, value)
-            if col in DEFINITION_FIELDS and changed:
-                table.at[i, "source"] = DECLARED
-            table.at[i, col] = value
-            if changed and col in ("lower", "upper", "bins"):
-                table.at[i, "edges"] = ""  # new bounds or bin count: equal-width bins again
-            if changed and col == "edges":
-                try:
-                    edges = parse_edges(value)
-                except DomainError:
-                    edges = ()  # reported by domain_from_table
-                if len(edges) >= 2:
-                    table.at[i, "lower"], table.at[i, "upper"] = edges[0], edges[-1]
-                    table.at[i, "bins"] = len(edges) - 1
-        table.at[i, "size"] = row_size(table.loc[i].to_dict())
-    return table
-
-
-def _same(a, b) -> bool:
-    a, b = _num(a), _num(b)
-    if a is None or b is None:
-        return a is None and b is None
-    try:
-        return float(a) == float(b)
-    except (TypeError, ValueError):
-        return str(a) == str(b)
-
-
 def _digest_of(source_key: str) -> str:
     """The workspace's key of a source: the digest of its bytes (the ledger's key too)."""
     if source_key == "bundled":
@@ -386,8 +184,32 @@ def _digest_of(source_key: str) -> str:
     return up["digest"] if up is not None and source_key == f"upload:{up['digest'][:16]}" else source_key
 
 
+def _dataset_name(filename: str) -> str:
+    stem = str(filename).rsplit(".", 1)[0]
+    return stem[:80] or "upload"
+
+
+# ------------------------------------------------------------------ the roles table
+def proposals(source_key: str, df: pd.DataFrame) -> list:
+    """Roles proposed from exact counts (:func:`dpcore.ingest.propose_roles`): for the owner's eyes only, kept in
+    this session (an upload's are never shared between sessions)."""
+    if source_key == "bundled":
+        return bundled_proposals()
+    cache = st.session_state.setdefault(PROPOSALS, {})
+    if source_key not in cache:
+        from dpcore.ingest import propose_roles
+
+        with st.spinner("Reading every column to propose its role (exact counts, shown only to you)…"):
+            cache[source_key] = propose_roles(df)
+    return cache[source_key]
+
+
+def schema_table_for(source_key: str, df: pd.DataFrame, declared: Domain | None) -> pd.DataFrame:
+    return roles.roles_table(df.columns, proposals(source_key, df), declared)
+
+
 def save_schema_table() -> None:
-    """Keep the schema table (the user's edits) in the workspace: a reload or a restart finds it again."""
+    """Keep the roles table (the user's declarations) in the workspace: a reload or a restart finds it again."""
     table, source_key = state.get(state.SCHEMA_TABLE), state.get(state.SCHEMA_FOR)
     if table is None or source_key is None:
         return
@@ -395,9 +217,7 @@ def save_schema_table() -> None:
 
 
 def saved_schema_table(source_key: str, df: pd.DataFrame) -> pd.DataFrame | None:
-    """The last schema table saved for this source, if it still describes the file's columns."""
-    import json
-
+    """The last roles table saved for this source, if it still describes the file's columns."""
     rows = state.workspace().query(
         "SELECT json FROM schemas WHERE dataset IS ? AND name = ? ORDER BY id DESC LIMIT 1",
         (_digest_of(source_key), SCHEMA_TABLE_NAME),
@@ -405,10 +225,13 @@ def saved_schema_table(source_key: str, df: pd.DataFrame) -> pd.DataFrame | None
     if not rows:
         return None
     try:
-        table = pd.DataFrame.from_records(json.loads(rows[0]["json"]))
-        if list(table.columns) != SCHEMA_COLUMNS or [str(c) for c in table["column"]] != [str(c) for c in df.columns]:
-            return None  # saved by another version of the page, or for other columns
-        return table.astype({"lower": "float64", "upper": "float64", "bins": "Int64"})
+        records = json.loads(rows[0]["json"])
+        table = roles.frame(records)
+        if [list(r) for r in records[:1]] not in ([], [SCHEMA_COLUMNS]):
+            return None  # saved by another version of the page
+        if [str(c) for c in table["column"]] != [str(c) for c in df.columns]:
+            return None  # saved for other columns
+        return table
     except (ValueError, TypeError, KeyError):
         return None
 
@@ -421,12 +244,12 @@ def _replace_schema_table(table: pd.DataFrame, source_key: str) -> None:
 
 
 def editor_key(source_key: str) -> str:
-    return f"schema_editor:{source_key}:{st.session_state.get(SCHEMA_VERSION, 0)}"
+    return f"roles_editor:{source_key}:{st.session_state.get(SCHEMA_VERSION, 0)}"
 
 
 def ensure_schema_table(source_key: str, df: pd.DataFrame, declared: Domain | None) -> pd.DataFrame:
-    """The schema table of the current source; each source keeps its own edits when the user
-    switches between the bundled sample and an upload."""
+    """The roles table of the current source; each source keeps its own edits when the user switches between
+    the bundled sample and an upload."""
     if state.get(state.SCHEMA_FOR) != source_key or state.get(state.SCHEMA_TABLE) is None:
         saved = st.session_state.setdefault(SCHEMA_TABLES, {})
         if state.get(state.SCHEMA_FOR) is not None and state.get(state.SCHEMA_TABLE) is not None:
@@ -434,12 +257,34 @@ def ensure_schema_table(source_key: str, df: pd.DataFrame, declared: Domain | No
         table = saved.get(source_key)
         if table is None:
             table = saved_schema_table(source_key, df)
-        _replace_schema_table(table if table is not None else schema_table_for(df, declared), source_key)
+        _replace_schema_table(table if table is not None else schema_table_for(source_key, df, declared), source_key)
     return st.session_state[state.SCHEMA_TABLE]
 
 
+def apply_editor_changes(editor_key: str) -> None:
+    """on_change of the roles editor: fold the edits into the stored table (declaring each edited field).
+
+    The table in session state (not the widget) is the truth, so edits survive page switches."""
+    edits = st.session_state.get(editor_key) or {}
+    st.session_state[state.SCHEMA_TABLE] = fold_edits(st.session_state[state.SCHEMA_TABLE], edits)
+    save_schema_table()
+
+
+def confirm_all_roles() -> None:
+    """Every role as shown becomes declared: a public choice, at no cost."""
+    _replace_schema_table(roles.confirm_all(st.session_state[state.SCHEMA_TABLE]), state.get(state.SCHEMA_FOR))
+    save_schema_table()
+
+
+def reset_roles(source_key: str, df: pd.DataFrame, declared: Domain | None) -> None:
+    """Back to the proposals (and the declared schema, if any): nothing declared by hand."""
+    _replace_schema_table(schema_table_for(source_key, df, declared), source_key)
+    save_schema_table()
+
+
 def load_schema_json(raw: bytes, source_key: str, df: pd.DataFrame) -> str | None:
-    """Replace the schema table by a loaded schema JSON (its attributes are declared)."""
+    """Fill the roles table from a schema JSON: its declared fields become declarations (fields it marks as
+    discovered or inferred are discovered again); columns it does not list are excluded by the schema."""
     try:
         dom = Domain.from_json(raw)
     except DomainError as exc:
@@ -450,41 +295,215 @@ def load_schema_json(raw: bytes, source_key: str, df: pd.DataFrame) -> str | Non
             f"None of the schema's {len(dom)} attributes matches a column of the table; check that the "
             "schema belongs to this file."
         )
-    _replace_schema_table(schema_table_for(df, dom.project(known)), source_key)
+    _replace_schema_table(schema_table_for(source_key, df, dom.project(known)), source_key)
     save_schema_table()
     return None
 
 
-# ------------------------------------------------------------------ dataset
-def current_dataset() -> Dataset | None:
-    """The encoded dataset for the current source and schema (cached in this session)."""
+# ------------------------------------------------------------------ the schema in use
+@dataclass
+class SchemaStatus:
+    """The schema of the table in use and how it was obtained.
+
+    ``mode``: "declared" (costs nothing), "discovered" (a discovery run's, reused), "from_data" (read off the
+    data without privacy, by choice), "needs_discovery" (nothing yet: discover it) or "error"."""
+
+    mode: str
+    dataset: Dataset | None = None
+    card_data: dict | None = None
+    schema_release: dict | None = None
+    #: Columns a new discovery would discover (roles, value sets or bounds), from the declarations alone.
+    to_discover: list[str] = field(default_factory=list)
+    #: Columns whose current declarations the schema in use does not reflect (a new discovery is needed).
+    pending: list[str] = field(default_factory=list)
+    problems: list[str] = field(default_factory=list)
+    saved: dict | None = None
+
+    @property
+    def schema_from_data(self) -> bool:
+        return self.mode == "from_data"
+
+
+def saved_discovery(digest: str) -> dict | None:
+    """The discovered schema in use for this file (saved by its discovery run), or None."""
+    ws = state.workspace()
+    pointer = ws.get_state(DISCOVERED_STATE + digest)
+    if not isinstance(pointer, dict) or pointer.get("id") is None:
+        return None
+    rows = ws.query("SELECT id, json FROM schemas WHERE id = ? AND dataset IS ?", (int(pointer["id"]), digest))
+    if not rows:
+        return None
+    try:
+        record = json.loads(rows[0]["json"])
+    except ValueError:
+        return None
+    record["schema_id"] = rows[0]["id"]
+    return record
+
+
+def schema_from_data_chosen(digest: str) -> bool:
+    return bool(state.workspace().get_state(FROM_DATA_STATE + digest, False))
+
+
+def choose_schema_from_data(digest: str, widget_key: str) -> None:
+    state.workspace().set_state(FROM_DATA_STATE + digest, bool(st.session_state.get(widget_key)))
+
+
+def _encode(df: pd.DataFrame, domain: Domain, name: str) -> Dataset:
+    return load_dataset(df[domain.names], domain, _dataset_name(name))
+
+
+def _free_release(card_data: dict) -> dict:
+    return {"card_data": card_data, "epsilon": 0.0, "delta": 0.0, "run": None}
+
+
+def compute_status(
+    source_key: str, name: str, df: pd.DataFrame, table: pd.DataFrame, saved: dict | None, from_data: bool
+) -> SchemaStatus:
+    """The schema the roles table, a saved discovery and the non-private choice give (no Streamlit state)."""
+    from dpcore.tabular import columns_to_discover, prepare_table
+
+    decl = roles.declarations(table)
+    if decl.problems:
+        return SchemaStatus("error", problems=decl.problems)
+    renamed = list(df.attrs.get("renamed", []))
+    try:
+        _check_declared_lists(df, decl)
+        domain = roles.declared_domain(table)
+        if domain is not None:  # a codebook schema, edited or not: nothing is read off the data
+            if source_key == "bundled" and domain == bundled_domain():
+                ds = bundled_dataset()
+            else:
+                ds = _encode(df, domain, name)
+            excluded = [
+                {"name": r["column"], "reason": r["note"] or "excluded by the user"}
+                for r in table.to_dict("records")
+                if r["role"] == "excluded"
+            ]
+            card = {"n": ds.n, "excluded": excluded, "renamed": renamed}
+            return SchemaStatus("declared", ds, card, _free_release(card))
+        need = columns_to_discover(df.columns, schema=decl.schema, roles=decl.roles, unlisted=decl.unlisted)
+        common = dict(schema=decl.schema, roles=decl.roles, unlisted=decl.unlisted, name=_dataset_name(name))
+        if from_data:
+            prep = prepare_table(df, schema_from_data=True, epsilon=1.0, delta=1e-9, noise=None, **common)
+            return SchemaStatus("from_data", prep.dataset, prep.card_data, _free_release(prep.card_data), need)
+        if not need:  # every kept column fully declared: nothing to discover, nothing spent (ε is not used)
+            prep = prepare_table(df, epsilon=1.0, delta=1e-9, noise=None, **common)
+            return SchemaStatus("declared", prep.dataset, prep.card_data, _free_release(prep.card_data))
+        if saved is None:
+            return SchemaStatus("needs_discovery", to_discover=need)
+        over = roles.overlay(saved, decl)
+        pending = columns_to_discover(df.columns, schema=over.schema, roles=over.roles, unlisted="exclude")
+        release = {k: saved[k] for k in ("epsilon", "delta", "run")}
+        if pending:  # the changes need the data again: keep the discovered schema as it is until rediscovered
+            domain = Domain.from_dict(saved["domain"])
+            card = saved["card_data"]
+            ds = _encode(df, domain, name)
+            return SchemaStatus("discovered", ds, card, {"card_data": card, **release}, need, pending, saved=saved)
+        prep = prepare_table(
+            df, schema=over.schema, roles=over.roles, unlisted="exclude", epsilon=1.0, delta=1e-9, noise=None,
+            name=_dataset_name(name),
+        )  # fmt: skip
+        card = dict(prep.card_data)
+        card["excluded"] = _reasons(card["excluded"], saved, decl)
+        if "schema_discovery" in saved["card_data"]:
+            card["schema_discovery"] = saved["card_data"]["schema_discovery"]
+        return SchemaStatus("discovered", prep.dataset, card, {"card_data": card, **release}, need, saved=saved)
+    except (DomainError, DataError, BudgetError) as exc:
+        return SchemaStatus("error", problems=[str(exc)])
+
+
+def _check_declared_lists(df: pd.DataFrame, decl: roles.Declarations) -> None:
+    """A declared value list without "(other)" must hold every value of its column: say so before anything is
+    charged (an exact check, shown to the owner only, like the proposals), not after a discovery has run."""
+    from dpcore.domain import Attribute
+
+    for e in decl.entries:
+        if e["kind"] == "categorical" and not e.get("other") and e["name"] in df.columns:
+            Attribute(e["name"], "categorical", tuple(e["values"]), missing=True).encode(df[e["name"]])
+
+
+def _reasons(excluded: list[dict], saved: dict, decl: roles.Declarations) -> list[dict]:
+    """The discovery's own reasons for the columns it excluded (the overlay only says "excluded by the schema")."""
+    found = {r["name"]: r.get("reason", "") for r in saved["roles"] if r["role"] == "excluded"}
+    found.update({e["name"]: e["reason"] for e in saved["card_data"].get("excluded", [])})
+    out = []
+    for e in excluded:
+        if (decl.roles.get(e["name"]) or {}).get("role") == "excluded":
+            out.append({"name": e["name"], "reason": "excluded by the user"})
+        else:
+            out.append({"name": e["name"], "reason": found.get(e["name"]) or e["reason"]})
+    return out
+
+
+def status() -> SchemaStatus | None:
+    """The schema status of the current source (cached in this session per declarations and saved discovery)."""
     src = current_source()
     if src is None:
         return None
     source_key, name, df, declared = src
     table = ensure_schema_table(source_key, df, declared)
-    domain, errors = domain_from_table(table)
-    if domain is None:
-        st.session_state[state.DATASET] = None
-        st.session_state[state.DATASET_ERROR] = errors
-        return None
-    key = (source_key, domain.to_json(indent=None))
-    cached = state.get(state.DATASET)
-    if cached is not None and cached[0] == key:
+    digest = _digest_of(source_key)
+    saved = saved_discovery(digest)
+    from_data = schema_from_data_chosen(digest)
+    key = (
+        source_key,
+        table.to_json(orient="records"),
+        None if saved is None else saved["schema_id"],
+        from_data,
+    )
+    cached = state.get(STATUS)
+    if isinstance(cached, tuple) and len(cached) == 2 and cached[0] == key:
         return cached[1]
-    if source_key == "bundled" and domain == bundled_domain():
-        ds = bundled_dataset()
-    else:
-        try:
-            ds = load_dataset(df[domain.names], domain, _dataset_name(name))
-        except (DomainError, DataError) as exc:
-            st.session_state[state.DATASET] = None
-            st.session_state[state.DATASET_ERROR] = [str(exc)]
-            return None
-    st.session_state[state.DATASET] = (key, ds)
-    st.session_state[state.DATASET_ERROR] = None
-    st.session_state[state.DATASET_NAMES][ds.fingerprint] = name
-    return ds
+    result = compute_status(source_key, name, df, table, saved, from_data)
+    st.session_state[STATUS] = (key, result)
+    # (key, Dataset) under the session's dataset key, as the other pages and tests read it
+    st.session_state[state.DATASET] = None if result.dataset is None else (key, result.dataset)
+    st.session_state[state.DATASET_ERROR] = result.problems or None
+    if result.dataset is not None:
+        st.session_state[state.DATASET_NAMES][result.dataset.fingerprint] = name
+    return result
+
+
+def current_dataset() -> Dataset | None:
+    """The encoded dataset for the current source and its schema, or None (no table, or no schema yet)."""
+    s = status()
+    if s is None or s.dataset is None:
+        if s is not None and s.mode == "needs_discovery":
+            st.session_state[state.DATASET_ERROR] = [
+                "The schema of this table is not discovered yet: discover it privately (or declare it) on the "
+                "Data page."
+            ]
+        return None
+    return s.dataset
+
+
+def release_options() -> dict:
+    """What a release of the current dataset passes on (:func:`ui.jobs.start_release`): the schema's discovery, if
+    any (on the card, not charged again), and the explicit non-private choice."""
+    s = status()
+    if s is None or s.dataset is None:
+        return {}
+    return {"schema_release": s.schema_release, "schema_from_data": s.schema_from_data}
+
+
+def schema_cost_note() -> str | None:
+    """One sentence for the Release page about the schema's part of every release's guarantee."""
+    s = status()
+    if s is None or s.dataset is None:
+        return None
+    if s.mode == "discovered":
+        return (
+            f"The schema was discovered privately once (run {s.schema_release['run']}, ε = "
+            f"{s.schema_release['epsilon']:g}, δ = {s.schema_release['delta']:.2g}): every release's card adds it to "
+            "the release's own ε and δ, but the ledger is not charged for it again."
+        )
+    if s.mode == "from_data":
+        return (
+            "The schema was read from the data WITHOUT privacy (your explicit choice): the card will say the "
+            "guarantee does not cover it."
+        )
+    return None
 
 
 def summary() -> dict | None:
@@ -494,31 +513,135 @@ def summary() -> dict | None:
         return None
     source_key, name, df, declared = src
     cached = state.get(state.DATASET)
-    if cached is not None and cached[0][0] == source_key:
+    if isinstance(cached, tuple) and len(cached) == 2 and cached[0][0] == source_key:
         ds = cached[1]
         return {"name": name, "n": ds.n, "attributes": len(ds.domain)}
     table = ensure_schema_table(source_key, df, declared)
-    return {"name": name, "n": len(df), "attributes": int(table["include"].sum())}
+    return {"name": name, "n": len(df), "attributes": int((table["role"] != "excluded").sum())}
 
 
 def dataset_error() -> list[str] | None:
     return state.get(state.DATASET_ERROR)
 
 
-def _dataset_name(filename: str) -> str:
-    stem = str(filename).rsplit(".", 1)[0]
-    return stem[:80] or "upload"
+# ------------------------------------------------------------------ the discovery run
+def discovery_plan(epsilon: float, delta: float) -> tuple[float, float, list[str]]:
+    """(ε_d, δ_d, columns) a discovery at (ε, δ) would charge and discover, from the declarations alone (public)."""
+    from dpcore.tabular import discovery_budget
 
-
-def domain_sizes(domain: Domain) -> pd.DataFrame:
-    return pd.DataFrame(
-        {
-            "attribute": domain.names,
-            "kind": [a.kind for a in domain.attributes],
-            "size": list(domain.shape),
-            "source": [DECLARED if a.source == "declared" else INFERRED for a in domain.attributes],
-        }
+    src = current_source()
+    source_key, _, df, declared = src
+    decl = roles.declarations(ensure_schema_table(source_key, df, declared))
+    return discovery_budget(
+        df.columns,
+        epsilon=2.0 * float(epsilon),
+        delta=2.0 * float(delta),
+        schema=decl.schema,
+        roles=decl.roles,
+        unlisted=decl.unlisted,
+        schema_share=_SHARE,
     )
+
+
+def default_schema_delta(n: int) -> float:
+    return SCHEMA_DELTA_SHARE / float(n) ** 2
+
+
+def start_discovery(epsilon: float, delta: float, request_key: str) -> str:
+    """Discover the schema of the table in use privately, as a recorded run of kind "schema": (ε, δ) is reserved in
+    the workspace ledger before the data is read and settled after; the result is saved in the workspace."""
+    from . import jobs
+
+    source_key, name, df, declared = current_source()
+    digest = _digest_of(source_key)
+    decl = roles.declarations(ensure_schema_table(source_key, df, declared))
+    if decl.problems:
+        raise DomainError(decl.problems[0])
+    eps_d, delta_d, cols = discovery_plan(epsilon, delta)
+    if not cols:
+        raise DPCoreError("Everything the kept columns need is declared: there is nothing to discover.")
+    ws = state.workspace()
+    target = _discovery_target(ws, df, digest, _dataset_name(name), decl, eps_d, delta_d)
+    return jobs.start(
+        "schema",
+        f"Schema discovery: {_dataset_name(name)}",
+        (digest, _dataset_name(name)),
+        target,
+        request_key=request_key,
+        mechanism="schema discovery",
+        params={"columns": cols},
+        epsilon=eps_d,
+        delta=delta_d,
+    )
+
+
+def _discovery_target(ws, df, digest: str, name: str, decl: roles.Declarations, eps_d: float, delta_d: float):
+    def target(progress, cancel, run_id):
+        from dpcore.privacy.ledger import Ledger
+        from dpcore.privacy.samplers import Randomness
+        from dpcore.tabular import prepare_table
+        from dpcore.workspace import dumps
+
+        progress(0, 1, "discovering the schema privately")  # a cancel asked before now: nothing read, nothing charged
+        ledger = Ledger(ws)
+        ledger.reserve(
+            dataset=digest, name=name, n=len(df), run=run_id, mechanism="schema discovery", epsilon=eps_d, delta=delta_d
+        )
+        noise = Randomness()  # cryptographic: the discovered schema is published with every release
+        prep = prepare_table(
+            df, schema=decl.schema, roles=decl.roles, unlisted=decl.unlisted, epsilon=2.0 * eps_d,
+            delta=2.0 * delta_d, noise=noise, schema_share=_SHARE, name=name,
+        )  # fmt: skip
+        ledger.settle(run_id, prep.spends)
+        record = {
+            "format": "dpcore-app-schema/1",
+            "domain": prep.domain.to_dict(),
+            "roles": [r.to_dict() for r in prep.roles],
+            "card_data": prep.card_data,
+            "epsilon": prep.epsilon_spent,
+            "delta": prep.delta_spent,
+            "run": run_id,
+            "warnings": prep.warnings,
+            "declarations": decl.key(),
+            "created": time.time(),
+        }
+        schema_id = ws.save_schema(dumps(record), DISCOVERED_NAME, digest)
+        ws.set_state(DISCOVERED_STATE + digest, {"id": schema_id, "run": run_id})
+        privacy = {
+            "guarantee": noise.guarantee,
+            "epsilon": prep.epsilon_spent,
+            "delta": prep.delta_spent,
+            "charged": "once; every release of this schema states it on its card without charging it again",
+        }
+        return {"card": {"kind": "schema discovery", "privacy": privacy, "data": prep.card_data}}
+
+    return target
+
+
+# ------------------------------------------------------------------ tables for the page
+def domain_table(domain: Domain) -> pd.DataFrame:
+    """The schema in use: each attribute's kind, size, where each field came from, and its (public) values."""
+    rows = []
+    for a in domain.attributes:
+        d = a.to_dict()
+        if a.kind == "categorical":
+            kind = "categorical"
+            shown = roles.VALUE_SEP.join(a.values) + (" | (other)" if a.other else "")
+        elif a.kind == "numeric":
+            kind = "integer" if a.integer else "real"
+            shown = f"{a.lower:g} to {a.upper:g}, {a.bins} bins"
+        else:
+            kind = f"date ({a.format})"
+            shown = f"{d['lower']} to {d['upper']}, {a.bins} bins"
+        src = a.field_sources
+        if len(set(src.values())) == 1:
+            source = next(iter(src.values()))
+        else:
+            source = ", ".join(f"{'role' if f == 'kind' else f}: {s}" for f, s in src.items())
+        rows.append(
+            {"attribute": a.name, "kind": kind, "size": a.size, "source": source, "values or bounds": shown[:300]}
+        )
+    return pd.DataFrame(rows)
 
 
 def dtype_table(df: pd.DataFrame) -> pd.DataFrame:

@@ -1,0 +1,277 @@
+"""AppTest: a real table through the app -- the roles table before anything is spent, per-field declarations
+(issue 12, finding 4), one charged private discovery of the schema, releases that reuse it (on the card, charged
+once), the explicit non-private choice, and the synthetic rows in the input's shape."""
+
+import io
+import json
+import re
+
+import pandas as pd
+import pytest
+
+from ui import apptest, datasource, jobs, roles, state
+
+from .tables import KITCHEN_SINK_ROLES, kitchen_sink_csv, latin1_csv, small_table, to_csv_bytes, wide_table
+
+#: kitchen_sink_csv renames: ``score`` and ``sex`` are both headed "grade", ``constant`` has no header.
+RENAMED = {"score": "grade", "sex": "grade_2", "constant": "column_13"}
+ROLE_TEXT = {"numeric:int": "integer", "numeric:real": "real", "categorical": "categorical", "excluded": "excluded"}
+
+
+@pytest.fixture
+def at(tmp_path, monkeypatch):
+    monkeypatch.setenv("DPCORE_WORKSPACE", str(tmp_path / "ws"))  # each test its own workspace and ledger
+    with apptest.navigation_only():
+        app = apptest.new_app().run()
+        assert not app.exception
+        yield app
+        for run_id in jobs.active():
+            jobs.cancel(run_id)
+        for run_id in jobs.active():
+            jobs.wait(run_id, 30)
+
+
+def plain(markdown: str) -> str:
+    return re.sub(r"\\(.)", r"\1", markdown)
+
+
+def errors(app) -> list[str]:
+    return [plain(e.value) for e in app.error]
+
+
+def metrics(app) -> dict:
+    return {m.label: m.value for m in app.metric}
+
+
+def upload(app, name: str, content: bytes):
+    app.radio(key=state.SOURCE).set_value("upload").run()
+    app.file_uploader(key="uploader").set_value((name, content, "text/csv")).run()
+    assert not app.exception, app.exception
+    return app
+
+
+def runs(kind=None) -> list[dict]:
+    rows = state.workspace().query("SELECT id, kind, status, epsilon FROM runs ORDER BY created")
+    return [dict(r) for r in rows if kind is None or r["kind"] == kind]
+
+
+def table_of(app) -> pd.DataFrame:
+    return app.session_state[state.SCHEMA_TABLE].set_index("column")
+
+
+def edit(app, column: str, **changes):
+    """What the roles editor's on_change does with one edited row (AppTest cannot type into a data editor)."""
+    table = app.session_state[state.SCHEMA_TABLE]
+    i = int(list(table["column"]).index(column))
+    app.session_state[state.SCHEMA_TABLE] = roles.fold_edits(table, {"edited_rows": {i: changes}})
+    app.run()
+    assert not app.exception
+
+
+def discover(app, epsilon: float = 1.0) -> dict:
+    app.number_input(key=datasource.SCHEMA_EPS).set_value(epsilon).run()
+    button = next(b for b in app.button if b.label.startswith("Discover the schema privately"))
+    assert button.label == f"Discover the schema privately (charges ε = {epsilon:g})"
+    button.click().run()
+    run_id = app.session_state[datasource.SCHEMA_RUN]
+    apptest.wait_for_run(app, run_id)
+    assert not app.exception and errors(app) == []
+    return state.runs_store().get(run_id)
+
+
+def release(app, mechanism="gaussian", epsilon=1.0) -> dict:
+    app.switch_page("pages/release.py").run()
+    app.selectbox(key=state.MECH).set_value(mechanism).run()
+    app.number_input(key=state.EPSILON).set_value(epsilon).run()
+    assert errors(app) == [], errors(app)
+    next(b for b in app.button if b.label == "Run").click().run()
+    run_id = app.session_state[state.LAST_RUN]
+    apptest.wait_for_run(app, run_id)
+    run = state.runs_store().get(run_id)
+    assert run["status"] == "done", run["error"]
+    return run
+
+
+def test_an_upload_shows_every_role_and_reason_before_anything_is_spent(at):
+    upload(at, "cases.csv", kitchen_sink_csv())
+    assert errors(at) == []
+    table = table_of(at)
+    expected = {RENAMED.get(c, c): r for c, r in KITCHEN_SINK_ROLES.items()}
+    assert list(table.index) == list(expected)  # every column, in the file's order, under its (renamed) name
+    for col, want in expected.items():
+        kind, _, fmt = want.partition(":")
+        if kind == "datetime":
+            assert (table.at[col, "role"], table.at[col, "format"]) == ("date", fmt), col
+        else:
+            assert table.at[col, "role"] == ROLE_TEXT[want], col
+        if table.at[col, "role"] == "excluded":
+            assert table.at[col, "note"], f"{col}: an excluded column says why"
+    assert "identifier" in table.at["person_id", "note"] and "free text" in table.at["notes", "note"]
+    assert "constant" in table.at["column_13", "note"] and "empty" in table.at["empty", "note"]
+    assert table.at["income", "seen"] == "2,000 filled · 1,992 distinct"  # the owner sees exact counts ...
+    assert set(table["declared"]) == {""}  # ... and nothing is declared until the user says so
+    infos = [plain(i.value) for i in at.info]
+    assert any("“grade” → grade_2" in i and "“(empty)” → column_13" in i for i in infos)
+    # The cost of the discovery is stated; nothing was spent or recorded by showing all this.
+    m = metrics(at)
+    assert m["This discovery charges"] == "ε = 0.2" and "Attributes" not in m
+    assert not state.has_spent() and runs() == []
+    caption = next(plain(c.value) for c in at.caption if c.value.startswith("Columns discovered"))
+    assert caption.startswith("Columns discovered (11): age, grade, income, grade_2, country, admitted")
+    # Until the schema exists, the next pages say where to get it.
+    at.switch_page("pages/workload.py").run()
+    assert any("not discovered yet" in plain(i.value) for i in at.info)
+
+
+def test_editing_one_field_declares_that_field_and_no_other(at):
+    """Finding 4: typing the lower bound of `age` declares that bound (and the role it was typed for) -- not the
+    upper bound, not another column.  The old editor marked the whole attribute declared after one edit, so the
+    data's exact maximum went on the card as if the user had typed it."""
+    upload(at, "cases.csv", kitchen_sink_csv())
+    edit(at, "age", lower="0")
+    table = table_of(at)
+    assert table.at["age", "declared"] == "role,lower"
+    assert table.at["age", "source"] == "declared: role, lower; the rest discovered"
+    assert set(table.drop(index="age")["declared"]) == {""}
+    edit(at, "country", values="United-States | Mexico | Canada")
+    assert table_of(at).at["country", "declared"] == "role,values"
+    assert table_of(at).at["age", "declared"] == "role,lower"  # sticky: the earlier edit stays as it was
+    discover(at, epsilon=1.0)
+    ds = at.session_state[state.DATASET][1]
+    age, country = ds.domain["age"], ds.domain["country"]
+    assert age.field_sources == {"kind": "declared", "lower": "declared", "upper": "dp"} and age.lower == 0
+    assert country.field_sources == {"kind": "declared", "values": "declared"}
+    assert country.values == ("United-States", "Mexico", "Canada")
+    others = [a for a in ds.domain.attributes if a.name not in ("age", "country")]
+    assert others and all(set(a.field_sources.values()) == {"dp"} for a in others)
+    run = release(at)
+    sources = {e["name"]: e["source"] for e in run["card"]["data"]["schema"]}
+    assert sources["age"] == {"kind": "declared", "lower": "declared", "upper": "dp"}
+    assert sources["country"] == "declared"
+
+
+def test_the_discovery_states_its_cost_charges_it_once_and_comes_back_after_a_reload(at):
+    upload(at, "cases.csv", kitchen_sink_csv())
+    next(b for b in at.button if b.label == "Confirm all roles").click().run()
+    assert set(table_of(at)["declared"]) >= {"role"} and all(table_of(at)["declared"].str.startswith("role"))
+    at.number_input(key=datasource.SCHEMA_EPS).set_value(0.8).run()
+    m = metrics(at)
+    assert m["This discovery charges"] == "ε = 0.8" and m["Dataset total after it"] == "ε = 0.8"
+    run = discover(at, epsilon=0.8)
+    assert run["kind"] == "schema" and run["status"] == "done" and run["epsilon"] == 0.8
+    digest = at.session_state[state.UPLOAD]["digest"]
+    entries = state.ledger().entries(digest)
+    assert [(e["run"], e["status"], e["epsilon"]) for e in entries] == [(run["id"], "settled", 0.8)]
+    assert entries[0]["delta"] == pytest.approx(0.2 / 2000**2)
+    assert any(f"Discovered privately in run {run['id']}: ε = 0.8" in plain(s.value) for s in at.success)
+    ds = at.session_state[state.DATASET][1]
+    assert ds.n == 2000 and ds.ledger_key == digest
+    kinds = {a.name: a.field_sources["kind"] for a in ds.domain.attributes}
+    assert set(kinds.values()) == {"declared"}  # every role confirmed: only values and bounds were discovered
+    # A reload (a new session on the same workspace): the upload, the roles and the schema come back, uncharged.
+    other = apptest.new_app().run()
+    other.switch_page("pages/data.py").run()
+    assert not other.exception and errors(other) == []
+    assert other.session_state[state.DATASET][1].domain == ds.domain
+    assert len(state.ledger().entries(digest)) == 1 and len(runs("schema")) == 1
+    other.switch_page("pages/workload.py").run()
+    assert metrics(other)["Marginals"] != "0" and errors(other) == []
+
+
+def test_releases_reuse_the_schema_on_their_cards_and_the_ledger_is_charged_once(at):
+    upload(at, "cases.csv", kitchen_sink_csv())
+    schema_run = discover(at, epsilon=1.0)
+    digest = at.session_state[state.UPLOAD]["digest"]
+    at.switch_page("pages/release.py").run()
+    note = next(plain(c.value) for c in at.caption if c.value.startswith("The schema was discovered"))
+    assert f"run {schema_run['id']}" in note and "not charged for it again" in note
+    cards = [release(at, epsilon=0.5)["card"], release(at, epsilon=0.7)["card"]]
+    for card, eps in zip(cards, (0.5, 0.7)):
+        assert "inferred" not in json.dumps(card["data"]["schema"])
+        for entry in card["data"]["schema"]:
+            src = entry["source"]
+            assert set(src.values() if isinstance(src, dict) else [src]) <= {"declared", "dp"}
+        schema, mech = card["privacy"]["parts"]
+        assert schema["run"] == schema_run["id"] and schema["epsilon"] == 1.0 and "once" in schema["charged"]
+        assert mech["epsilon"] <= eps and card["privacy"]["epsilon_spent"] == pytest.approx(1.0 + mech["epsilon"], 1e-3)
+        assert {e["name"] for e in card["data"]["excluded"]} >= {"person_id", "case_number", "name", "notes"}
+        assert card["data"]["renamed"] == [
+            {"original": "grade", "name": "grade_2"},
+            {"original": "", "name": "column_13"},
+        ]
+        assert card["data"]["schema_discovery"]["epsilon"] == 1.0
+    by_run = {}
+    for e in state.ledger().entries(digest):
+        by_run[e["run"]] = by_run.get(e["run"], 0.0) + e["epsilon"]
+    assert len(by_run) == 3 and by_run[schema_run["id"]] == 1.0  # the schema once, each release its own part
+    assert sorted(v for k, v in by_run.items() if k != schema_run["id"]) == pytest.approx([0.5, 0.7])
+
+
+def test_synthetic_rows_come_back_in_the_input_shape_and_the_preview_shows_them(at):
+    upload(at, "cases.csv", kitchen_sink_csv())
+    discover(at, epsilon=2.0)
+    domain = at.session_state[state.DATASET][1].domain
+    run = release(at, "projection", epsilon=2.0)
+    rows = pd.read_csv(run["artifacts"]["synthetic.csv"], dtype=str, keep_default_na=False)
+    order = list(pd.read_csv(io.BytesIO(kitchen_sink_csv()), nrows=0).columns)
+    assert list(rows.columns) == domain.names  # the kept columns, in the file's order
+    assert [c for c in order if c in rows.columns] == [c for c in rows.columns if c in order]
+    for a in domain.attributes:
+        cells = rows[a.name][rows[a.name] != ""]
+        if a.kind == "numeric":
+            values = cells.astype(float)
+            assert values.between(a.lower, a.upper).all(), a.name
+            if a.integer:
+                assert (values == values.round()).all(), a.name
+        elif a.kind == "datetime":
+            assert pd.to_datetime(cells, format=a.format).notna().all(), a.name
+        else:
+            assert set(cells) <= set(a.values) | {"(other)"}, a.name
+    # The Results page previews those rows as released: numbers and dates, not bin labels.
+    at.switch_page("pages/results.py").run()
+    assert not at.exception and errors(at) == []
+    preview = next(d.value for d in at.dataframe if list(d.value.columns) == domain.names)
+    numeric = [a.name for a in domain.attributes if a.kind == "numeric"]
+    assert numeric and not preview[numeric[0]].astype(str).str.startswith("[").any()
+
+
+def test_free_edits_after_discovery_reuse_it_and_new_needs_are_flagged(at):
+    upload(at, "cases.csv", kitchen_sink_csv())
+    run = discover(at, epsilon=1.0)
+    before = at.session_state[state.DATASET][1].domain
+    kept = [n for n in before.names if n != "priors"]
+    edit(at, "priors", role="excluded")  # needs nothing from the data: applied at once, uncharged
+    after = at.session_state[state.DATASET][1].domain
+    assert after.names == kept and all(after[n] == before[n] for n in kept)
+    assert any(f"Discovered privately in run {run['id']}" in plain(s.value) for s in at.success)
+    edit(at, "name", role="categorical")  # brings back a column: its values must come from the data
+    warning = next(plain(w.value) for w in at.warning if "need the data again" in w.value)
+    assert "name" in warning and at.session_state[state.DATASET][1].domain == before
+    assert len(runs("schema")) == 1 and len(state.ledger().entries()) == 1
+
+
+def test_reading_the_schema_without_privacy_is_an_explicit_choice_that_the_card_states(at):
+    upload(at, "small.csv", to_csv_bytes(small_table()))
+    digest = at.session_state[state.UPLOAD]["digest"]
+    box = at.checkbox(key=f"schema_from_data:{digest}")
+    assert box.value is False and "WITHOUT privacy" in box.label
+    box.check().run()
+    assert any("Read from the data without privacy" in plain(w.value) for w in at.warning)
+    ds = at.session_state[state.DATASET][1]
+    assert {s for a in ds.domain.attributes for s in a.field_sources.values()} == {"inferred"}
+    assert not state.has_spent()  # no charge for the schema
+    card = release(at)["card"]
+    assert "does not cover" in card["data"]["schema_guarantee"] and "does not cover them" in card["promise"]
+    assert len(state.ledger().entries(digest)) == 1  # the release only
+
+
+def test_latin1_and_wide_tables_get_their_roles(at):
+    upload(at, "villes.csv", latin1_csv())
+    table = table_of(at)
+    assert list(table.index) == ["ville", "âge", "catégorie"] and table.at["âge", "role"] == "integer"
+    assert errors(at) == []
+    wide = wide_table(n=300, p=400)
+    upload(at, "wide.csv", to_csv_bytes(wide))
+    table = table_of(at)
+    assert len(table) == 400 and set(table["role"]) == {"integer", "real", "categorical"}
+    assert metrics(at)["This discovery charges"] == "ε = 0.2" and not state.has_spent()
