@@ -155,7 +155,8 @@ def downloads(run: dict) -> list[dict]:
                 "file_name": download_name(run, "synthetic", ".csv.gz" if large else ".csv"),
                 "mime": "application/gzip" if large else "text/csv",
                 "icon": ":material/download:",
-                "help": "The released rows, decoded to the original labels (numeric attributes as their bins)."
+                "help": "The released rows in the input's shape: its kept columns in order, numbers and dates as "
+                "values within their bins, categories as labels, missing cells empty."
                 + (" A large file: it comes gzip-compressed (compressed on the first click)." if large else ""),
                 "primary": True,
                 "read": gzip_opener(rows) if large else opener(rows),
