@@ -282,7 +282,23 @@ def metric_values(page) -> list[str]:
     return page.get_by_test_id("stMetricValue").all_inner_texts()
 
 
-def test_schema_editor_edits_apply_and_survive_page_switches_and_a_reload(server, page):
+def edit_cell(page, editor, row: int, right: int, text: str) -> None:
+    """Type ``text`` into a cell of a data editor: select the row's first cell, move ``right`` columns with the
+    keyboard (column widths vary), open the cell's editor and type."""
+    box = editor.bounding_box()
+    row_height, header = 35, 35  # Streamlit's default grid geometry
+    page.mouse.click(box["x"] + 40, box["y"] + header + row_height * row + row_height / 2)
+    for _ in range(right):
+        page.keyboard.press("ArrowRight")
+    page.keyboard.press("Enter")
+    cell_editor = page.locator(".gdg-input").first  # the grid's overlay editor
+    cell_editor.wait_for()
+    cell_editor.fill(text)
+    cell_editor.press("Enter")
+    wait_idle(page)
+
+
+def test_roles_table_edits_apply_and_survive_page_switches_and_a_reload(server, page):
     url, healthy = server
     page.goto(url)
     page.get_by_text("32,561").first.wait_for()  # the Rows (n) metric above the preview grid
@@ -290,37 +306,28 @@ def test_schema_editor_edits_apply_and_survive_page_switches_and_a_reload(server
     page.get_by_text("rows fit the schema").wait_for()
     TIMINGS["first_page_complete_after_health_s"] = round(time.monotonic() - healthy, 2)
     wait_idle(page)
-    include_header = page.locator('[role="columnheader"]').filter(has_text="include")
-    editor = page.get_by_test_id("stDataFrame").filter(has=include_header)
+    header = page.locator('[role="columnheader"]').filter(has_text="proposed (exact, only for you)")
+    editor = page.get_by_test_id("stDataFrame").filter(has=header)
     editor.scroll_into_view_if_needed()
     page.wait_for_timeout(500)
-    box = editor.bounding_box()
-    row_height, header = 35, 35  # Streamlit's default grid geometry
-    # Untick "include" of row 9 (sex, 2 values): 14 -> 13 attributes, domain size halves.
-    page.mouse.click(box["x"] + 40, box["y"] + header + row_height * 9 + row_height / 2)
-    wait_idle(page)
-    page.get_by_test_id("stMetricValue").filter(has_text="3,943,141,171,200").wait_for()
-    assert metric_values(page)[3:6] == ["13", "3,943,141,171,200", "156"]
-    # Type a sixth value for race (row 8): the domain grows by 6/5 and race becomes declared by the user.
-    page.mouse.dblclick(box["x"] + 600, box["y"] + header + row_height * 8 + row_height / 2)
-    cell_editor = page.locator("textarea.gdg-input")  # the grid's overlay editor for a text cell
-    cell_editor.wait_for()
-    cell_editor.fill("White | Black | Other | Asian-Pac-Islander | Amer-Indian-Eskimo | Extra")
-    cell_editor.press("Enter")
-    wait_idle(page)
+    # Type a sixth value for race (row 8; values is the 4th column): the domain grows by 6/5.
+    edit_cell(page, editor, 8, 3, "White | Black | Other | Asian-Pac-Islander | Amer-Indian-Eskimo | Extra")
+    page.get_by_test_id("stMetricValue").filter(has_text="9,463,538,810,880").wait_for()
+    # Cut age (row 0) into 7 bins instead of the codebook's 14 (bins is the 7th column): the domain halves.
+    edit_cell(page, editor, 0, 6, "7")
     page.get_by_test_id("stMetricValue").filter(has_text="4,731,769,405,440").wait_for()
     go(page, "Workload", "2 · Workload")
     go(page, "Data", "1 · Data")
     page.get_by_text("rows fit the schema").wait_for()
     wait_idle(page)
-    assert metric_values(page)[3:6] == ["13", "4,731,769,405,440", "157"]
+    assert metric_values(page)[3:6] == ["14", "4,731,769,405,440", "152"]
     shot(page, "06b_schema_edited")
-    page.reload()  # a new session: the edited schema comes back from the workspace
+    page.reload()  # a new session: the edited roles table comes back from the workspace
     page.get_by_text("rows fit the schema").wait_for()
     page.get_by_test_id("stMetricValue").filter(has_text="4,731,769,405,440").wait_for()
     wait_idle(page)
     shot(page, "06c_schema_after_reload")
-    assert metric_values(page)[3:6] == ["13", "4,731,769,405,440", "157"]
+    assert metric_values(page)[3:6] == ["14", "4,731,769,405,440", "152"]
 
 
 def test_a_reload_mid_run_brings_its_progress_back(server, page):
@@ -441,3 +448,58 @@ def test_hostile_column_name_is_shown_as_text(server, page, tmp_path):
     assert page.locator('img[src="x"]').count() == 0
     page.wait_for_timeout(500)
     assert page.dialogs == []
+
+
+def test_an_upload_goes_from_roles_to_a_private_schema_to_a_release(server, page, workspace_dir, tmp_path):
+    """Issue 13 in the app: the roles table shows before anything is spent; one charged discovery; a release whose
+    card carries the schema part without charging it again."""
+    from dpcore.workspace import Workspace
+
+    from .tables import kitchen_sink_csv
+
+    url, _ = server
+    upload = tmp_path / "cases.csv"
+    upload.write_bytes(kitchen_sink_csv(n=2000))
+    t0 = time.monotonic()
+    page.goto(url)
+    page.get_by_text("Possible records").wait_for()
+    page.get_by_text("Upload a CSV or Parquet file").click()
+    uploader = page.get_by_test_id("stFileUploader").filter(has_text="CSV (comma, semicolon")
+    uploader.wait_for()
+    uploader.locator('input[type="file"]').set_input_files(str(upload))
+    page.get_by_text("This discovery charges").wait_for()  # the roles table and the cost, nothing spent yet
+    page.locator('[role="columnheader"]').filter(has_text="proposed (exact, only for you)").first.wait_for(
+        state="attached"
+    )
+    wait_idle(page)
+    ws = Workspace(workspace_dir)
+    try:
+        digest = ws.get_state("app.upload")["digest"]
+        assert not ws.query("SELECT 1 FROM ledger WHERE dataset = ?", (digest,))
+        shot(page, "15_roles_table")
+        set_number(page, "ε for the schema", 1)
+        page.get_by_role("button", name="Discover the schema privately (charges ε = 1)").click()
+        page.get_by_text("Discovered privately in run").first.wait_for()
+        page.get_by_text("rows fit the schema").wait_for()
+        wait_idle(page)
+        shot(page, "16_schema_discovered")
+        go(page, "Release", "3 · Release")
+        page.get_by_text("The schema was discovered privately once").wait_for()
+        wait_idle(page)
+        pick(page, "Mechanism", "Direct Gaussian answers")
+        page.get_by_role("button", name="Run", exact=True).click()
+        page.get_by_text("finished in").first.wait_for()
+        TIMINGS["upload_roles_discover_release_s"] = round(time.monotonic() - t0, 2)
+        shot(page, "17_release_of_an_upload")
+        runs = [dict(r) for r in ws.query("SELECT id, kind, status, card FROM runs WHERE dataset = ?", (digest,))]
+        schema = next(r for r in runs if r["kind"] == "schema")
+        rel = next(r for r in runs if r["kind"] == "release")
+        assert schema["status"] == rel["status"] == "done"
+        card = json.loads(rel["card"])
+        part = card["privacy"]["parts"][0]
+        assert part["run"] == schema["id"] and "once" in part["charged"]
+        assert "inferred" not in json.dumps(card["data"]["schema"])
+        charged = {r["run"] for r in ws.query("SELECT run FROM ledger WHERE dataset = ?", (digest,))}
+        assert charged == {schema["id"], rel["id"]}
+    finally:
+        ws.close()
