@@ -358,7 +358,7 @@ def _schema_part(schema_release: dict, dataset, budget: Budget, schema_from_data
     spends = []
     if eps_d > 0 or delta_d > 0:
         spends.append(SpendRecord(eps_d, delta_d, None, f"schema discovery, charged once in run {run}"))
-    return data, whole, spends, run, (GUARANTEE_NONE if guarantee == GUARANTEE_NONE else None)
+    return data, whole, spends, (run if spends else None), (GUARANTEE_NONE if guarantee == GUARANTEE_NONE else None)
 
 
 def release_table(

@@ -55,6 +55,15 @@ def test_bundled_data_main_path(at):
     assert metric(at, "Possible records") == "7,886,282,342,400"
     assert any("32,561 rows fit the schema" in s.value for s in at.success)
     assert at.sidebar.text[0].value == "adult_census"
+    # The codebook schema costs nothing; what the card will say about the columns it leaves out.
+    from ui import datasource
+
+    status = at.session_state[datasource.STATUS][1]
+    assert status.mode == "declared" and status.schema_release["epsilon"] == 0.0
+    assert status.schema_release["card_data"]["excluded"] == [
+        {"name": "fnlwgt", "reason": "not in the declared schema"}
+    ]
+    assert any("the schema costs nothing" in s.value for s in at.success)
 
 
 def test_bad_uploads_show_what_to_do(at):

@@ -337,3 +337,18 @@ def test_execute_release_passes_the_schema_release_through(tmp_path):
         assert card["data"]["schema_discovery"]["epsilon"] == 0.5 and card["privacy"]["epsilon"] == 1.0
     total = Ledger(ws).total("digest-of-the-file")
     assert total["runs"] == 3 and total["epsilon"] <= 0.5 + 2 * 0.5 + 1e-9
+
+
+def test_a_free_schema_release_carries_exclusions_and_renames_only():
+    """A declared schema (nothing discovered, ε_d = 0): the card lists what was left out and renamed; its privacy
+    section is the mechanism's alone."""
+    ds = planted_dataset(n=500)
+    free = {
+        "card_data": {"n": 500, "excluded": [{"name": "id", "reason": "excluded by the user"}], "renamed": []},
+        "epsilon": 0.0,
+        "delta": 0.0,
+        "run": None,
+    }
+    rel, _ = run_release(ds, Workload.all_kway(ds.domain, 1), "gaussian", 1.0, None, schema_release=free, ledger=None)
+    assert rel.card["data"]["excluded"] == free["card_data"]["excluded"] and "schema_discovery" not in rel.card["data"]
+    assert "parts" not in rel.card["privacy"] and rel.card["privacy"]["epsilon"] == 1.0

@@ -376,7 +376,7 @@ def compute_status(
             else:
                 ds = _encode(df, domain, name)
             excluded = [
-                {"name": r["column"], "reason": r["note"] or "excluded by the user"}
+                {"name": r["column"], "reason": _excluded_reason(r)}
                 for r in table.to_dict("records")
                 if r["role"] == "excluded"
             ]
@@ -411,6 +411,15 @@ def compute_status(
         return SchemaStatus("discovered", prep.dataset, card, {"card_data": card, **release}, need, saved=saved)
     except (DomainError, DataError, BudgetError) as exc:
         return SchemaStatus("error", problems=[str(exc)])
+
+
+def _excluded_reason(row: dict) -> str:
+    """Why a row of a purely declared schema is left out, as the card says it (the engine's words)."""
+    if "role" in roles.declared_fields(row):
+        return "excluded by the user"
+    if row.get("rule") == "unlisted":
+        return "not in the declared schema"
+    return row.get("note") or "excluded"
 
 
 def _check_declared_lists(df: pd.DataFrame, decl: roles.Declarations) -> None:
