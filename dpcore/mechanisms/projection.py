@@ -1,6 +1,6 @@
 """Projection: measure the marginals with Gaussian noise, then project onto what real records can produce.
 
-Beyond the seeds, in the direction seed 004 §8 and seed 000 §I-B point to (the
+Beyond the papers, in the direction [GGHRW14] §8 and [NRW19] §I-B point to (the
 projection mechanism of Nikolov, Talwar and Zhang 2013, made oracle-efficient):
 
     measure   ã_S = m_S(D) + N_Z(0, σ_S² I) / n     every marginal S, at the planned resolution,
@@ -964,7 +964,7 @@ class Projection(Mechanism):
 
     name = "projection"
     title = "Projection onto records (Frank–Wolfe + SCIP)"
-    seed = "beyond the seeds: seed 004 §8, seed 000 §I-B (Nikolov–Talwar–Zhang projection)"
+    seed = "beyond the papers: [GGHRW14] §8, [NRW19] §I-B (Nikolov–Talwar–Zhang projection)"
     privacy = "robust"
     output = "rows"
     recommended = True

@@ -2,7 +2,7 @@
 
 For workloads too large to measure whole (too much memory, or so many marginals that
 the per-marginal noise swamps the signal), this is the select-measure-project loop of
-MWEM (Hardt, Ligett, McSherry 2012, cited by seeds 001 and 004) and AIM (McKenna et al.
+MWEM (Hardt, Ligett, McSherry 2012, cited by [VTBSW20] and [GGHRW14]) and AIM (McKenna et al.
 2022), with the Frank–Wolfe projection of :mod:`dpcore.mechanisms.projection` as the
 inference step:
 
@@ -83,7 +83,7 @@ class AdaptiveProjection(Mechanism):
 
     name = "projection_adaptive"
     title = "Adaptive projection (select, measure, project)"
-    seed = "beyond the seeds: MWEM/AIM select-measure loop with the projection of seed 004 §8"
+    seed = "beyond the papers: MWEM/AIM select-measure loop with the projection of [GGHRW14] §8"
     privacy = "robust"
     output = "rows"
     summary = (

@@ -1,12 +1,12 @@
 """The projection's linear-minimisation oracle: the record minimising a sum of marginal residuals.
 
-Frank–Wolfe over the convex hull of records (the projection of seed 004 §8 and seed 000
+Frank–Wolfe over the convex hull of records (the projection of [GGHRW14] §8 and [NRW19]
 §I-B, after Nikolov–Talwar–Zhang 2013) needs, at every step, the record
 
     x* = argmin_x  L(x),      L(x) = sum_S g[S, x_S]
 
 where ``g`` holds one real number (of either sign) per cell of every measured marginal.
-This is the DualQuery best response (seed 004 §5) with real weights on *every* cell.
+This is the DualQuery best response ([GGHRW14] §5) with real weights on *every* cell.
 
 Two parts, as the issue asks:
 
