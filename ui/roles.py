@@ -261,10 +261,6 @@ def role_spec(row: dict) -> dict:
     return {"role": role}
 
 
-def _kind(spec: dict) -> str:
-    return spec["role"]
-
-
 def _parse_bound(row: dict, key: str, kind: str):
     text = row.get(key)
     if kind == "numeric":
@@ -282,7 +278,7 @@ def _entry(row: dict, spec: dict) -> dict | None:
     """The partial schema entry of a row: its declared values or bounds (and the declared schema's settings when
     the row still has that schema's role), or None when the row declares nothing but its role."""
     have = declared_fields(row)
-    kind = _kind(spec)
+    kind = spec["role"]
     if kind == "excluded":
         return None
     base = json.loads(row["base"]) if row.get("base") else None
