@@ -69,3 +69,13 @@ def test_bench_eval_json_last_line():
     assert result["n_queries"] == 458_996
     for key in ("median_seconds", "speedup_vs_pandas", "peak_rss_mb"):
         assert result[key] > 0
+
+
+def test_the_mechanisms_guide_is_generated_from_the_registry():
+    """docs/mechanisms.md's reference section is what `dpcore mechanisms --markdown` prints today."""
+    from dpcore.cli.mechanisms import reference_markdown
+
+    from .conftest import ROOT
+
+    guide = (ROOT / "docs" / "mechanisms.md").read_text()
+    assert guide.endswith(reference_markdown()), "regenerate: dpcore mechanisms --markdown"
