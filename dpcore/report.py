@@ -203,7 +203,22 @@ def evaluation_report(
     }
     ev["oracle"] = result.oracle_stats
     ev["trace"] = result.trace
-    ev["notes"] = result.notes
+    ev["notes"] = list(result.notes)
+    uniform = ev["baselines"].get("uniform")
+    if released is not None and uniform is not None:
+        # A release that answers its own workload worse than uniform rows would is worth less than nothing.
+        ev["worse_than_uniform"] = bool(
+            ev["max_error"] > uniform["max_error"] and ev["mean_error"] > uniform["mean_error"]
+        )
+        if ev["worse_than_uniform"]:
+            ev["notes"].append(
+                "This release answers its own workload WORSE than uniform rows would (max and mean error): it "
+                "carries no useful information at this budget. Use a larger ε, fewer or smaller marginals, or a "
+                "declared schema."
+            )
+    if result.rows is not None:
+        ev["rows"] = int(result.rows.shape[0])
+        ev["distinct_rows"] = int(np.unique(result.rows, axis=0).shape[0]) if result.rows.size else 0
     return ev
 
 

@@ -192,7 +192,13 @@ def run(args) -> int:
             f"{ev['mean_error']:.5f} (internal, not private); {rel.seconds:.1f} s; run {run_id} in {ws.path}"
         )
         if rows:
-            print(f"rows: {rows}")
+            print(f"rows: {rows}" + (f" ({ev['distinct_rows']:,} distinct; internal)" if "distinct_rows" in ev else ""))
+        if ev.get("worse_than_uniform"):
+            print(
+                "warning (internal): this release answers its own workload worse than uniform rows would; use a "
+                "larger ε, fewer or smaller marginals, or a declared schema",
+                file=sys.stderr,
+            )
         if rel.demo:
             print(
                 "DEMO: a fixed seed makes the noise reproducible; the card says its guarantee is none. "
