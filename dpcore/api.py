@@ -120,14 +120,31 @@ class Synthesizer:
         ws = Workspace(self.workspace)
         uses_oracle = registry.get(self.mechanism).uses_oracle
         executor = executor_from_spec(self.executor) if uses_oracle else None
-        options = {"schema": self.schema, "roles": self.roles, "schema_from_data": self.schema_from_data,
-                   "schema_share": self.schema_share}
+        options = {
+            "schema": self.schema,
+            "roles": self.roles,
+            "schema_from_data": self.schema_from_data,
+            "schema_share": self.schema_share,
+        }
         try:
             self.release, self._internal, self.run_id = execute_release(
-                ws, None, self.workload, self.mechanism, self.epsilon, self.delta, self.params, seed=self.seed,
-                label=self.label, budget_cap=self.budget, progress=progress, executor=executor,
-                oracle_options={"time_limit": self.time_limit} if self.time_limit else {}, numeric=self.numeric,
-                table=df, table_options=options)
+                ws,
+                None,
+                self.workload,
+                self.mechanism,
+                self.epsilon,
+                self.delta,
+                self.params,
+                seed=self.seed,
+                label=self.label,
+                budget_cap=self.budget,
+                progress=progress,
+                executor=executor,
+                oracle_options={"time_limit": self.time_limit} if self.time_limit else {},
+                numeric=self.numeric,
+                table=df,
+                table_options=options,
+            )
         finally:
             if executor is not None:
                 executor.close()
@@ -165,14 +182,16 @@ class Synthesizer:
         rel = self._fitted()
         return answers_table(rel.workload, rel.answers)
 
-    def evaluate(self, real: pd.DataFrame, *, holdout: pd.DataFrame | None = None, target: str | None = None,
-                 **options: Any) -> dict:
+    def evaluate(
+        self, real: pd.DataFrame, *, holdout: pd.DataFrame | None = None, target: str | None = None, **options: Any
+    ) -> dict:
         """INTERNAL fidelity report of the synthetic rows against ``real`` (computed on private data: not
         differentially private, never for publication).  Adds the workload errors of this run."""
         from .evaluate import evaluate
 
-        report = evaluate(real, self.sample(), holdout=holdout, schema=self._fitted().workload.domain,
-                          target=target, **options)
+        report = evaluate(
+            real, self.sample(), holdout=holdout, schema=self._fitted().workload.domain, target=target, **options
+        )
         if self._internal is not None:
             report["workload_error"] = {k: self._internal.report.get(k) for k in ("max_error", "mean_error")}
         return report

@@ -38,9 +38,9 @@ from __future__ import annotations
 
 import itertools
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass
 from fractions import Fraction
-from typing import Sequence
 
 import numpy as np
 
@@ -85,11 +85,11 @@ class Conjunctions:
     def widths(self) -> np.ndarray:
         return (self.attrs >= 0).sum(axis=1)
 
-    def positive(self) -> "Conjunctions":
+    def positive(self) -> Conjunctions:
         """The same conjunctions without their negation flags."""
         return Conjunctions(self.attrs, self.values, np.zeros(len(self), bool))
 
-    def take(self, idx) -> "Conjunctions":
+    def take(self, idx) -> Conjunctions:
         return Conjunctions(self.attrs[idx], self.values[idx], self.negated[idx])
 
     def literals(self, i: int) -> list[tuple[int, int]]:
@@ -106,10 +106,10 @@ class Conjunctions:
     @classmethod
     def from_literals(
         cls, items: Sequence[Sequence[tuple[int, int]]], negated: Sequence[bool] | None = None
-    ) -> "Conjunctions":
+    ) -> Conjunctions:
         """Build from lists of (attribute, value) pairs, in any order (sorted here)."""
         items = [sorted((int(a), int(v)) for a, v in lits) for lits in items]
-        width = max((len(l) for l in items), default=1) or 1
+        width = max((len(lits) for lits in items), default=1) or 1
         attrs = np.full((len(items), width), -1, dtype=np.int64)
         values = np.full((len(items), width), -1, dtype=np.int64)
         for i, lits in enumerate(items):
@@ -119,7 +119,7 @@ class Conjunctions:
         return cls(attrs, values, neg)
 
     @classmethod
-    def from_workload(cls, workload) -> "Conjunctions":
+    def from_workload(cls, workload) -> Conjunctions:
         """Every cell of a marginal workload, in the workload's flat query order."""
         width = max(len(m) for m in workload.marginals)
         attrs = np.full((workload.n_queries, width), -1, dtype=np.int64)

@@ -66,7 +66,7 @@ def test_no_import_circles():
         stack.append(node)
         for nxt in sorted(graph[node]):
             if state.get(nxt) == 1:
-                cycle = stack[stack.index(nxt):] + [nxt]
+                cycle = stack[stack.index(nxt) :] + [nxt]
                 raise AssertionError("import circle: " + " -> ".join(cycle))
             if nxt not in state:
                 visit(nxt)

@@ -3,7 +3,6 @@ internal evaluation estimates their class error; the card stays free of it."""
 
 import json
 
-
 from dpcore.release import run_release
 from dpcore.workload import Workload
 
@@ -34,7 +33,9 @@ def test_rows_mechanism_with_a_class_width_is_measured_on_the_class():
 def test_class_width_evaluates_any_rows_release_and_sets_k_only_where_it_exists():
     ds = planted_dataset(n=400, shape=(3, 2, 3))
     wl = Workload.all_kway(ds.domain, 2)
-    _, internal = run_release(ds, wl, "fem", 5.0, params={"rounds": 3, "samples": 3}, seed=0, class_width=3, executor=None)
+    _, internal = run_release(
+        ds, wl, "fem", 5.0, params={"rounds": 3, "samples": 3}, seed=0, class_width=3, executor=None
+    )
     assert internal.report["class_error"]["class"] == "all conjunctions of width ≤ 3"
     own, own_internal = run_release(ds, wl, "privlearn", 50.0, params={"alpha": 0.2}, seed=0, class_width=2)
     assert own.params["k"] == 2 and own_internal.report["class_error"]["class"].endswith("≤ 2")

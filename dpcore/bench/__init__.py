@@ -14,8 +14,8 @@ import platform
 import resource
 import statistics
 import time
+from collections.abc import Callable
 from pathlib import Path
-from typing import Callable
 
 import numpy as np
 

@@ -12,9 +12,9 @@ from __future__ import annotations
 import statistics
 import time
 
-from . import BENCHES, adult_workload, load_bench_data, machine
 from ..errors import DPCoreError
 from ..workload import max_error, mean_error, uniform_baseline, zeros_baseline
+from . import BENCHES, adult_workload, load_bench_data, machine
 
 
 def _add(b) -> None:

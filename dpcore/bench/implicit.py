@@ -20,9 +20,9 @@ import time
 
 import numpy as np
 
+from ..errors import DPCoreError
 from . import BENCHES, adult_workload, load_bench_data, machine
 from .accuracy import _params_for
-from ..errors import DPCoreError
 
 
 def _add(b) -> None:
@@ -124,7 +124,7 @@ def bench_implicit(args) -> dict:
                 if not runs:
                     continue
 
-                def avg(key):
+                def avg(key, runs=runs):
                     vals = [r[key] for r in runs if r[key] is not None]
                     return statistics.mean(vals) if vals else None
 

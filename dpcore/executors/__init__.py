@@ -20,7 +20,6 @@ import threading
 import types
 from concurrent.futures import ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
-from typing import Callable, Iterable, Sequence
 
 from .base import Executor, ExecutorError
 

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import os
 import socket
-from typing import Callable, Sequence
+from collections.abc import Callable, Sequence
 
 from .base import Executor, ExecutorError
 

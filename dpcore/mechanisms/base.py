@@ -16,8 +16,9 @@ from __future__ import annotations
 
 import math
 import threading
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Callable, ClassVar, Sequence
+from typing import Any, ClassVar
 
 import numpy as np
 
@@ -120,7 +121,7 @@ class RunContext:
             self.rng = self.noise.post_processing_generator()
 
     @classmethod
-    def seeded(cls, seed: int, **kw) -> "RunContext":
+    def seeded(cls, seed: int, **kw) -> RunContext:
         """A reproducible demo/test context (its outputs carry no privacy guarantee)."""
         return cls(noise=Randomness(seed), **kw)
 

@@ -29,8 +29,8 @@ from __future__ import annotations
 import itertools
 import math
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Sequence
 
 import numpy as np
 
@@ -54,7 +54,7 @@ class ClauseSet:
         return len(self.attrs)
 
     @classmethod
-    def empty(cls) -> "ClauseSet":
+    def empty(cls) -> ClauseSet:
         return cls([], [], np.zeros(0, bool), np.zeros(0))
 
     def touched_attributes(self) -> set[int]:
@@ -134,7 +134,7 @@ class OracleStats:
         if math.isfinite(r.gap):
             self.max_gap = max(self.max_gap, r.gap)
 
-    def merge(self, other: "OracleStats") -> None:
+    def merge(self, other: OracleStats) -> None:
         self.calls += other.calls
         self.seconds.extend(other.seconds)
         for k, v in other.statuses.items():
@@ -230,16 +230,16 @@ def best_response(
         lits = [x[a][v] for a, v in zip(attrs, vals)]
         if w > 0:  # c <= clause
             if neg:
-                model.addCons(c <= quicksum(1 - l for l in lits))
+                model.addCons(c <= quicksum(1 - lit for lit in lits))
             elif formulation == "aggregate":
                 model.addCons(quicksum(lits) >= len(lits) * c)
             else:
-                for l in lits:
-                    model.addCons(c <= l)
+                for lit in lits:
+                    model.addCons(c <= lit)
         else:  # c >= clause
             if neg:
-                for l in lits:
-                    model.addCons(c >= 1 - l)
+                for lit in lits:
+                    model.addCons(c >= 1 - lit)
             else:
                 model.addCons(c >= quicksum(lits) - (len(lits) - 1))
         obj.append(w * c)
