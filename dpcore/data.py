@@ -124,7 +124,7 @@ def _sniff_delimiter(text: str) -> str:
     except csv.Error:
         header = text.splitlines()[0] if text else ""
         counts = {d: header.count(d) for d in DELIMITERS}
-        best = max(counts, key=counts.get)
+        best = max(counts, key=lambda d: counts[d])
         return best if counts[best] else ","
 
 

@@ -72,7 +72,7 @@ import pandas as pd
 from scipy.special import erfc
 
 from .domain import _canonical_text, _natural_key, parse_dates, unit_index, unit_start_days
-from .errors import BudgetError
+from .errors import BudgetError, DomainError
 from .ingest import ROLES, _distinct_present
 from .mechanisms.base import SpendRecord
 from .privacy import eps_to_zcdp, zcdp_to_eps_cks
@@ -372,6 +372,8 @@ def _finish_bounds(task: ValueTask, lower, upper, grid: np.ndarray) -> tuple[flo
     """Post-processing: whole numbers for an integer column, and lower < upper (dates: lower ≤ upper)."""
     lo = _unit(task, task.declared_lower) if lower is None else lower
     hi = _unit(task, task.declared_upper) if upper is None else upper
+    if lo is None or hi is None:  # _needs asks discovery for every bound the schema does not declare
+        raise DomainError(f"Column {task.name!r}: a bound is neither declared nor discovered; declare it.")
     if task.kind == "numeric":
         if task.integer:
             lo, hi = math.floor(lo), math.ceil(hi)
@@ -418,8 +420,8 @@ def discover_values(df: pd.DataFrame, tasks: list[ValueTask], rho_values: float,
             grids = (numeric_grid(t.integer),) * 2
         else:
             grids = (date_grid(t.granularity or "day"),) * 2
-        values = _column_values(df, t)
-        lower, upper, q = dp_bounds(values, grids, n, eps_q, (t.need_lower, t.need_upper), noise)
+        present = _column_values(df, t)
+        lower, upper, q = dp_bounds(present, grids, n, eps_q, (t.need_lower, t.need_upper), noise)
         lo, hi = _finish_bounds(t, lower, upper, grids[1])
         fields = {}
         if t.need_lower:

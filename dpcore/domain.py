@@ -222,8 +222,8 @@ class Attribute:
             raise DomainError(f"Attribute {name!r}: granularity must be one of {GRANULARITIES}, not {gran!r}.")
         if self.lower is None or self.upper is None:
             raise DomainError(f"Attribute {name!r}: a date attribute needs public first and last dates.")
-        lo = unit_index(_as_days(self.lower, name), gran)
-        hi = unit_index(_as_days(self.upper, name), gran)
+        lo = int(unit_index(_as_days(self.lower, name), gran))
+        hi = int(unit_index(_as_days(self.upper, name), gran))
         if hi < lo:
             raise DomainError(f"Attribute {name!r}: the last date comes before the first.")
         units = hi - lo + 1
@@ -245,6 +245,29 @@ class Attribute:
         object.__setattr__(self, "upper", float(unit_start_days(np.array([hi]), gran)[0]))
         object.__setattr__(self, "bins", len(edges) - 1)
         object.__setattr__(self, "values", ())
+
+    # ------------------------------------------------------------- checked fields
+    # __post_init__ gives a numeric or date attribute both bounds and a date attribute its granularity and format;
+    # these read them with the types they then have.
+    @property
+    def _lower(self) -> float:
+        assert self.lower is not None, f"{self.name!r} is categorical: it has no bounds"
+        return self.lower
+
+    @property
+    def _upper(self) -> float:
+        assert self.upper is not None, f"{self.name!r} is categorical: it has no bounds"
+        return self.upper
+
+    @property
+    def _unit(self) -> str:
+        assert self.granularity is not None, f"{self.name!r} is not a date attribute"
+        return self.granularity
+
+    @property
+    def _date_format(self) -> str:
+        assert self.format is not None, f"{self.name!r} is not a date attribute"
+        return self.format
 
     # ------------------------------------------------------------------ provenance
     @property
@@ -301,10 +324,10 @@ class Attribute:
         return out
 
     def _date_labels(self) -> list[str]:
-        fmt = DEFAULT_DATE_FORMAT[self.granularity]
+        fmt = DEFAULT_DATE_FORMAT[self._unit]
         edges = np.asarray(self.edges)
         first = _format_days(edges[:-1], fmt)
-        last_unit = unit_start_days(unit_index(edges[1:], self.granularity) - 1, self.granularity)
+        last_unit = unit_start_days(unit_index(edges[1:], self._unit) - 1, self._unit)
         last = _format_days(last_unit, fmt)
         return [a if a == b else f"[{a}, {b}]" for a, b in zip(first, last)]
 
@@ -332,8 +355,8 @@ class Attribute:
             mapped = uniq_code[uniq_idx] if len(uniq_code) else np.zeros(0, np.int64)
             unknown = mapped < 0
             if unknown.any():
-                bad = [_canonical_text(u) for u, c in zip(uniques, uniq_code) if c < 0]
-                shown = ", ".join(repr(b) for b in bad[:5])
+                not_listed = [_canonical_text(u) for u, c in zip(uniques, uniq_code) if c < 0]
+                shown = ", ".join(repr(b) for b in not_listed[:5])
                 raise DomainError(
                     f"Column {self.name!r} has {int(unknown.sum())} value(s) not in its declared value list "
                     f"(e.g. {shown}). Add them to the schema, tick 'other' for it, or clean the column."
@@ -352,7 +375,7 @@ class Attribute:
             days = parse_dates(column[present], self.format)
             bad = np.isnan(days)
             what, bad_word = "a date", "unparsable"
-            vals = unit_start_days(unit_index(days, self.granularity), self.granularity).astype(float)
+            vals = unit_start_days(unit_index(days, self._unit), self._unit).astype(float)
             vals[bad] = np.nan
         if bad.any():
             if self.unparsable == "reject":
@@ -375,10 +398,10 @@ class Attribute:
             if self.out_of_bounds == "reject":
                 raise DomainError(
                     f"Column {self.name!r} has {n_out} value(s) outside its public bounds "
-                    f"[{self._bound_text(self.lower)}, {self._bound_text(self.upper)}] (infinite values count as "
+                    f"[{self._bound_text(self._lower)}, {self._bound_text(self._upper)}] (infinite values count as "
                     "outside). Widen the bounds or choose 'clip'."
                 )
-            vals = np.clip(np.nan_to_num(vals, nan=self.lower, posinf=top, neginf=self.lower), self.lower, top)
+            vals = np.clip(np.nan_to_num(vals, nan=self._lower, posinf=top, neginf=self._lower), self._lower, top)
             clipped = n_out
         idx = np.searchsorted(np.asarray(self.edges), vals, side="right") - 1
         codes[present] = np.clip(idx, 0, len(self.edges) - 2)
@@ -394,7 +417,7 @@ class Attribute:
 
     def _bound_text(self, v: float) -> str:
         if self.kind == "datetime":
-            return _format_days(np.array([v]), DEFAULT_DATE_FORMAT[self.granularity])[0]
+            return _format_days(np.array([v]), DEFAULT_DATE_FORMAT[self._unit])[0]
         return f"{v:g}"
 
     def decode(self, codes: np.ndarray, numeric: str = "interval", rng: np.random.Generator | None = None) -> pd.Series:
@@ -431,6 +454,7 @@ class Attribute:
         elif numeric == "values" and self.integer:
             return self._decode_integers(lo, hi, safe, missing, rng)
         else:
+            assert rng is not None  # refused above: only "midpoint" draws nothing
             vals = lo + (hi - lo) * rng.random(codes.shape)
         out = pd.Series(vals.astype(float))
         out[missing] = np.nan
@@ -442,7 +466,7 @@ class Attribute:
         # Bins are [a, b) except the last, [a, b]: the whole numbers a bin holds.
         last_int = np.where(last, np.floor(hi), np.ceil(hi) - 1)
         empty = last_int < first_int
-        fallback = np.clip(np.round((lo + hi) / 2.0), math.ceil(self.lower), math.floor(self.upper))
+        fallback = np.clip(np.round((lo + hi) / 2.0), math.ceil(self._lower), math.floor(self._upper))
         width = np.maximum(last_int - first_int + 1, 1)
         vals = first_int + np.floor(rng.random(lo.shape) * width)
         vals = np.where(empty, fallback, np.minimum(vals, last_int))
@@ -457,7 +481,7 @@ class Attribute:
             days = lo + (hi - lo) * rng.random(lo.shape)
         else:
             days = lo + np.floor(rng.random(lo.shape) * (hi - lo))
-        text = np.array(_format_days(days, self.format), dtype=object)
+        text = np.array(_format_days(days, self._date_format), dtype=object)
         text[missing] = None
         return pd.Series(text, dtype=object)
 
@@ -473,7 +497,7 @@ class Attribute:
             if self.integer:
                 d["integer"] = True
         else:
-            fmt = DEFAULT_DATE_FORMAT[self.granularity]
+            fmt = DEFAULT_DATE_FORMAT[self._unit]
             d.update(
                 lower=_format_days(np.array([self.lower]), fmt)[0],
                 upper=_format_days(np.array([self.upper]), fmt)[0],
@@ -591,7 +615,7 @@ def _format_days(days, fmt: str) -> list[str]:
 
 
 def _has_time(fmt: str | None) -> bool:
-    return bool(fmt) and any(t in fmt for t in ("%H", "%I", "%M", "%S", "%f", "%p", "%T", "%X", "%c"))
+    return fmt is not None and any(t in fmt for t in ("%H", "%I", "%M", "%S", "%f", "%p", "%T", "%X", "%c"))
 
 
 def interval_label(a: float, b: float, closed: bool) -> str:

@@ -523,8 +523,11 @@ def private_roles(df: pd.DataFrame, rho: float, noise, columns=None) -> PrivateR
     released = []
     for i, st in enumerate(stats):
         vals = noisy[i * k : (i + 1) * k]
+        present, numeric, non_integer, date, distinct, mode, long_text = (int(v) for v in vals)  # STATISTICS' order
         released.append(
-            ColumnStats(st.name, n, *[int(v) for v in vals], date_format=st.date_format, sigma=sigma)  # type: ignore[arg-type]
+            ColumnStats(
+                st.name, n, present, numeric, non_integer, date, distinct, mode, long_text, st.date_format, sigma
+            )
         )
     roles = [replace(decide_role(st), source="dp", stats=st.to_dict()) for st in released]
     return PrivateRoles(roles, released, float(rho), sigma, eps_format)

@@ -229,8 +229,8 @@ def _resolve(columns, specs, user_roles, unlisted: str) -> tuple[dict[str, Role]
             known[c] = specs[c].role()
         elif c not in specs and unlisted == "exclude":
             known[c] = Role(c, "excluded", reason="not in the declared schema")
-        elif c not in specs and header_role(c) is not None:
-            known[c] = header_role(c)  # the public header decides: no data read, no cost
+        elif c not in specs and (from_header := header_role(c)) is not None:
+            known[c] = from_header  # the public header decides: no data read, no cost
         else:
             undecided.append(c)
     return known, undecided
@@ -241,8 +241,9 @@ def _needs(role: Role, spec: ColumnSpec | None) -> tuple[bool, bool, bool]:
     if role.role == "categorical":
         has = spec is not None and spec.kind == "categorical" and spec.values is not None
         return (not has, False, False)
-    same = spec is not None and spec.kind == role.role
-    return (False, not (same and spec.lower is not None), not (same and spec.upper is not None))
+    if spec is None or spec.kind != role.role:
+        return (False, True, True)
+    return (False, spec.lower is None, spec.upper is None)
 
 
 def _unlisted_policy(schema, unlisted: str | None, complete: bool) -> str:
@@ -377,14 +378,11 @@ def _build_attribute(role: Role, spec: ColumnSpec | None, found: dict, found_sou
 
 def _task(role: Role, spec: ColumnSpec | None) -> ValueTask:
     need_values, need_lower, need_upper = _needs(role, spec)
-    same = spec is not None and spec.kind == role.role
     declared_lower = declared_upper = None
-    if same and role.role != "categorical":
-        probe = spec.lower, spec.upper
+    if spec is not None and spec.kind == role.role and role.role != "categorical":
+        probe = [spec.lower, spec.upper]
         if role.role == "datetime":  # declared dates as days since 1970-01-01, like the attribute stores them
-            probe = tuple(
-                None if v is None else Attribute(role.name, "datetime", lower=v, upper=v).lower for v in probe
-            )
+            probe = [None if v is None else Attribute(role.name, "datetime", lower=v, upper=v).lower for v in probe]
         declared_lower, declared_upper = (None if v is None else float(v) for v in probe)
     return ValueTask(
         role.name,
@@ -429,9 +427,9 @@ def prepare_table(
     names, renames = unique_column_names(list(df.columns))
     renamed = list(df.attrs.get("renamed", [])) + renames
     if renames:
-        attrs = dict(df.attrs)
+        meta = dict(df.attrs)
         df = df.set_axis(names, axis=1)
-        df.attrs.update(attrs)
+        df.attrs.update(meta)
     columns = list(df.columns)
 
     specs, complete = parse_schema(schema, keep_inferred=schema_from_data)
@@ -462,6 +460,7 @@ def prepare_table(
             spends.append(plan.spend())
         decided = {}
         if undecided:
+            assert plan is not None  # undecided columns are among those to discover
             pr = private_roles(df, plan.rho_roles, noise, undecided)
             decided = {r.name: r for r in pr.roles}
             report["roles"] = {"columns": len(undecided), "sigma": pr.sigma, "epsilon_format": pr.epsilon_format}
@@ -484,6 +483,7 @@ def prepare_table(
                 lo, hi = exact_bounds(df, t)
                 found[t.name] = {"lower": lo, "upper": hi}
     elif any(t.needed for t in tasks):
+        assert plan is not None  # a column that needs a value set or a bound is among those to discover
         disc = discover_values(df, tasks, plan.rho_values, plan.delta_threshold, noise)
         found = disc.fields
         report.update(disc.report)

@@ -17,7 +17,7 @@ from __future__ import annotations
 import itertools
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
@@ -37,6 +37,9 @@ class Workload:
 
     domain: Domain
     marginals: tuple[tuple[int, ...], ...]
+    # Derived from the two above in __post_init__: not constructor arguments, not part of equality.
+    _n_queries: int = field(init=False, repr=False, compare=False)
+    _offsets: np.ndarray = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         if not self.marginals:
@@ -334,10 +337,10 @@ def default_workload(
     if n < 1:
         raise WorkloadError("The table has no rows.")
     p = len(domain)
-    one_way = [(a,) for a in range(p)]
+    one_way: list[tuple[int, ...]] = [(a,) for a in range(p)]
     room = max(0, int(max_marginals) - p)
     cap = max(1.0, n / float(min_rows_per_cell))
-    pairs: list[tuple[int, int]] = []
+    pairs: list[tuple[int, ...]] = []
     if room and p >= 2:
         shape = np.asarray(domain.shape, dtype=float)
         i, j = np.triu_indices(p, k=1)
