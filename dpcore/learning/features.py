@@ -39,6 +39,7 @@ from __future__ import annotations
 import math
 import re
 from dataclasses import dataclass, field, replace
+from typing import Any
 
 import numpy as np
 
@@ -108,6 +109,9 @@ class FeatureSpec:
                 )
             col = np.array([[1 if lab in self.values else 0] for lab in labels], dtype=np.int8)
             return [self.text()], col
+        threshold = self.threshold
+        if threshold is None:
+            raise ParameterError(f"Feature {self.attribute!r}: an 'atleast' feature needs a threshold (name>=X).")
         lows = []
         for code, lab in enumerate(labels):
             if attr.kind == "numeric" and code < attr.n_regular:
@@ -117,7 +121,7 @@ class FeatureSpec:
                     lows.append(float(lab))
                 except ValueError:
                     lows.append(-math.inf)  # missing / non-numeric labels count as below any threshold
-        col = np.array([[1 if lo >= self.threshold else 0] for lo in lows], dtype=np.int8)
+        col = np.array([[1 if lo >= threshold else 0] for lo in lows], dtype=np.int8)
         return [self.text()], col
 
 
@@ -294,7 +298,7 @@ class LearningData:
         return replace(self, X_train=self.X_train[idx], y_train=self.y_train[idx], per_class=m)
 
     def public_summary(self) -> dict:
-        out = {"n_table": self.n_table, "n_train": self.n_train, "n_test": len(self.y_test)}
+        out: dict[str, Any] = {"n_table": self.n_table, "n_train": self.n_train, "n_test": len(self.y_test)}
         if self.balance_epsilon is not None:
             out["balance"] = {
                 "epsilon_count": self.balance_epsilon,

@@ -122,7 +122,8 @@ def run_part(task: tuple) -> tuple[bool, list, list]:
     ``seed`` None draws the runs' noise from the cryptographic source of the process running the part."""
     solve_fn, X, y, seed, repetitions, m, scale, kind, bound, norm_bound, time_limit = task
     source = Randomness(seed)
-    outputs, statuses = [], []
+    outputs: list[np.ndarray] = []
+    statuses: list[str] = []
     for _ in range(repetitions):
         eta = np.asarray(source.laplace(scale, m))  # RSPM's Lap(2m/ε') separator noise, drawn run by run
         res = solve_fn(X, y, eta, kind, bound, norm_bound, time_limit)

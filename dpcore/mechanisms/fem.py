@@ -71,7 +71,7 @@ from typing import ClassVar
 import numpy as np
 
 from ..errors import BudgetError, ParameterError
-from ..oracles.best_response import OracleStats
+from ..oracles.best_response import OracleResult, OracleStats
 from ..oracles.ftpl import ClauseHistory, FTPLBatch, release_models, solve_batch
 from ..privacy import advanced_composition_fem, check_budget, eps_to_zcdp, zcdp_to_eps_cks
 from ..privacy.samplers import Randomness
@@ -80,7 +80,7 @@ from .base import Budget, Mechanism, MechanismResult, Param, RunContext, SpendRe
 #: Default SCIP time limit per FTPL sample (seconds); ctx.oracle_options may override it.
 DEFAULT_TIME_LIMIT = 30.0
 
-_PARAMETERS = (
+_PARAMETERS: tuple[Param, ...] = (
     Param(
         "rounds",
         "int",
@@ -424,7 +424,7 @@ class FEM(Mechanism):
         """Solve the round's s FTPL samples, in order, in-process or through the executor."""
         s = linear.shape[0]
         if executor is None or workers == 1 or s == 1:
-            results = []
+            results: list[OracleResult] = []
             for j in range(s):
                 ctx.check_cancel()  # between oracle calls
                 pool = (

@@ -69,7 +69,7 @@ from __future__ import annotations
 import itertools
 import math
 import time
-from typing import ClassVar
+from typing import Any, ClassVar
 
 import numpy as np
 
@@ -256,6 +256,10 @@ def worst_conjunction_exhaustive(
                 cell = np.unravel_index(i, dims)
                 best_lits = np.array([off[a] + int(c) for a, c in zip(A, cell)], dtype=np.int64)
     seconds = time.perf_counter() - t0
+    if best_lits is None:  # no attribute set, or no finite objective value: nothing to certify
+        raise OracleError(
+            "The exhaustive oracle found no conjunction: the domain has no attributes or the noise is not finite."
+        )
     return best_lits, OracleResult(best_lits, "optimal", best_val, best_val, 0.0, seconds, True)
 
 
@@ -362,7 +366,7 @@ class OracleQuery(Mechanism):
         "variants needs SCIP to certify optimality ([NRW19] Thm 6)."
     )
     fixed_variant: str | None = None
-    parameters = (
+    parameters: ClassVar[tuple[Param, ...]] = (
         Param("k", "int", 3, "Largest conjunction width in the query class.", 1, 10),
         Param(
             "variant",
@@ -566,7 +570,7 @@ class OracleQuery(Mechanism):
                 if lits is not None and lits.size:
                     q = conjunction_from_literals(shape, lits, k)
                     cands.append(Conjunctions(q.attrs, q.values, np.array([negated])))
-            row = {"round": t}
+            row: dict[str, Any] = {"round": t}
             if cands:
                 batch = Conjunctions(
                     np.concatenate([c.attrs for c in cands]),

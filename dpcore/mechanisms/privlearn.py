@@ -45,7 +45,7 @@ from __future__ import annotations
 import itertools
 import math
 import time
-from typing import ClassVar
+from typing import Any, ClassVar
 
 import numpy as np
 
@@ -112,7 +112,9 @@ class ThresholdOracle:
         out = np.full(len(keys), np.nan)
         if self.terminated:
             return out
-        new_pos, new_keys, seen = [], [], set()
+        new_pos: list[int] = []
+        new_keys: list[bytes] = []
+        seen: set[bytes] = set()
         stop = len(keys)
         for i, key in enumerate(keys):
             if key in self._noisy or key in seen:
@@ -303,6 +305,7 @@ class PTFSynopsis:
             _, fkeys, w, b = h
             score = np.full(len(q), float(b))
             if fkeys.size:
+                assert keys is not None  # computed above whenever a hypothesis is a PTF
                 pos = np.minimum(np.searchsorted(fkeys, keys), fkeys.size - 1)
                 hit = (keys >= 0) & (fkeys[pos] == keys)
                 score += np.where(hit, w[pos], 0.0).sum(axis=1)
@@ -582,14 +585,16 @@ class PrivLearn(Mechanism):
         oracle = ThresholdOracle(dataset.codes, cls, budget.epsilon, alpha / 7.0, b, ctx.noise)
         keys = monomial_keys(cls, sample, degree)
         thresholds = np.arange(1, n_thr + 1) / (n_thr + 1.0)
-        hypotheses, trace, constant = [], [], None
+        hypotheses: list[tuple] = []
+        trace: list[dict[str, Any]] = []
+        constant: float | None = None
         lp_seconds, lp_calls = [], 0
         for i, t in enumerate(thresholds, start=1):
             ctx.check_cancel()
             labels = oracle.ask(sample, float(t))
             clear = labels != BOTTOM
             share = float(clear.mean())
-            row = {
+            row: dict[str, Any] = {
                 "round": i,
                 "threshold": float(t),
                 "clear_share": share,

@@ -180,16 +180,17 @@ class RecordProjector:
     def add_records(self, recs: np.ndarray) -> np.ndarray:
         """Add records (weight 0) unless present; returns their indices."""
         recs = np.atleast_2d(np.asarray(recs, dtype=np.int64))
-        out, new = [], []
+        out: list[int] = []
+        added: list[np.ndarray] = []
         K = len(self.weights)
         for r in recs:
             key = r.tobytes()
             if key not in self.index:
-                self.index[key] = K + len(new)
-                new.append(r)
+                self.index[key] = K + len(added)
+                added.append(r)
             out.append(self.index[key])
-        if new:
-            new = np.asarray(new)
+        if added:
+            new = np.asarray(added)
             b = len(new)
             if K + b > len(self._rec_buf):  # grow by doubling: no copy of the support per step
                 cap = max(2 * len(self._rec_buf), K + b, 64)

@@ -33,11 +33,15 @@ from __future__ import annotations
 import time
 from collections import OrderedDict
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from ..errors import OracleError
 from .best_response import OPTIMAL, OracleResult
+
+if TYPE_CHECKING:
+    from pyscipopt import Model, Variable
 
 
 @dataclass(frozen=True)
@@ -107,7 +111,7 @@ class _Model:
 
     shape: tuple[int, ...]
     reduced: bool = True
-    model: object = None
+    model: Model | None = None  # None until build()
     lit: dict = field(default_factory=dict)  # (attribute, value) -> binary
     rest: dict = field(default_factory=dict)  # attribute -> binary "an unmentioned value"
     onehot: dict = field(default_factory=dict)  # attribute -> its one-hot constraint
@@ -119,8 +123,7 @@ class _Model:
     def build(self, time_limit: float | None, gap: float) -> None:
         from pyscipopt import SCIP_PARAMSETTING, Model
 
-        if self.model is not None:
-            self.model.freeProb()
+        self.free()
         m = Model("ftpl")
         m.hideOutput()
         m.setParam("parallel/maxnthreads", 1)
@@ -144,11 +147,21 @@ class _Model:
         self.builds += 1
         self.set_limits(time_limit, gap)
 
-    def _literal(self, a: int, v: int):
+    @property
+    def scip(self) -> Model:
+        """The SCIP model; every caller reaches it through _model_for, which builds it first."""
+        assert self.model is not None, "build() before use"
+        return self.model
+
+    def free(self) -> None:
+        if self.model is not None:
+            self.model.freeProb()
+
+    def _literal(self, a: int, v: int) -> Variable:
         x = self.lit.get((a, v))
         if x is not None:
             return x
-        m = self.model
+        m = self.scip
         if a not in self.onehot:
             r = m.addVar(vtype="B", name=f"rest{a}")
             self.rest[a] = r
@@ -163,8 +176,8 @@ class _Model:
         return x
 
     def set_limits(self, time_limit: float | None, gap: float) -> None:
-        self.model.setParam("limits/time", 1e20 if time_limit is None else float(time_limit))
-        self.model.setParam("limits/gap", float(gap))
+        self.scip.setParam("limits/time", 1e20 if time_limit is None else float(time_limit))
+        self.scip.setParam("limits/gap", float(gap))
 
     def sync(self, h: ClauseHistory) -> None:
         """Add the clauses of ``h`` this model does not have yet (rebuild if it diverged)."""
@@ -174,7 +187,7 @@ class _Model:
         if mine > len(h) or any(self.applied[j] != (h.attrs[j], h.values[j], h.negated[j]) for j in range(mine)):
             self.build(None, 0.0)
             mine = 0
-        m = self.model
+        m = self.scip
         for j in range(mine, len(h)):
             attrs, vals, neg = h.attrs[j], h.values[j], h.negated[j]
             c = m.addVar(vtype="C", lb=0.0, ub=1.0, name=f"c{j}")
@@ -190,7 +203,7 @@ class _Model:
     def solve(self, h: ClauseHistory, linear: np.ndarray, warm: np.ndarray | None = None) -> OracleResult:
         from pyscipopt import Expr
 
-        m = self.model
+        m = self.scip
         t0 = time.perf_counter()
         off = self.offsets
         record = np.zeros(len(self.shape), dtype=np.int64)
@@ -239,7 +252,7 @@ class _Model:
 
     def _warm_start(self, record: np.ndarray) -> None:
         """Hand SCIP a feasible record (and its clause values) as the first incumbent."""
-        m = self.model
+        m = self.scip
         sol = m.createSol()
         for a in self.onehot:
             v = int(record[a])
@@ -269,13 +282,13 @@ def _model_for(h: ClauseHistory, time_limit: float | None, gap: float) -> _Model
     mdl = _MODELS.get(h.key)
     if mdl is None or mdl.shape != h.shape or mdl.reduced != REDUCED:
         if mdl is not None:
-            mdl.model.freeProb()
+            mdl.free()
         mdl = _Model(h.shape, REDUCED)
         mdl.build(time_limit, gap)
         _MODELS[h.key] = mdl
         while len(_MODELS) > _MAX_MODELS:
             _, old = _MODELS.popitem(last=False)
-            old.model.freeProb()
+            old.free()
     else:
         _MODELS.move_to_end(h.key)
     mdl.sync(h)
@@ -313,8 +326,8 @@ def release_models(key: str | None = None) -> None:
     keys = list(_MODELS) if key is None else [key]
     for k in keys:
         mdl = _MODELS.pop(k, None)
-        if mdl is not None and mdl.model is not None:
-            mdl.model.freeProb()
+        if mdl is not None:
+            mdl.free()
 
 
 def objective_values(h: ClauseHistory, linear: np.ndarray, records: np.ndarray) -> np.ndarray:
@@ -375,8 +388,8 @@ def replay(shape, steps, samples: int, scale: float, seed: int = 0, perturbation
         "persistent+tuned+reduced": (True, False, True),
     }
     seconds = {k: 0.0 for k in names}
-    records = {k: [] for k in names}
-    prev = {k: None for k in names}
+    records: dict[str, list[np.ndarray]] = {k: [] for k in names}
+    prev: dict[str, np.ndarray | None] = {k: None for k in names}
     saved = (TUNED, WARM, REDUCED)
     release_models()
     h = ClauseHistory("replay", shape)
@@ -393,8 +406,9 @@ def replay(shape, steps, samples: int, scale: float, seed: int = 0, perturbation
                     hk = ClauseHistory(f"replay-{name}", shape, h.attrs, h.values, h.negated, h.weights)
                     res = solve_batch(FTPLBatch(hk, lin, None, 0.0, prev[name]))
                 seconds[name] += time.perf_counter() - t0
-                prev[name] = np.stack([r.record for r in res])
-                records[name].append(prev[name])
+                found = np.stack([r.record for r in res])
+                prev[name] = found
+                records[name].append(found)
     finally:
         TUNED, WARM, REDUCED = saved
         release_models()

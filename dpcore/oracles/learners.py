@@ -359,6 +359,8 @@ def halfspace_objective(
     if linear is not None:
         val += float(np.dot(linear, k))
     if sphere_coef != 0.0:
+        if sphere_radius is None:
+            raise OracleError("A sphere term (sphere_coef ≠ 0) needs its sphere_radius.")
         val -= sphere_coef * math.sqrt(max(0.0, 1.0 - float(k @ k) / sphere_radius**2))
     return val
 
@@ -370,14 +372,17 @@ def brute_force_halfspace(
     d = np.asarray(X).shape[1]
     if (2 * bound + 1) ** d > limit:
         raise OracleError(f"Brute force is for tiny grids (≤ {limit:,} points).")
-    best, best_val = None, math.inf
-    for k in itertools.product(range(-bound, bound + 1), repeat=d):
-        k = np.array(k)
+    best: np.ndarray | None = None
+    best_val = math.inf
+    for point in itertools.product(range(-bound, bound + 1), repeat=d):
+        k = np.array(point)
         if norm_bound is not None and float(k @ k) > norm_bound**2 + 1e-9:
             continue
         v = halfspace_objective(k, X, weights, bound=bound, **terms)
         if v < best_val:
             best, best_val = k, v
+    if best is None:
+        raise OracleError(f"No grid point within the norm bound {norm_bound} has a finite objective.")
     return best, best_val
 
 

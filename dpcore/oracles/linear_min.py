@@ -87,8 +87,8 @@ class CoordinateDescent:
         self.value_steps = []
         for a in range(self.p):
             index = np.tile(np.arange(int(self.shape[a])), (len(self.touching[a]), 1))
-            if self.mapped:
-                for i, j in enumerate(self.touching[a]):
+            if maps is not None:
+                for i, j in enumerate(self.touching[a].tolist()):
                     index[i] = maps[j][workload.marginals[j].index(a)]
             self.value_steps.append(self.strides[self.touching[a], a][:, None] * index)
 
