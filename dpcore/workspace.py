@@ -128,6 +128,12 @@ def resolve(path: str | os.PathLike | None = None) -> Path:
     return Path(path).expanduser() if path else default_path()
 
 
+def _inserted_id(cur: sqlite3.Cursor) -> int:
+    # sqlite3 types lastrowid as optional; after a successful INSERT it is the new row's id.
+    assert cur.lastrowid is not None
+    return int(cur.lastrowid)
+
+
 def _dumps(obj: Any) -> str:
     return json.dumps(obj, default=_json_default, allow_nan=True)
 
@@ -258,7 +264,7 @@ class Workspace:
                 "INSERT INTO schemas(dataset, name, created, json) VALUES (?, ?, ?, ?)",
                 (dataset, name, time.time(), schema_json),
             )
-            return int(cur.lastrowid)
+            return _inserted_id(cur)
 
     def latest_schema(self, dataset: str | None) -> str | None:
         rows = self.query("SELECT json FROM schemas WHERE dataset IS ? ORDER BY id DESC LIMIT 1", (dataset,))
@@ -270,7 +276,7 @@ class Workspace:
                 "INSERT INTO workloads(dataset, created, json) VALUES (?, ?, ?)",
                 (dataset, time.time(), _dumps(workload)),
             )
-            return int(cur.lastrowid)
+            return _inserted_id(cur)
 
     def latest_workload(self, dataset: str | None) -> dict | None:
         rows = self.query("SELECT json FROM workloads WHERE dataset IS ? ORDER BY id DESC LIMIT 1", (dataset,))

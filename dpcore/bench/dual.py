@@ -67,7 +67,7 @@ def bench_oracle(args) -> dict:
     wl = adult_workload(ds)
     shape = ds.domain.shape
     rng = np.random.default_rng(args.seed)
-    variants = {"default": {}}
+    variants: dict[str, dict] = {"default": {}}
     if not args.no_aggregate:
         variants["aggregate"] = {"formulation": "aggregate"}
     if args.scip_default:
@@ -80,7 +80,7 @@ def bench_oracle(args) -> dict:
             }
     rows, median_seconds, speedup, median_cpu, disagreements = [], {}, {}, {}, []
     for s in [int(x) for x in args.samples.split(",") if x.strip()]:
-        per = {name: [] for name in variants}
+        per: dict[str, list[dict]] = {name: [] for name in variants}
         for i in range(args.instances):
             clauses = clauses_from_queries(wl, sample_instance(wl, s, rng))
             for name, kw in variants.items():

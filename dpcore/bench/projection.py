@@ -399,7 +399,7 @@ def bench_limits(args) -> dict:
     from ..mechanisms import registry
     from ..mechanisms.base import Budget
 
-    records = []
+    records: list[dict] = []
     tests = {t.strip() for t in str(args.tests).split(",")}
     for p in [int(c) for c in str(args.columns).split(",")]:
         ds = wide_table(args.rows, p)

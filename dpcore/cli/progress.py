@@ -3,6 +3,10 @@
 from __future__ import annotations
 
 import sys
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from tqdm import tqdm
 
 
 class ProgressBar:
@@ -10,20 +14,21 @@ class ProgressBar:
 
     def __init__(self, quiet: bool = False) -> None:
         self.quiet = quiet
-        self._bar = None
+        self._bar: tqdm[Any] | None = None
 
     def __call__(self, t: int, T: int, message: str, info: dict) -> None:
         if self.quiet or T <= 0:
             return
-        if self._bar is None:
+        bar = self._bar
+        if bar is None:
             from tqdm import tqdm
 
-            self._bar = tqdm(total=T, file=sys.stderr, unit="round", dynamic_ncols=True, leave=True)
-        if self._bar.total != T:
-            self._bar.total = T
-        self._bar.set_description_str(str(message)[:40], refresh=False)
-        self._bar.n = min(t, T)
-        self._bar.refresh()
+            bar = self._bar = tqdm(total=T, file=sys.stderr, unit="round", dynamic_ncols=True, leave=True)
+        if bar.total != T:
+            bar.total = T
+        bar.set_description_str(str(message)[:40], refresh=False)
+        bar.n = min(t, T)
+        bar.refresh()
 
     def __enter__(self) -> ProgressBar:
         return self

@@ -286,7 +286,7 @@ def say_cost(
 
 
 #: What the report says about oracle use when a mechanism calls no solver.
-NO_ORACLE = {"calls": 0, "median_solve_seconds": None, "statuses": {}}
+NO_ORACLE: dict[str, object] = {"calls": 0, "median_solve_seconds": None, "statuses": {}}
 
 
 def cli_report(rel, internal) -> dict:

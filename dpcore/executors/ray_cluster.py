@@ -68,14 +68,21 @@ class RayExecutor(Executor):
         self.address = None if address in (None, "local") else address
         self._started = False
         if not ray.is_initialized():
-            kwargs = dict(include_dashboard=False, log_to_driver=False, ignore_reinit_error=True)
             try:
                 if self.address is None:
                     # A private local instance; small object store: tasks are small.
-                    ray.init(num_cpus=num_cpus or os.cpu_count() or 1, object_store_memory=200 * 1024**2, **kwargs)
+                    ray.init(
+                        num_cpus=num_cpus or os.cpu_count() or 1,
+                        object_store_memory=200 * 1024**2,
+                        include_dashboard=False,
+                        log_to_driver=False,
+                        ignore_reinit_error=True,
+                    )
                 else:
                     _check_reachable(self.address)
-                    ray.init(address=self.address, **kwargs)
+                    ray.init(
+                        address=self.address, include_dashboard=False, log_to_driver=False, ignore_reinit_error=True
+                    )
             except ExecutorError:
                 raise
             except Exception as exc:  # ConnectionError, RuntimeError, ... depending on the Ray version
