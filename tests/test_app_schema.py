@@ -139,7 +139,7 @@ def test_edits_of_a_declared_schema_keep_its_settings(adult_roles):
     assert roles.declared_domain(back) is None
     decl = roles.declarations(back)
     assert columns_to_discover(
-        bundled_adult_table().columns, schema=decl.schema, roles=decl.roles, unlisted="exclude"
+        bundled_adult_table().columns, schema=decl.schema, roles=decl.roles, unlisted=decl.unlisted
     ) == ["fnlwgt"]
 
 
@@ -162,9 +162,9 @@ def test_a_discovered_schema_is_reused_exactly_and_declarations_win_field_by_fie
         json.dumps({"domain": prep.domain.to_dict(), "roles": [r.to_dict() for r in prep.roles]}, default=float)
     )
     over = roles.overlay(saved, roles.declarations(table))  # nothing declared: the discovered schema as it is
-    assert columns_to_discover(df.columns, schema=over.schema, roles=over.roles, unlisted="exclude") == []
+    assert columns_to_discover(df.columns, schema=over.schema, roles=over.roles, unlisted=over.unlisted) == []
     again = prepare_table(
-        df, schema=over.schema, roles=over.roles, unlisted="exclude", epsilon=1, delta=1e-9, noise=None
+        df, schema=over.schema, roles=over.roles, unlisted=over.unlisted, epsilon=1, delta=1e-9, noise=None
     )
     assert again.domain == prep.domain
     # Declaring a bound of a discovered column: that bound becomes declared, the other stays as released.
@@ -173,7 +173,7 @@ def test_a_discovered_schema_is_reused_exactly_and_declarations_win_field_by_fie
     edited = roles.fold_edits(table, {"edited_rows": {i["income"]: {"role": role, "upper": "250000"}}})
     over = roles.overlay(saved, roles.declarations(edited))
     dom = prepare_table(
-        df, schema=over.schema, roles=over.roles, unlisted="exclude", epsilon=1, delta=1e-9, noise=None
+        df, schema=over.schema, roles=over.roles, unlisted=over.unlisted, epsilon=1, delta=1e-9, noise=None
     ).domain
     assert dom["income"].field_sources == {"kind": "declared", "lower": "dp", "upper": "declared"}
     assert dom["income"].lower == prep.domain["income"].lower and dom["income"].upper == 250000.0
@@ -194,3 +194,24 @@ def test_a_saved_table_round_trips_through_json(sink):
     back = roles.frame(json.loads(edited.to_json(orient="records")))
     pd.testing.assert_frame_equal(back, edited)
     assert back["bins"].dtype == "Int64" and np.all(back.columns == roles.COLUMNS)
+
+
+def test_a_declaration_withdrawn_after_the_discovery_is_discovered_again(sink):
+    """The discovery took age's lower bound from the user; once the user clears it, it is no longer declared: the
+    overlay leaves it to a new discovery instead of keeping a 'declared' field nobody declares."""
+    df, table = sink
+    i = {c: k for k, c in enumerate(table["column"])}
+    typed = roles.fold_edits(table, {"edited_rows": {i["age"]: {"lower": "0"}}})
+    decl = roles.declarations(typed)
+    prep = prepare_table(
+        df, schema=decl.schema, roles=decl.roles, epsilon=4.0, delta=1e-8, noise=Randomness(3), schema_share=0.5
+    )
+    assert prep.domain["age"].field_sources["lower"] == "declared"
+    saved = json.loads(json.dumps({"domain": prep.domain.to_dict(), "roles": [r.to_dict() for r in prep.roles]}))
+    same = roles.overlay(saved, decl)
+    assert columns_to_discover(df.columns, schema=same.schema, roles=same.roles, unlisted=same.unlisted) == []
+    cleared = roles.fold_edits(typed, {"edited_rows": {i["age"]: {"lower": ""}}})
+    over = roles.overlay(saved, roles.declarations(cleared))
+    assert columns_to_discover(df.columns, schema=over.schema, roles=over.roles, unlisted=over.unlisted) == ["age"]
+    # Header-rule exclusions stay free: the rule applies again.
+    assert all(e["name"] != "person_id" for e in over.entries)

@@ -34,6 +34,10 @@ def upload(app, name: str, content: bytes):
     app.radio(key=state.SOURCE).set_value("upload").run()
     app.file_uploader(key="uploader").set_value((name, content, "text/csv")).run()
     assert not app.exception
+    # An upload needs a schema first: the explicit non-private one here (deterministic, no charge); the private
+    # discovery is tested in tests/test_app_roles.py.
+    app.checkbox(key=f"schema_from_data:{app.session_state[state.UPLOAD]['digest']}").check().run()
+    assert not app.exception
     return app
 
 

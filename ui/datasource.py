@@ -393,7 +393,7 @@ def compute_status(
         if saved is None:
             return SchemaStatus("needs_discovery", to_discover=need)
         over = roles.overlay(saved, decl)
-        pending = columns_to_discover(df.columns, schema=over.schema, roles=over.roles, unlisted="exclude")
+        pending = columns_to_discover(df.columns, schema=over.schema, roles=over.roles, unlisted=over.unlisted)
         release = {k: saved[k] for k in ("epsilon", "delta", "run")}
         if pending:  # the changes need the data again: keep the discovered schema as it is until rediscovered
             domain = Domain.from_dict(saved["domain"])
@@ -401,7 +401,7 @@ def compute_status(
             ds = _encode(df, domain, name)
             return SchemaStatus("discovered", ds, card, {"card_data": card, **release}, need, pending, saved=saved)
         prep = prepare_table(
-            df, schema=over.schema, roles=over.roles, unlisted="exclude", epsilon=1.0, delta=1e-9, noise=None,
+            df, schema=over.schema, roles=over.roles, unlisted=over.unlisted, epsilon=1.0, delta=1e-9, noise=None,
             name=_dataset_name(name),
         )  # fmt: skip
         card = dict(prep.card_data)

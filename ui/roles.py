@@ -374,21 +374,24 @@ def declared_domain(table: pd.DataFrame) -> Domain | None:
 # ---------------------------------------------------------------------------- reuse of a discovered schema
 def overlay(saved: dict, decl: Declarations) -> Declarations:
     """A schema discovered earlier (``saved``: its ``domain`` dict and every column's ``roles``) with the current
-    declarations laid over it, field by field: what the user declares wins; a column whose declared role differs
-    from the discovered one keeps only what is declared (the rest must be discovered again).  The result is passed
-    to ``prepare_table`` like any partial schema; it reads nothing new from the data when every kept column is
-    complete (:func:`dpcore.tabular.columns_to_discover` is empty)."""
+    declarations laid over it, field by field: what the user declares now wins; what the discovery released under
+    DP stays; what the discovery took from the user's declarations and the user no longer declares is decided again
+    (a public header rule or the declared schema at no cost, else it must be discovered).  A column whose declared
+    role differs from the discovered one keeps only what is declared.  The result is passed to ``prepare_table``
+    like any partial schema; it reads nothing new from the data when every kept column is complete
+    (:func:`dpcore.tabular.columns_to_discover` is empty)."""
     found = {a["name"]: dict(a) for a in saved["domain"]["attributes"]}
-    roles = {r["name"]: r for r in saved["roles"]}
     declared = {e["name"]: e for e in decl.entries}
     entries: list[dict] = []
-    for name, role in roles.items():
+    for role in saved["roles"]:
+        name = role["name"]
         mine = decl.roles.get(name)
         base = found.get(name)
-        if base is None:  # excluded by the discovery (or by a rule)
+        if mine is None and role.get("source") == DECLARED:
+            continue  # the discovery had this role from the user or a public rule; now it is decided again
+        if base is None:  # excluded by the discovery
             if mine is None or mine["role"] == "excluded":
-                src = "declared" if mine is not None else role.get("source", "dp")
-                entries.append({"name": name, "kind": "excluded", "source": src})
+                entries.append({"name": name, "kind": "excluded", "source": DECLARED if mine else role["source"]})
             elif name in declared:
                 entries.append(declared[name])
             continue
@@ -397,26 +400,28 @@ def overlay(saved: dict, decl: Declarations) -> Declarations:
                 entries.append(declared[name])
             continue
         entry = dict(base)
-        src = entry["source"] if isinstance(entry["source"], dict) else _all_fields(entry, entry["source"])
-        src = dict(src)
+        src = dict(entry["source"] if isinstance(entry["source"], dict) else _all_fields(entry, entry["source"]))
         if mine is not None:
             src["kind"] = DECLARED
-        if name in declared:
-            d = declared[name]
-            for key in ("values", "lower", "upper", "other"):
-                if key in d:
-                    entry[key] = d[key]
-                    if key != "other":
-                        src[key] = DECLARED
-            if ("lower" in d or "upper" in d or "bins" in d) and "edges" in entry:
-                if "edges" in d:
-                    entry["edges"] = d["edges"]
-                else:
-                    entry.pop("edges")
-                    entry["bins"] = d.get("bins", base.get("bins") or len(base["edges"]) - 1)
+        d = declared.get(name, {})
+        for key in ("values", "lower", "upper"):
+            if key in d:
+                entry[key], src[key] = d[key], DECLARED
+            elif src.get(key) == DECLARED:  # typed before the discovery, no longer declared: discovered again
+                entry.pop(key, None)
+                src.pop(key)
+        if "other" in d:
+            entry["other"] = d["other"]
+        rebinned = any(k in d for k in ("lower", "upper", "bins")) or not ("lower" in entry and "upper" in entry)
+        if rebinned and "edges" in entry:  # new bounds or bin count: the released edges no longer apply
+            old_edges = entry.pop("edges")
+            if "edges" in d:
+                entry["edges"] = d["edges"]
+            else:
+                entry["bins"] = d.get("bins", entry.get("bins") or len(old_edges) - 1)
         entry["source"] = src
         entries.append(entry)
-    return Declarations(dict(decl.roles), entries, "exclude", list(decl.problems))
+    return Declarations(dict(decl.roles), entries, decl.unlisted, list(decl.problems))
 
 
 def _all_fields(entry: dict, source: str) -> dict:
