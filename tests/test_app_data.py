@@ -237,3 +237,21 @@ def test_schema_edits_survive_switching_the_source(at):
     assert list(at.session_state[state.SCHEMA_TABLE]["column"]) == ["a", "b"]
     at.radio(key=state.SOURCE).set_value("bundled").run()
     assert metric(at, "Attributes") == "13"  # the bundled schema kept its edit
+
+
+def test_attributes_picked_for_another_table_do_not_block_the_release_page(at):
+    """The Release page builds the workload without showing its controls: attributes picked for the bundled sample
+    must not leave an uploaded table (with its own schema) without a workload."""
+    at.switch_page("pages/workload.py").run()
+    at.radio(key=wls.MODE).set_value("picked").run()
+    assert at.session_state[state.WL_PICKED] == ["age", "workclass", "education"]
+    at.switch_page("pages/data.py").run()
+    upload(
+        at, "small.csv", b"colour,size\n" + b"".join(b"%s,%d\n" % (b"rgb"[i % 3 : i % 3 + 1], i % 5) for i in range(90))
+    )
+    at.checkbox(key=f"schema_from_data:{at.session_state[state.UPLOAD]['digest']}").check().run()
+    at.switch_page("pages/release.py").run()
+    assert not at.exception and errors(at) == []
+    assert any(b.label == "Run" for b in at.button)
+    wl = at.session_state[state.WORKLOAD][1]
+    assert wl is not None and set(wl.domain.names) == {"colour", "size"}

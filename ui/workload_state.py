@@ -122,7 +122,11 @@ def build(dataset, cfg: dict) -> Workload:
         return default_workload(dom, dataset.n)
     k = _whole(cfg["k"], "k (attributes per marginal)", 1, MAX_K)
     if mode == "picked":
-        return Workload(dom, tuple(picked_marginals(dom, cfg["picked"], k, cap)))
+        picked = cfg["picked"]
+        if picked and not set(picked) & set(dom.names):
+            # picked for another table (or schema): start from this one's first attributes, as the page does
+            picked = dom.names[:FIRST_PICK]
+        return Workload(dom, tuple(picked_marginals(dom, picked, k, cap)))
     if k > len(dom):
         raise WorkloadError(f"k = {k} is larger than the number of attributes ({len(dom)}); choose k ≤ {len(dom)}.")
     cands = candidates(dom, k, cap)
