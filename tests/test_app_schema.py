@@ -215,3 +215,24 @@ def test_a_declaration_withdrawn_after_the_discovery_is_discovered_again(sink):
     assert columns_to_discover(df.columns, schema=over.schema, roles=over.roles, unlisted=over.unlisted) == ["age"]
     # Header-rule exclusions stay free: the rule applies again.
     assert all(e["name"] != "person_id" for e in over.entries)
+
+
+def test_a_fully_declared_table_stays_declared_when_the_non_private_choice_is_ticked(sink):
+    """'Read the schema from the data' only matters for columns left to discover: when the user has declared every
+    kept column, nothing is read off the data and the run keeps its guarantee (status 'declared', not 'from_data')."""
+    from ui.datasource import compute_status
+
+    df, table = sink
+    kept = {"age": {"lower": "0", "upper": "120"}, "country": {"values": "Mexico"}}
+    i = {c: k for k, c in enumerate(table["column"])}
+    edits = {k: {"role": "excluded"} for c, k in i.items() if c not in kept}
+    edits.update({i[c]: v for c, v in kept.items()})
+    edited = roles.fold_edits(roles.confirm_all(table), {"edited_rows": edits})
+    status = compute_status("upload", "cases.csv", df, edited, None, from_data=True)
+    assert status.mode == "declared", status.problems
+    assert set(status.dataset.domain.names) == set(kept)
+    assert status.dataset.domain["age"].field_sources == {"kind": "declared", "lower": "declared", "upper": "declared"}
+    # With one column left to discover, the same tick does read the data (and says so).
+    edits.pop(i["income"])
+    partly = roles.fold_edits(roles.confirm_all(table), {"edited_rows": edits})
+    assert compute_status("upload", "cases.csv", df, partly, None, from_data=True).mode == "from_data"

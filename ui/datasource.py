@@ -384,12 +384,12 @@ def compute_status(
             return SchemaStatus("declared", ds, card, _free_release(card))
         need = columns_to_discover(df.columns, schema=decl.schema, roles=decl.roles, unlisted=decl.unlisted)
         common = dict(schema=decl.schema, roles=decl.roles, unlisted=decl.unlisted, name=_dataset_name(name))
-        if from_data:
-            prep = prepare_table(df, schema_from_data=True, epsilon=1.0, delta=1e-9, noise=None, **common)
-            return SchemaStatus("from_data", prep.dataset, prep.card_data, _free_release(prep.card_data), need)
         if not need:  # every kept column fully declared: nothing to discover, nothing spent (ε is not used)
             prep = prepare_table(df, epsilon=1.0, delta=1e-9, noise=None, **common)
             return SchemaStatus("declared", prep.dataset, prep.card_data, _free_release(prep.card_data))
+        if from_data:
+            prep = prepare_table(df, schema_from_data=True, epsilon=1.0, delta=1e-9, noise=None, **common)
+            return SchemaStatus("from_data", prep.dataset, prep.card_data, _free_release(prep.card_data), need)
         if saved is None:
             return SchemaStatus("needs_discovery", to_discover=need)
         over = roles.overlay(saved, decl)
