@@ -81,17 +81,22 @@ class Release:
             self.workload.domain, self.rows, np.random.default_rng(self.decode_seed), numeric or self.numeric
         )
 
+    def _answers_table(self) -> pd.DataFrame:
+        if self.answers is None:  # every mechanism returns rows, answers or both; a release with neither is a bug
+            raise RuntimeError("This release holds neither synthetic rows nor released answers.")
+        return answers_table(self.workload, self.answers)
+
     def synthetic_csv(self, numeric: str | None = None) -> bytes:
         df = self.decoded_rows(numeric)
         if df is None:
-            return answers_table(self.workload, self.answers).to_csv(index=False).encode()
+            return self._answers_table().to_csv(index=False).encode()
         return df.to_csv(index=False).encode()
 
     def write_synthetic_csv(self, path, numeric: str | None = None) -> None:
         """Write the synthetic rows (or the released answers) as CSV to ``path``, a chunk at a time, so a
         release of millions of rows never sits in memory as text."""
         if self.rows is None:
-            answers_table(self.workload, self.answers).to_csv(path, index=False)
+            self._answers_table().to_csv(path, index=False)
             return
         from .output import write_csv
 
@@ -161,10 +166,9 @@ def class_error(dataset, result: MechanismResult, k: int) -> dict | None:
 
 def resolve_budget(epsilon: float, delta: float | None, n: int) -> tuple[Budget, bool, list[str]]:
     defaulted = delta is None
-    if defaulted:
-        delta = default_delta(n)
-    warnings = check_budget(epsilon, delta, n)
-    return Budget(float(epsilon), float(delta)), defaulted, warnings
+    used = default_delta(n) if delta is None else delta
+    warnings = check_budget(epsilon, used, n)
+    return Budget(float(epsilon), float(used)), defaulted, warnings
 
 
 def plan_release(

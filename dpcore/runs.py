@@ -460,7 +460,10 @@ def internal_arrays(release, internal) -> bytes:
     wl = release.workload
     spec = {"domain": json.loads(wl.domain.to_json()), "marginals": [[int(a) for a in m] for m in wl.marginals]}
     buf = io.BytesIO()
-    arrays = {"true_answers": np.asarray(internal.true_answers, dtype=float), "workload": np.array(json.dumps(spec))}
+    arrays: dict[str, Any] = {
+        "true_answers": np.asarray(internal.true_answers, dtype=float),
+        "workload": np.array(json.dumps(spec)),
+    }
     if internal.released_answers is not None:
         arrays["released_answers"] = np.asarray(internal.released_answers, dtype=float)
     np.savez_compressed(buf, **arrays)
