@@ -171,6 +171,19 @@ def resolve_budget(epsilon: float, delta: float | None, n: int) -> tuple[Budget,
     return Budget(float(epsilon), float(used)), defaulted, warnings
 
 
+def plan_warnings(plan: dict, workload: Workload, n: int) -> list[str]:
+    """Pre-run warnings from a mechanism's public plan: a workload whose largest marginal would come back mostly
+    noise (expected noise per cell above n / cells; :func:`dpcore.workload.noise_warning`).  Mechanisms whose plan
+    has no per-count Gaussian scale (``sigma_counts``) give none."""
+    from .workload import workload_noise_warning
+
+    sigma = plan.get("sigma_counts")
+    if sigma is None or not math.isfinite(float(sigma)) or n < 1:
+        return []
+    w = workload_noise_warning(workload, float(sigma), n)
+    return [w] if w else []
+
+
 def plan_release(
     dataset_n: int, workload: Workload, mechanism: str, epsilon: float, delta: float | None, params: dict | None = None
 ) -> dict:
@@ -292,7 +305,8 @@ def run_release(
             "its cost is not on this card: pass the discovery as schema_release so the card states the whole "
             "guarantee."
         )
-    mech_cls().plan(dataset.n, workload, budget, vparams)  # fail fast on impossible budgets (public figures only)
+    plan = mech_cls().plan(dataset.n, workload, budget, vparams)  # fail fast on impossible budgets (public only)
+    warnings += plan_warnings(plan, workload, dataset.n)
     run_id = run_id or new_run_id()
     ledger = _reserve(ledger, dataset.ledger_key, dataset.name, dataset.n, run_id, mech_cls, budget, budget_cap, seed)
     noise = Randomness(seed)  # None -> cryptographic; a seed makes the run a demo
@@ -437,7 +451,7 @@ def release_table(
     warnings += prep.warnings
     wl = _table_workload(workload, prep.dataset)
     try:
-        mech_cls().plan(n, wl, mech_budget, vparams)
+        warnings += plan_warnings(mech_cls().plan(n, wl, mech_budget, vparams), wl, n)
     except DPCoreError:
         if ledger is not None:  # the mechanism never read the data: only the discovery stays charged
             ledger.settle(run_id, prep.spends)

@@ -5,7 +5,7 @@ import streamlit as st
 from dpcore.errors import DPCoreError
 from dpcore.privacy import check_budget, default_delta
 from dpcore.privacy.ledger import over_cap_message
-from dpcore.release import plan_release
+from dpcore.release import plan_release, plan_warnings
 from ui import datasource, jobs, progress, state, widgets
 from ui import mechanisms as ui_mechanisms
 from ui import workload_state as wls
@@ -169,7 +169,7 @@ else:
         plan_error = str(exc)
         show_error(plan_error)
 if not plan_error:
-    for w in check_budget(epsilon, d_used, dataset.n):
+    for w in check_budget(epsilon, d_used, dataset.n) + plan_warnings(plan or {}, workload, dataset.n):
         show_warning(w)
     led = state.ledger()
     key = dataset.ledger_key

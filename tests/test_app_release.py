@@ -97,6 +97,15 @@ def test_budget_too_small_for_one_round_is_explained(at):
     assert errors(at) == [] and not run_button(at).disabled
 
 
+def test_a_workload_left_mostly_noise_is_warned_before_running(at):
+    choose(at, "gaussian")
+    at.number_input(key=state.EPSILON).set_value(0.001).run()
+    assert any("mostly noise" in plain(w.value) for w in at.warning)
+    assert not run_button(at).disabled  # a warning, not a refusal: the user decides
+    at.number_input(key=state.EPSILON).set_value(5.0).run()
+    assert not any("mostly noise" in plain(w.value) for w in at.warning)
+
+
 def test_cost_before_spend_and_a_recorded_cap(at):
     choose(at, "gaussian")
     at.number_input(key=state.EPSILON).set_value(0.8).run()

@@ -167,3 +167,24 @@ def test_mwem_refuses_a_large_domain_via_cli(sample, monkeypatch, capsys):
     )
     size = math.prod(json.loads((SHARED_DATA / "adult_pgm-domain.json").read_text()).values())
     assert code == 2 and f"{size:,} possible records" in capsys.readouterr().err
+
+
+def test_a_workload_that_would_be_mostly_noise_is_warned_before_the_spend(sample, monkeypatch, capsys):
+    """The warning is public (σ from the plan, n, the largest marginal's cells) and comes before the cost line, so
+    the user can stop before anything is charged; it is printed once."""
+    from dpcore.data import load_pgm
+    from dpcore.release import plan_release
+    from dpcore.workload import Workload, workload_noise_warning
+
+    monkeypatch.chdir(sample)
+    args = ["--data", "small.csv", "--domain", "small-domain.json", "--k", "3", "--marginals", "4"]
+    common = ["--mechanism", "gaussian", "--seed", "1", "--out", "a.csv"]
+    assert main(["release", *args, *common, "--epsilon", "0.01"]) == 0
+    err = capsys.readouterr().err
+    ds = load_pgm("small.csv", "small-domain.json")
+    wl = Workload.random_kway(ds.domain, 3, 4, seed=0, max_cells=ds.n)
+    expected = workload_noise_warning(wl, plan_release(ds.n, wl, "gaussian", 0.01, None)["sigma_counts"], ds.n)
+    assert expected and err.count(expected) == 1
+    assert err.index(expected) < err.index("This run charges")
+    assert main(["release", *args, *common, "--epsilon", "50"]) == 0
+    assert "mostly noise" not in capsys.readouterr().err

@@ -352,3 +352,24 @@ def test_a_free_schema_release_carries_exclusions_and_renames_only():
     rel, _ = run_release(ds, Workload.all_kway(ds.domain, 1), "gaussian", 1.0, None, schema_release=free, ledger=None)
     assert rel.card["data"]["excluded"] == free["card_data"]["excluded"] and "schema_discovery" not in rel.card["data"]
     assert "parts" not in rel.card["privacy"] and rel.card["privacy"]["epsilon"] == 1.0
+
+
+def test_a_workload_left_mostly_noise_is_warned_on_both_paths():
+    """The public pre-run warning (σ from the plan, n, the largest marginal) lands in the release's warnings, for a
+    coded dataset and for a raw table (after its discovery share: the mechanism's own σ); none when the noise is
+    small against the cells."""
+    from dpcore.release import plan_warnings, release_table
+    from dpcore.workload import workload_noise_warning
+
+    ds = planted_dataset(n=400)
+    wl = Workload.all_kway(ds.domain, 2)
+    rel, _ = run_release(ds, wl, "gaussian", 0.05, None, seed=1, ledger=None)
+    sigma = plan_release(ds.n, wl, "gaussian", 0.05, None)["sigma_counts"]
+    expected = workload_noise_warning(wl, sigma, ds.n)
+    assert expected and expected in rel.warnings
+    assert plan_warnings({"sigma_counts": sigma}, wl, ds.n) == [expected] and plan_warnings({}, wl, ds.n) == []
+    loud, _ = run_release(ds, wl, "gaussian", 20.0, None, seed=1, ledger=None)
+    assert not any("mostly noise" in w for w in loud.warnings)
+    df = pd.DataFrame({"a": ["x", "y"] * 100, "b": ["u", "v", "w", "z"] * 50})
+    quiet, _ = release_table(df, "gaussian", 0.05, workload={"k": 2, "marginals": "all"}, ledger=None, seed=2)
+    assert any("mostly noise" in w for w in quiet.warnings)

@@ -7,7 +7,7 @@ import sys
 from pathlib import Path
 
 from ..errors import DPCoreError
-from ..release import resolve_budget
+from ..release import plan_release, plan_warnings, resolve_budget
 from .common import (
     add_data_args,
     add_workload_args,
@@ -108,6 +108,10 @@ def parse_params(items: list[str]) -> dict:
     return out
 
 
+def without_rows(params: dict) -> dict:
+    return {k: v for k, v in params.items() if k != "rows"}
+
+
 def run(args) -> int:
     from ..executors import executor_from_spec
     from ..mechanisms import registry
@@ -123,6 +127,16 @@ def run(args) -> int:
     source = open_source(args)
     n = source["n"]
     budget, _, _ = resolve_budget(args.epsilon, args.delta, n)  # refuses δ ≥ 1/n before anything else
+    workload = build_workload(args, source["dataset"]) if source["table"] is None else None
+    said: list[str] = []
+    if workload is not None:  # a coded table's workload is known before the run: warn before anything is spent
+        try:
+            plan = plan_release(n, workload, args.mechanism, args.epsilon, args.delta, without_rows(params))
+        except DPCoreError:
+            plan = {}  # the run below refuses with its own message, before spending
+        said = plan_warnings(plan, workload, n)
+        for w in said:
+            print(f"warning: {w}", file=sys.stderr)
     if not args.quiet:
         for r in source.get("renamed", []):
             print(f"renamed column {r['original']!r} to {r['name']!r} (repeated or empty header)", file=sys.stderr)
@@ -167,7 +181,7 @@ def run(args) -> int:
                 rel, internal, run_id = execute_release(
                     ws,
                     ds,
-                    build_workload(args, ds),
+                    workload,
                     args.mechanism,
                     args.epsilon,
                     args.delta,
@@ -179,7 +193,8 @@ def run(args) -> int:
         if executor is not None:
             executor.close()
     for w in rel.warnings:
-        print(f"warning: {w}", file=sys.stderr)
+        if w not in said:
+            print(f"warning: {w}", file=sys.stderr)
     ev = internal.report
     if not args.quiet:
         for e in rel.card["data"].get("excluded", []):
