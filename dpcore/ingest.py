@@ -175,11 +175,12 @@ _TEXT_TOKENS = {
     "remark",
     "remarks",
     "narrative",
-    "text",
     "summary",
     "details",
-    "free",
+    "desc",
 }
+#: "text" names free text only alone or after these words: ``score_text`` (COMPAS: Low/Medium/High) is a category.
+_TEXT_PREFIXES = {"free", "full", "raw", "body", "open", "message", "response", "answer"}
 HEADER_PERSON_REASON = "identifies a person: its header names one (a public rule; bring it back to keep it)"
 HEADER_TEXT_REASON = "free text: its header says so (a public rule; bring it back to keep it)"
 HEADER_ID_REASON = "identifier: its header names one (a public rule; bring it back to keep it)"
@@ -194,7 +195,8 @@ def header_role(name: str) -> Role | None:
     tokens = [t for t in re.split(r"[^A-Za-z0-9]+", spaced.lower()) if t]
     if tokens and (tokens[-1] in _PERSON_TOKENS or "".join(tokens[-2:]) in _PERSON_TOKENS):
         return Role(str(name), "excluded", reason=HEADER_PERSON_REASON, source="declared")
-    if tokens and tokens[-1] in _TEXT_TOKENS:
+    text = tokens[-1:] == ["text"] and (len(tokens) == 1 or tokens[-2] in _TEXT_PREFIXES)
+    if tokens and (tokens[-1] in _TEXT_TOKENS or text):
         return Role(str(name), "excluded", reason=HEADER_TEXT_REASON, source="declared")
     return None
 
