@@ -524,12 +524,19 @@ def discovery_warnings(report: dict, n: int) -> list[str]:
     roles = report.get("roles")
     if roles and roles["sigma"] > WARN_FRACTION * n:
         out.append(
-            f"Column roles were decided from counts with noise σ ≈ {roles['sigma']:,.0f} rows "
+            f"Column roles are decided from counts with noise σ ≈ {roles['sigma']:,.0f} rows "
             f"({roles['sigma'] / n:.0%} of the {n:,} rows): roles may be wrong. Confirm the roles, or give a larger "
             "ε or schema share."
         )
     cats = report.get("categories")
-    if cats and cats["threshold"] > WARN_FRACTION * n:
+    if cats and cats["threshold"] >= n:
+        out.append(
+            f"No category can be discovered at this budget: a value needs about {cats['threshold']:,} rows to enter "
+            f"a category set and the table has {n:,}, so every categorical column would hold only '(other)'. "
+            "Declare the roles and value sets (free: nothing is read from the data), or give a larger ε or schema "
+            "share."
+        )
+    elif cats and cats["threshold"] > WARN_FRACTION * n:
         out.append(
             f"Only values held by about {cats['threshold']:,} rows or more ({cats['threshold'] / n:.0%} of the "
             "rows) can enter a discovered category set; rarer values appear as '(other)'. Declare the value sets "
@@ -547,6 +554,40 @@ def discovery_warnings(report: dict, n: int) -> list[str]:
             "them are clipped to the bounds. Declare the bounds, or give a larger ε or schema share."
         )
     return out
+
+
+def discovery_outlook(
+    columns,
+    n: int,
+    *,
+    epsilon: float,
+    delta: float,
+    schema=None,
+    roles=None,
+    unlisted: str | None = None,
+    schema_share: float = DEFAULT_SCHEMA_SHARE,
+) -> list[str]:
+    """:func:`discovery_warnings` before the run, from public inputs only (the header, the declarations, ε, δ and
+    n): the role noise exactly, the category threshold as it is when every column to discover is kept as a
+    category (the private role decisions may keep fewer, which lowers it a little)."""
+    from .discovery import partition_threshold
+    from .ingest import role_noise
+
+    specs, complete = parse_schema(schema)
+    policy = _unlisted_policy(schema, unlisted, complete)
+    user_roles = confirmed(roles) if roles else {}
+    cols = columns_to_discover(columns, schema=schema, roles=roles, unlisted=policy)
+    if not cols or n < 1:
+        return []
+    eps_d, delta_d = discovery_cost(epsilon, delta, len(cols), schema_share=schema_share)
+    _, undecided = _resolve(list(columns), specs, user_roles, policy)
+    plan = DiscoveryPlan.make(eps_d, delta_d, len(undecided))
+    report: dict = {}
+    if undecided:
+        report["roles"] = {"sigma": role_noise(plan.rho_roles, len(undecided))[0]}
+    sigma = 1.0 / math.sqrt(plan.rho_values / len(cols))
+    report["categories"] = {"threshold": partition_threshold(sigma, plan.delta_threshold / len(cols))}
+    return discovery_warnings(report, n)
 
 
 def _any_inferred(domain: Domain, roles: list[Role]) -> bool:

@@ -187,9 +187,12 @@ def discovery_controls() -> None:
     try:
         eps_d, delta_d, cols = datasource.discovery_plan(eps, delta)
         check_budget(eps_d, delta_d, n)
+        outlook = datasource.discovery_outlook(eps, delta)
     except DPCoreError as exc:
         show_error(exc)
         return
+    for w in outlook:
+        show_warning(w)
     led = state.ledger()
     tot = led.total(digest)
     after = led.preview(digest, n, eps_d, delta_d)

@@ -6,6 +6,7 @@ import io
 import json
 import re
 
+import numpy as np
 import pandas as pd
 import pytest
 
@@ -275,3 +276,16 @@ def test_latin1_and_wide_tables_get_their_roles(at):
     table = table_of(at)
     assert len(table) == 400 and set(table["role"]) == {"integer", "real", "categorical"}
     assert metrics(at)["This discovery charges"] == "ε = 0.2" and not state.has_spent()
+
+
+def test_a_small_table_is_told_before_the_discovery_what_the_budget_cannot_resolve(at):
+    """Public (header, declarations, ε, δ, n): on 120 rows at the default ε no category can enter a discovered
+    set; the page says so before anything is spent, and stops saying it when ε is large enough."""
+    rng = np.random.default_rng(1)
+    df = pd.DataFrame({"sex": rng.choice(["F", "M"], 120), "grade": rng.choice(list("abc"), 120)})
+    upload(at, "small.csv", df.to_csv(index=False).encode())
+    warned = [plain(w.value) for w in at.warning]
+    assert any(w.startswith("No category can be discovered at this budget") and "has 120" in w for w in warned)
+    assert not state.has_spent() and runs() == []
+    at.number_input(key=datasource.SCHEMA_EPS).set_value(50.0).run()
+    assert not any("No category can be discovered" in plain(w.value) for w in at.warning)

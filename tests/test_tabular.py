@@ -296,10 +296,14 @@ def test_warnings_are_public_functions_of_sigma_threshold_and_level():
 def test_the_public_header_excludes_identifiers_names_and_free_text_at_no_cost():
     from dpcore.ingest import header_role
 
-    for name in ("id", "person_id", "caseNumber", "record_no", "name", "first_name", "Email", "notes", "comments"):
+    for name in (
+        "id", "person_id", "caseNumber", "record_no", "name", "first_name", "Email", "notes", "comments", "text",
+        "free_text", "c_charge_desc",
+    ):  # fmt: skip
         role = header_role(name)
         assert role is not None and role.role == "excluded", name
-    for name in ("age", "score", "country", "priors_count", "grade"):
+    # Real categorical columns whose header merely ends in "text" (COMPAS's score_text, v_score_text) stay.
+    for name in ("age", "score", "country", "priors_count", "grade", "score_text", "v_score_text", "context"):
         assert header_role(name) is None, name
 
 
@@ -313,3 +317,36 @@ def test_a_discovered_category_set_left_empty_excludes_the_column_with_its_reaso
     assert entry["name"] == "ticket" and ("identifier" in entry["reason"] or "enough rows" in entry["reason"])
     tiny = prepare_table(df, epsilon=0.3, delta=1e-9, noise=Randomness(1), roles={"colour": "categorical"})
     assert [e["name"] for e in tiny.excluded] == ["ticket"]
+
+
+def test_the_discovery_outlook_says_before_the_run_what_the_budget_cannot_resolve():
+    """From the header, the declarations, ε, δ and n only: the role noise is the run's own, the category threshold
+    the run's when every column is kept as a category (else a little above the run's); on a small table the
+    outlook says plainly that no category can be discovered."""
+    from dpcore.tabular import discovery_outlook
+
+    rng = np.random.default_rng(3)
+    n = 300
+    df = pd.DataFrame(
+        {
+            "person_id": np.arange(n),
+            "sex": rng.choice(["F", "M"], n),
+            "race": rng.choice(list("abcdef"), n),
+            "score_text": rng.choice(["Low", "Medium", "High"], n),
+            "priors": rng.poisson(3, n),
+        }
+    )
+    small = discovery_outlook(df.columns, n, epsilon=1.0, delta=1 / n**2)
+    assert any(w.startswith("No category can be discovered") for w in small)
+    prep = prepare_table(df, epsilon=1.0, delta=1 / n**2, noise=Randomness(5))
+    assert [w for w in prep.warnings if "No category" in w or "σ ≈" in w] == small
+    big = pd.concat([df] * 100, ignore_index=True)
+    roles = {"priors": "numeric"}
+    before = discovery_outlook(big.columns, len(big), epsilon=1.0, delta=1e-10, roles=roles)
+    after = prepare_table(big, epsilon=1.0, delta=1e-10, noise=Randomness(6), roles=roles)
+    assert not any("No category" in w for w in before)
+    tau = after.discovery_report["categories"]["threshold"]
+    stated = [int(w.split("about ")[1].split(" rows")[0].replace(",", "")) for w in before if "Only values" in w]
+    assert not stated or stated[0] >= tau
+    assert discovery_outlook(df.columns, n, epsilon=1.0, delta=1e-9, schema_share=0.5) != small  # share matters
+    assert discovery_outlook(["person_id"], n, epsilon=1.0, delta=1e-9) == []  # nothing to discover

@@ -552,6 +552,24 @@ def discovery_plan(epsilon: float, delta: float) -> tuple[float, float, list[str
     )
 
 
+def discovery_outlook(epsilon: float, delta: float) -> list[str]:
+    """What a discovery at (ε, δ) cannot resolve on this table (public: the header, the declarations, ε, δ, n)."""
+    from dpcore.tabular import discovery_outlook as outlook
+
+    source_key, _, df, declared = current_source()
+    decl = roles.declarations(ensure_schema_table(source_key, df, declared))
+    return outlook(
+        df.columns,
+        len(df),
+        epsilon=2.0 * float(epsilon),
+        delta=2.0 * float(delta),
+        schema=decl.schema,
+        roles=decl.roles,
+        unlisted=decl.unlisted,
+        schema_share=_SHARE,
+    )
+
+
 def default_schema_delta(n: int) -> float:
     return SCHEMA_DELTA_SHARE / float(n) ** 2
 

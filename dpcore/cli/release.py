@@ -141,7 +141,7 @@ def run(args) -> int:
         for r in source.get("renamed", []):
             print(f"renamed column {r['original']!r} to {r['name']!r} (repeated or empty header)", file=sys.stderr)
         if source["table"] is not None and not args.schema_from_data:
-            say_discovery(source, args, budget)
+            said += say_discovery(source, args, budget)
         say_cost(Ledger(ws), source["key"], source["name"], n, budget.epsilon, budget.delta, args.budget, args.seed)
     oracle_options = {"time_limit": args.time_limit} if args.time_limit else {}
     executor = executor_from_spec(args.executor) if mech_cls.uses_oracle else None
@@ -263,18 +263,18 @@ def open_source(args) -> dict:
     }
 
 
-def say_discovery(source: dict, args, budget) -> None:
-    """The schema's private discovery: which columns and what share of the budget (public, before the run)."""
-    from ..tabular import discovery_budget
+def say_discovery(source: dict, args, budget) -> list[str]:
+    """The schema's private discovery: which columns, what share of the budget and what it can resolve on a table
+    of this size (public, before the run).  Returns the warnings said."""
+    from ..tabular import discovery_budget, discovery_outlook
 
     share = {} if args.schema_share is None else {"schema_share": args.schema_share}
+    declared = dict(schema=source["schema"], roles=parse_roles(args.roles), **share)
     eps_d, delta_d, cols = discovery_budget(
-        source["table"].columns,
-        epsilon=budget.epsilon,
-        delta=budget.delta,
-        schema=source["schema"],
-        roles=parse_roles(args.roles),
-        **share,
+        source["table"].columns, epsilon=budget.epsilon, delta=budget.delta, **declared
+    )
+    outlook = discovery_outlook(
+        source["table"].columns, source["n"], epsilon=budget.epsilon, delta=budget.delta, **declared
     )
     if cols:
         shown = ", ".join(cols[:8]) + (f" and {len(cols) - 8} more" if len(cols) > 8 else "")
@@ -283,6 +283,9 @@ def say_discovery(source: dict, args, budget) -> None:
             f"δ = {delta_d:.3g} of this budget; declare a schema (--schema) or roles (--roles) to spend less.",
             file=sys.stderr,
         )
+    for w in outlook:
+        print(f"warning: {w}", file=sys.stderr)
+    return outlook
 
 
 def say_cost(
