@@ -2,7 +2,7 @@
 
 The server is started by the test on a free localhost port, on a workspace in a temporary folder
 (DPCORE_WORKSPACE).  Screenshots and the measured timings go to test-artifacts/ (not committed).  Timings are
-recorded, not asserted (performance targets live in benchmarks): docs/bench-parts/app.md reports them.
+recorded, not asserted (performance targets live in benchmarks): docs/benchmarks.md reports them.
 
 What survives (issue 14): a release, a reload and a server restart find the run, its card and the unchanged
 ledger total; a reload mid-run brings the run's live progress back; a run recorded by the command line is listed

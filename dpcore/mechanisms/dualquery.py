@@ -218,8 +218,9 @@ class DualQuery(Mechanism):
     )
     parameters = (
         # [GGHRW14] §7 runs Adult (and KDD99) with η = 2.0, s = 1000; measured on the 64-marginal Adult
-        # workload at ε = 1 (docs/bench-parts/dual.md) η = 2.0 halves the max error of η = 0.4 (0.22 vs 0.42):
-        # with T in the tens, only a large η moves the weights far enough from uniform over ~10^6 queries.
+        # workload at ε = 1 (docs/benchmarks.md, DualQuery and DQRS) η = 2.0 halves the max error of η = 0.4
+        # (0.22 vs 0.42): with T in the tens, only a large η moves the weights far enough from uniform over ~10^6
+        # queries.
         Param(
             "eta",
             "float",

@@ -647,7 +647,7 @@ class MeasuredMarginals:
 #: κ of the public resolution rule: a measured marginal keeps at most n / (κ σ) cells (σ the
 #: noise on counts), i.e. its cells hold on average at least κσ rows; wider marginals are measured
 #: with their widest attributes' values grouped.  Measured on the 64-marginal Adult workload
-#: (docs/bench-parts/projection.md): at ε = 1 this keeps marginals up to ~10,000 cells.
+#: (docs/benchmarks.md): at ε = 1 this keeps marginals up to ~10,000 cells.
 RESOLUTION_KAPPA = 0.07
 #: Share of ρ for the full-resolution one-way marginals of the attributes some marginal groups.
 ONE_WAY_SHARE = 0.05
@@ -833,7 +833,7 @@ def settings_from_params(params: dict, ctx: RunContext | None = None) -> Project
 
 SOLVER_PARAMS = (
     # The public convergence rules end the default run (on the 64-marginal Adult workload: ~24 steps at
-    # ε = 0.1, ~90 at ε = 1, ~230 at ε = 3; docs/bench-parts/projection.md); at high ε the fit keeps
+    # ε = 0.1, ~90 at ε = 1, ~230 at ε = 3; docs/benchmarks.md); at high ε the fit keeps
     # improving for many more steps, so the step budget is large and the clock ends those runs.
     Param(
         "max_iterations",

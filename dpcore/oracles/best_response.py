@@ -211,7 +211,7 @@ def best_response(
         # (the default reliability branching) ~75% of the rest, primal heuristics most of the
         # remainder.  The local-search incumbent makes the heuristics redundant, and cheap
         # inference branching closes the small root gap in a few hundred nodes: median CPU time
-        # 2.9 s -> 0.54 s on 8 random s = 1000 instances (docs/bench-parts/dual.md).
+        # 2.9 s -> 0.54 s on 8 random s = 1000 instances; measured when it was written, not in docs/benchmarks.md.
         model.setHeuristics(SCIP_PARAMSETTING.OFF)
         model.setParam("branching/inference/priority", 1_000_000)
     offsets = np.concatenate([[0], np.cumsum(shape)])
