@@ -56,7 +56,11 @@ rows the bounds sit at inner quantiles and the tails are clipped (counted, never
 whole numbers only for an integer column) and :func:`date_grid` (every unit of the attribute's granularity from
 1900-01-01 to 2099-12-31: 73,049 days).  Every grid point beyond the data has the same utility (-q·m), so the
 grids are fine enough that some point falls among the q·m values at the target.  Values outside the
-chosen bounds are clipped (and counted), never dropped.
+chosen bounds are clipped (and counted), never dropped.  Below a budget (:func:`bounds_locatable`, public: ε_q,
+n, |G|) the far points together outweigh the target and bounds would land anywhere on the grid; then no bound
+is searched: :func:`dpcore.tabular.prepare_table` keeps a privately typed whole-number column as categories
+(partition selection above) and leaves other numeric and date columns out, with the reason -- post-processing
+of released roles and public figures, at no cost.
 
 The non-private alternative, ``schema_from_data=True`` in :func:`dpcore.tabular.prepare_table`, reads exact
 value sets and min/max (:func:`exact_values`, :func:`exact_bounds`); every field it fills is ``"inferred"``.
@@ -266,8 +270,34 @@ def date_grid(granularity: str) -> np.ndarray:
 
 def quantile_level(epsilon_q: float, n: int, grid_size: int) -> float:
     """The public quantile level of a bound (see the module docstring)."""
-    q = 2.5 * (math.log(grid_size) + QUANTILE_MARGIN) / (epsilon_q * max(1, n))
-    return float(np.clip(q, *QUANTILE_RANGE))
+    return float(np.clip(_raw_quantile_level(epsilon_q, n, grid_size), *QUANTILE_RANGE))
+
+
+def _raw_quantile_level(epsilon_q: float, n: int, grid_size: int) -> float:
+    return 2.5 * (math.log(grid_size) + QUANTILE_MARGIN) / (epsilon_q * max(1, n))
+
+
+#: Bounds are only searched when the grid's points beyond the data weigh at most e^-FAR_MASS_NATS of one point
+#: at the target (:func:`bounds_locatable`).
+FAR_MASS_NATS = 3.0
+
+
+def bounds_locatable(kind: str, integer: bool, granularity: str | None, rho_column: float, k: int, n: int) -> bool:
+    """Whether ``k`` bounds of a column can be located at ρ_column on n rows (public: no data is read).
+
+    At the capped quantile level q = QUANTILE_RANGE[1] a grid point beyond the data has utility -q·n, so the
+    |G| of them together weigh at most |G|·exp(-ε_q·q·n / (2(1 + q))) against one point at the target.  When
+    that exceeds e^-FAR_MASS_NATS (about 5%), those far points win a real share of the draws and a bound lands
+    anywhere on the grid -- an age bounded by ±10^8.  The caller then keeps the column another way (whole
+    numbers as categories) or leaves it out, rather than release such bounds."""
+    if k < 1:
+        return True
+    if rho_column <= 0:
+        return False
+    grid = numeric_grid(integer) if kind == "numeric" else date_grid(granularity or "day")
+    eps_q = math.sqrt(8.0 * rho_column / k)
+    q = QUANTILE_RANGE[1]
+    return math.log(len(grid)) + FAR_MASS_NATS <= eps_q * q * n / (2.0 * (1.0 + q))
 
 
 def dp_quantile(sorted_values: np.ndarray, grid: np.ndarray, q: float, side: str, epsilon: float, noise) -> float:

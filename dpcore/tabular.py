@@ -58,6 +58,7 @@ from .discovery import (
     QUANTILE_RANGE,
     DiscoveryPlan,
     ValueTask,
+    bounds_locatable,
     discover_values,
     discovery_cost,
     exact_bounds,
@@ -69,6 +70,14 @@ from .ingest import Role, confirmed, header_role, private_roles, propose_roles
 from .mechanisms.base import SpendRecord
 from .output import to_table as _to_table
 
+NO_BOUNDS_REASON = (
+    "the budget cannot locate its bounds on this many rows (they could land anywhere, e.g. ±10^8): declare its "
+    "bounds (free: nothing is read from the data) to keep it"
+)
+AS_CATEGORIES_REASON = (
+    "whole numbers kept as categories: the budget cannot locate numeric bounds on this many rows; declare its "
+    "bounds to keep it numeric"
+)
 NO_FREQUENT_VALUE_REASON = (
     "no value is held by enough rows to be released privately (an identifier, free text or continuous values at "
     "this budget): declare its role, values or bounds to keep it"
@@ -376,6 +385,36 @@ def _build_attribute(role: Role, spec: ColumnSpec | None, found: dict, found_sou
     )  # fmt: skip
 
 
+def _fallback_unlocatable_bounds(
+    all_roles: list[Role], tasks: list[ValueTask], plan: DiscoveryPlan, n: int, report: dict
+) -> list[Role]:
+    """Privately decided numeric and date columns whose bounds this budget cannot locate (a public test:
+    :func:`dpcore.discovery.bounds_locatable`): whole numbers become categories (their frequent values can still
+    be released by partition selection), the rest are left out with the reason.  Post-processing of the released
+    roles; a role the user chose is kept as chosen (the bounds warning says what to declare)."""
+    needing = [t for t in tasks if t.needed]
+    if not needing:
+        return all_roles
+    rho_col = plan.rho_values / len(needing)  # the split discover_values makes (it only grows if columns leave)
+    changed: dict[str, Role] = {}
+    for t, r in ((t, next(r for r in all_roles if r.name == t.name)) for t in needing):
+        k = int(t.need_lower) + int(t.need_upper)
+        if r.source != "dp" or t.kind not in ("numeric", "datetime"):
+            continue
+        if bounds_locatable(t.kind, t.integer, t.granularity, rho_col, k, n):
+            continue
+        if t.kind == "numeric" and t.integer:
+            changed[r.name] = replace(r, role="categorical", integer=False, reason=AS_CATEGORIES_REASON)
+        else:
+            changed[r.name] = replace(r, role="excluded", reason=NO_BOUNDS_REASON)
+    if changed:
+        report["bounds_fallback"] = {
+            "as_categories": [c for c, r in changed.items() if r.role == "categorical"],
+            "excluded": [c for c, r in changed.items() if r.role == "excluded"],
+        }
+    return [changed.get(r.name, r) for r in all_roles]
+
+
 def _task(role: Role, spec: ColumnSpec | None) -> ValueTask:
     need_values, need_lower, need_upper = _needs(role, spec)
     declared_lower = declared_upper = None
@@ -474,6 +513,10 @@ def prepare_table(
         )
 
     tasks = [_task(r, specs.get(r.name)) for r in kept]
+    if plan is not None and not schema_from_data:
+        all_roles = _fallback_unlocatable_bounds(all_roles, tasks, plan, len(df), report)
+        kept = [r for r in all_roles if r.kept]
+        tasks = [_task(r, specs.get(r.name)) for r in kept]
     found: dict[str, dict] = {}
     if schema_from_data:
         for t in tasks:
@@ -542,6 +585,18 @@ def discovery_warnings(report: dict, n: int) -> list[str]:
             "rows) can enter a discovered category set; rarer values appear as '(other)'. Declare the value sets "
             "for finer categories."
         )
+    fallback = report.get("bounds_fallback")
+    if fallback and (fallback["as_categories"] or fallback["excluded"]):
+        parts = []
+        if fallback["as_categories"]:
+            parts.append("kept as categories: " + ", ".join(fallback["as_categories"][:8]))
+        if fallback["excluded"]:
+            parts.append("left out: " + ", ".join(fallback["excluded"][:8]))
+        out.append(
+            f"The budget cannot locate numeric or date bounds on {n:,} rows (they would land anywhere, e.g. ±10^8), "
+            f"so those columns are {'; '.join(parts)}. Declare their bounds (free), or give a larger ε or schema "
+            "share."
+        )
     levels = [b["quantile_level"] for b in report.get("bounds", {}).values()]
     if levels and max(levels) >= QUANTILE_RANGE[1]:
         out.append(
@@ -585,9 +640,18 @@ def discovery_outlook(
     report: dict = {}
     if undecided:
         report["roles"] = {"sigma": role_noise(plan.rho_roles, len(undecided))[0]}
-    sigma = 1.0 / math.sqrt(plan.rho_values / len(cols))
-    report["categories"] = {"threshold": partition_threshold(sigma, plan.delta_threshold / len(cols))}
-    return discovery_warnings(report, n)
+    rho_col = plan.rho_values / len(cols)
+    report["categories"] = {
+        "threshold": partition_threshold(1.0 / math.sqrt(rho_col), plan.delta_threshold / len(cols))
+    }
+    out = discovery_warnings(report, n)
+    if not bounds_locatable("numeric", True, None, rho_col, 2, n):
+        out.append(
+            f"Numeric and date bounds cannot be located at this budget on {n:,} rows: columns the discovery finds "
+            "to be whole numbers will be kept as categories, other numeric and date columns left out. Declare their "
+            "bounds (free), or give a larger ε or schema share."
+        )
+    return out
 
 
 def _any_inferred(domain: Domain, roles: list[Role]) -> bool:

@@ -339,7 +339,8 @@ def test_the_discovery_outlook_says_before_the_run_what_the_budget_cannot_resolv
     small = discovery_outlook(df.columns, n, epsilon=1.0, delta=1 / n**2)
     assert any(w.startswith("No category can be discovered") for w in small)
     prep = prepare_table(df, epsilon=1.0, delta=1 / n**2, noise=Randomness(5))
-    assert [w for w in prep.warnings if "No category" in w or "σ ≈" in w] == small
+    said = [w for w in small if "No category" in w or "σ ≈" in w]
+    assert len(said) == 2 and [w for w in prep.warnings if "No category" in w or "σ ≈" in w] == said
     big = pd.concat([df] * 100, ignore_index=True)
     roles = {"priors": "numeric"}
     before = discovery_outlook(big.columns, len(big), epsilon=1.0, delta=1e-10, roles=roles)
@@ -350,3 +351,54 @@ def test_the_discovery_outlook_says_before_the_run_what_the_budget_cannot_resolv
     assert not stated or stated[0] >= tau
     assert discovery_outlook(df.columns, n, epsilon=1.0, delta=1e-9, schema_share=0.5) != small  # share matters
     assert discovery_outlook(["person_id"], n, epsilon=1.0, delta=1e-9) == []  # nothing to discover
+
+
+def test_bounds_the_budget_cannot_locate_are_never_released():
+    """Where the grid's points beyond the data would win the exponential mechanism's draws (a public test on ε,
+    n and the grid), privately typed columns are not given bounds anywhere on the grid (an age of 5·10^7): whole
+    numbers are kept as categories, other numeric and date columns left out with the reason; the outlook says
+    so before the run. A role the user chose is kept as chosen."""
+    from dpcore.discovery import FAR_MASS_NATS, QUANTILE_RANGE, bounds_locatable, numeric_grid
+    from dpcore.tabular import AS_CATEGORIES_REASON, NO_BOUNDS_REASON, discovery_outlook
+
+    rng = np.random.default_rng(8)
+    n = 4000
+    df = pd.DataFrame(
+        {
+            "sex": rng.choice(["F", "M"], n),
+            "decile": rng.integers(1, 11, n),
+            "recid": rng.integers(0, 2, n),
+            "ratio": rng.normal(0, 1, n),
+            "visit": (pd.Timestamp("2015-01-01") + pd.to_timedelta(rng.integers(0, 900, n), unit="D")).strftime(
+                "%Y-%m-%d"
+            ),
+        }
+    )
+    prep = prepare_table(df, epsilon=1.0, delta=1 / n**2, noise=Randomness(4), roles={"sex": "categorical"})
+    roles = {r.name: r for r in prep.roles}
+    decided = {name: roles[name].role for name in ("decile", "recid", "ratio", "visit")}
+    for name, role in decided.items():
+        assert role in ("categorical", "excluded"), (name, role)  # never numeric/datetime with far bounds
+    assert all(a.kind == "categorical" for a in prep.domain.attributes)
+    fallback = prep.discovery_report["bounds_fallback"]
+    assert set(fallback["excluded"]) | set(fallback["as_categories"]) <= {"decile", "recid", "ratio", "visit"}
+    assert any(roles[c].reason == AS_CATEGORIES_REASON for c in fallback["as_categories"])
+    assert all(roles[c].reason == NO_BOUNDS_REASON for c in fallback["excluded"])
+    assert any("cannot locate numeric or date bounds" in w for w in prep.warnings)
+    outlook = discovery_outlook(df.columns, n, epsilon=1.0, delta=1 / n**2, roles={"sex": "categorical"})
+    assert any(w.startswith("Numeric and date bounds cannot be located") for w in outlook)
+    # The user's choice stands: a declared numeric role is kept (with the warning that its bounds are poor).
+    chosen = prepare_table(df, epsilon=1.0, delta=1 / n**2, noise=Randomness(4), roles={"ratio": "numeric"})
+    assert chosen.domain["ratio"].kind == "numeric"
+    # The rule is the closed form: ln|G| + FAR_MASS_NATS ≤ ε_q·q·n / (2(1 + q)) at the capped level q.
+    q, g = QUANTILE_RANGE[1], len(numeric_grid(False))
+    rho = 1e-4
+    eps_q = np.sqrt(8 * rho / 2)
+    n_edge = (np.log(g) + FAR_MASS_NATS) * 2 * (1 + q) / (eps_q * q)
+    assert bounds_locatable("numeric", False, None, rho, 2, int(np.ceil(n_edge)))
+    assert not bounds_locatable("numeric", False, None, rho, 2, int(np.floor(n_edge)))
+    # With budget enough, the bounds are found and sit inside the data's range (no far points).
+    big = pd.concat([df] * 10, ignore_index=True)
+    rich = prepare_table(big, epsilon=4.0, delta=1e-10, noise=Randomness(9), roles={"ratio": "numeric"})
+    lo, hi = rich.domain["ratio"].lower, rich.domain["ratio"].upper
+    assert df["ratio"].min() <= lo < hi <= df["ratio"].max()
