@@ -75,7 +75,7 @@ import numpy as np
 import pandas as pd
 from scipy.special import erfc
 
-from .domain import _canonical_text, _natural_key, parse_dates, unit_index, unit_start_days
+from .domain import _canonical_text, _natural_key, parse_dates, parse_numbers, unit_index, unit_start_days
 from .errors import BudgetError, DomainError
 from .ingest import ROLES, _distinct_present
 from .mechanisms.base import SpendRecord
@@ -330,7 +330,7 @@ def dp_quantile(sorted_values: np.ndarray, grid: np.ndarray, q: float, side: str
 def sorted_present(column: pd.Series, kind: str, granularity: str | None = None, fmt: str | None = None) -> np.ndarray:
     """The column's parseable values, sorted: numbers, or (dates) unit indices of ``granularity``."""
     if kind == "numeric":
-        vals = pd.to_numeric(column, errors="coerce").to_numpy(dtype=float)
+        vals = parse_numbers(column).to_numpy(dtype=float)
     else:
         days = parse_dates(column, fmt)
         vals = np.where(np.isfinite(days), unit_index(days, granularity or "day"), np.nan)

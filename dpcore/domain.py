@@ -44,6 +44,7 @@ from __future__ import annotations
 import itertools
 import json
 import math
+import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 
@@ -367,7 +368,7 @@ class Attribute:
             self._check_missing(is_missing)
             return codes, clipped
         if self.kind == "numeric":
-            raw = pd.to_numeric(column[present], errors="coerce")
+            raw = parse_numbers(column[present])
             bad = raw.isna().to_numpy()
             what, bad_word = "numeric", "non-numeric"
             vals = raw.to_numpy(dtype=float)
@@ -456,9 +457,25 @@ class Attribute:
         else:
             assert rng is not None  # refused above: only "midpoint" draws nothing
             vals = lo + (hi - lo) * rng.random(codes.shape)
+            if numeric == "values":
+                vals = self._round_in_bins(vals, lo, hi, safe == len(edges) - 2)
         out = pd.Series(vals.astype(float))
         out[missing] = np.nan
         return out
+
+    def _round_in_bins(self, vals, lo, hi, last) -> np.ndarray:
+        """Values drawn within their bins, to three significant digits of the narrowest bin (public: from the
+        edges), not 16 digits of float noise; rounding never moves a value out of its bin."""
+        widths = np.diff(np.asarray(self.edges, dtype=float))
+        width = float(widths[widths > 0].min()) if np.any(widths > 0) else 0.0
+        if not (math.isfinite(width) and width > 0):
+            return vals
+        decimals = int(np.clip(2 - math.floor(math.log10(width)), 0, 12))
+        scale = 10.0**decimals
+        out = np.round(vals * scale) / scale
+        over = (out > hi) | ((out >= hi) & ~last)
+        out = np.where(over, np.floor(vals * scale) / scale, out)
+        return np.where(out < lo, np.ceil(vals * scale) / scale, out)
 
     def _decode_integers(self, lo, hi, bin_idx, missing, rng) -> pd.Series:
         last = bin_idx == len(self.edges) - 2
@@ -595,6 +612,29 @@ def unit_start_days(units, granularity: str) -> np.ndarray:
     return units.astype(dtype).astype("datetime64[D]").astype(np.int64)
 
 
+_GROUPED_NUMBER = re.compile(r"^\s*[+-]?\d{1,3}(?:,\d{3})+(?:\.\d+)?\s*$")
+
+
+def parse_numbers(column: pd.Series) -> pd.Series:
+    """The numbers of a column as floats (NaN where a cell is not one): plain numbers, and numbers whose thousands
+    are grouped with ',' as spreadsheets export them ("26,610.29").  One parser for roles, encoding, discovery and
+    evaluation, so a column is read the same way everywhere."""
+    out = pd.to_numeric(column, errors="coerce")
+    out = out.astype(float) if not pd.api.types.is_float_dtype(out) else out
+    if pd.api.types.is_numeric_dtype(column) or pd.api.types.is_bool_dtype(column):
+        return out
+    bad = out.isna().to_numpy() & column.notna().to_numpy()
+    if bad.any():
+        text = column[bad].astype(str)
+        grouped = text.str.match(_GROUPED_NUMBER.pattern).to_numpy(dtype=bool)
+        if grouped.any():
+            fixed = pd.to_numeric(text[grouped].str.replace(",", "", regex=False), errors="coerce").to_numpy(float)
+            vals = out.to_numpy(dtype=float, copy=True)
+            vals[np.flatnonzero(bad)[grouped]] = fixed
+            out = pd.Series(vals, index=column.index)
+    return out
+
+
 def parse_dates(column: pd.Series, fmt: str | None) -> np.ndarray:
     """Days since 1970-01-01 (float, NaN where a cell does not parse) of a column of dates or date text."""
     if len(column) == 0:
@@ -604,14 +644,21 @@ def parse_dates(column: pd.Series, fmt: str | None) -> np.ndarray:
         if getattr(ts.dt, "tz", None) is not None:
             ts = ts.dt.tz_convert(None)
     else:
-        text = column.astype(str).str.strip()
-        ts = pd.to_datetime(text, format=fmt, errors="coerce") if fmt else pd.to_datetime(text, errors="coerce")
+        ts = to_datetimes(column.astype(str).str.strip(), fmt)
     return ((ts - _EPOCH) / pd.Timedelta(days=1)).to_numpy(dtype=float, na_value=np.nan)
+
+
+def to_datetimes(text: pd.Series, fmt: str | None) -> pd.Series:
+    """Timestamps of date text in ``fmt`` (NaT where a cell does not parse); a format with a UTC offset (%z) is
+    read as UTC and returned without a zone, like every other date."""
+    if fmt and "%z" in fmt:
+        return pd.to_datetime(text, format=fmt, errors="coerce", utc=True).dt.tz_convert(None)
+    return pd.to_datetime(text, format=fmt, errors="coerce") if fmt else pd.to_datetime(text, errors="coerce")
 
 
 def _format_days(days, fmt: str) -> list[str]:
     secs = np.round(np.asarray(days, dtype=float) * 86400.0).astype(np.int64)
-    return pd.Series(pd.to_datetime(secs, unit="s")).dt.strftime(fmt).tolist()
+    return pd.Series(pd.to_datetime(secs, unit="s", utc="%z" in fmt)).dt.strftime(fmt).tolist()
 
 
 def _has_time(fmt: str | None) -> bool:

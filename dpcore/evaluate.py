@@ -39,6 +39,7 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
+from .domain import parse_numbers
 from .errors import DataError
 
 LABEL = (
@@ -138,7 +139,7 @@ def _numbers(s: pd.Series, is_date: bool) -> tuple[np.ndarray, int]:
     elif pd.api.types.is_numeric_dtype(s) and not pd.api.types.is_bool_dtype(s):
         vals = s.to_numpy(dtype=float, copy=True)
     else:
-        vals = pd.to_numeric(s, errors="coerce").to_numpy(dtype=float, copy=True)
+        vals = parse_numbers(s).to_numpy(dtype=float, copy=True)
         bad = present & np.isnan(vals)
         if bad.any():
             m = s[bad].astype(str).str.extract(_INTERVAL)
@@ -174,7 +175,7 @@ def _is_numeric_column(s: pd.Series) -> bool:
         return False
     if pd.api.types.is_numeric_dtype(s):
         return present.nunique() > NUMERIC_AS_CATEGORICAL
-    nums = pd.to_numeric(present, errors="coerce")
+    nums = parse_numbers(present)
     return nums.notna().mean() >= 0.95 and nums.nunique() > NUMERIC_AS_CATEGORICAL
 
 

@@ -51,7 +51,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from .domain import _canonical_text
+from .domain import _canonical_text, parse_numbers, to_datetimes
 from .errors import BudgetError, DataError
 
 ROLES = ("categorical", "numeric", "datetime", "excluded")
@@ -63,6 +63,9 @@ DATE_FORMATS = (
     "%Y-%m-%d %H:%M",
     "%Y-%m-%dT%H:%M:%S",
     "%Y-%m-%dT%H:%M",
+    "%Y-%m-%dT%H:%M:%S%z",
+    "%Y-%m-%d %H:%M:%S%z",
+    "%Y-%m-%dT%H:%M:%SZ",
     "%Y/%m/%d",
     "%Y/%m/%d %H:%M:%S",
     "%Y-%m",
@@ -116,14 +119,26 @@ UNDECIDABLE_REASON = (
 )
 #: How many noise standard deviations a decision that needs a small absolute count (constant, few values)
 #: must clear: with heavy noise the rule keeps the column rather than guessing.
-CONFIDENCE_SIGMAS = 2.0
+#: Three: each decision errs with probability ≈ 0.13% (one-sided Gaussian tail), so a table of a dozen privately
+#: typed columns rarely loses one (at two, 2.3% a decision: a 74-value age column read as "constant" one run in 60).
+CONFIDENCE_SIGMAS = 3.0
 
 CONSTANT_REASON = "constant: one value in (nearly) every cell"
 IDENTIFIER_HEADER_REASON = "identifier: its header names an identifier and values rarely repeat"
 _ID_TOKENS = {"id", "ids", "uuid", "guid", "ssn", "key"}
 _NUMBER_TOKENS = {"number", "no", "num", "nr"}
-_DATE_LIKE = re.compile(r"^\d{1,4}[-/.]\d{1,2}[-/.]\d{1,4}(?:[ T]\d{1,2}:\d{2}(?::\d{2})?)?$|^\d{4}-\d{1,2}$")
-_FORMAT_PIECES = {"%Y": r"\d{4}", "%m": r"\d{1,2}", "%d": r"\d{1,2}", "%H": r"\d{1,2}", "%M": r"\d{2}", "%S": r"\d{2}"}
+_DATE_LIKE = re.compile(
+    r"^\d{1,4}[-/.]\d{1,2}[-/.]\d{1,4}(?:[ T]\d{1,2}:\d{2}(?::\d{2})?(?:Z|[+-]\d{2}:?\d{2})?)?$|^\d{4}-\d{1,2}$"
+)
+_FORMAT_PIECES = {
+    "%Y": r"\d{4}",
+    "%m": r"\d{1,2}",
+    "%d": r"\d{1,2}",
+    "%H": r"\d{1,2}",
+    "%M": r"\d{2}",
+    "%S": r"\d{2}",
+    "%z": r"[+-]\d{2}:?\d{2}",
+}
 
 
 def _format_regex(fmt: str) -> re.Pattern:
@@ -385,7 +400,7 @@ def column_counts(column: pd.Series) -> tuple[dict[str, int], dict[str, int]]:
         stats["non_integer"] = int(counts[~whole].sum())
         return stats, fmt_counts
     text = pd.Series(uniques, dtype=object).astype(str)
-    nums = pd.to_numeric(text, errors="coerce").to_numpy(dtype=float)
+    nums = parse_numbers(text).to_numpy(dtype=float)
     is_num = ~np.isnan(nums)
     stats["numeric"] = int(counts[is_num].sum())
     whole = is_num & np.isfinite(nums) & (np.floor(np.where(is_num, nums, 0.0)) == nums)
@@ -397,7 +412,7 @@ def column_counts(column: pd.Series) -> tuple[dict[str, int], dict[str, int]]:
         for fmt, rx in _FORMAT_RE.items():
             fits = cand.str.match(rx.pattern).to_numpy(dtype=bool)
             if fits.any():
-                parsed = pd.to_datetime(cand[fits], format=fmt, errors="coerce").notna().to_numpy()
+                parsed = to_datetimes(cand[fits], fmt).notna().to_numpy()
                 fmt_counts[fmt] = int(cand_counts[fits][parsed].sum())
     return stats, fmt_counts
 

@@ -67,7 +67,8 @@ def test_every_date_format_is_recognised(fmt):
     rng = np.random.default_rng(0)
     days = pd.Timestamp("2001-01-01") + pd.to_timedelta(rng.integers(0, 9000, 300), unit="D")
     secs = pd.to_timedelta(rng.integers(0, 86_400, 300), unit="s")
-    text = pd.Series((days + secs).strftime(fmt))
+    stamps = (days + secs).tz_localize("UTC") if "%z" in fmt else days + secs  # an offset needs a zone to print
+    text = pd.Series(stamps.strftime(fmt))
     counts, fmts = column_counts(text)
     assert fmts[fmt] == 300
     role = propose_roles(pd.DataFrame({"when": text}))[0]
@@ -222,3 +223,48 @@ def test_a_million_values_are_fast():
     assert roles["measurement"].role == "numeric" and not roles["measurement"].integer
     assert roles["site"].role == "categorical"
     assert elapsed < 20.0, elapsed  # ~1 s on an idle core; generous for a shared, loaded machine
+
+
+def test_numbers_with_grouped_thousands_and_timestamps_with_a_utc_offset_keep_their_roles_and_shape():
+    """Spreadsheet exports: "26,610.29" is a number (role, bounds and encoding read it alike), an ISO timestamp
+    with "+0000" or "Z" is a date whose synthetic values come back in the same format."""
+    from dpcore.domain import parse_numbers
+    from dpcore.privacy.samplers import Randomness
+    from dpcore.tabular import prepare_table
+
+    s = pd.Series(["26,610.29", "1,234", "12", None, "abc", "1,23", "-1,000,000.5"], index=range(5, 12))
+    got = parse_numbers(s)
+    assert list(got.index) == list(s.index)
+    np.testing.assert_array_equal(got.to_numpy(), [26610.29, 1234.0, 12.0, np.nan, np.nan, np.nan, -1000000.5])
+    rng = np.random.default_rng(4)
+    n = 3000
+    stamps = pd.Timestamp("2019-01-01T00:00:00Z") + pd.to_timedelta(rng.integers(0, 10**8, n), unit="s")
+    df = pd.DataFrame(
+        {
+            "income": [f"{v:,.2f}" for v in rng.lognormal(10, 1, n)],
+            "seen": stamps.strftime("%Y-%m-%dT%H:%M:%S%z"),
+            "utc": stamps.strftime("%Y-%m-%dT%H:%M:%SZ"),
+        }
+    )
+    proposed = {r.name: r for r in propose_roles(df)}
+    assert proposed["income"].role == "numeric" and not proposed["income"].integer
+    assert (proposed["seen"].role, proposed["seen"].format) == ("datetime", "%Y-%m-%dT%H:%M:%S%z")
+    assert (proposed["utc"].role, proposed["utc"].format) == ("datetime", "%Y-%m-%dT%H:%M:%SZ")
+    roles = {c: proposed[c].to_dict() for c in df.columns}
+    prep = prepare_table(df, epsilon=50.0, delta=1e-9, noise=Randomness(2), roles=roles)
+    lo, hi = prep.domain["income"].lower, prep.domain["income"].upper
+    assert 0 < lo < hi < 10_000_000
+    out = prep.to_table(np.asarray(prep.dataset.codes[:200]), np.random.default_rng(0))
+    assert out["seen"].dropna().str.match(r"^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\+0000$").all()
+    assert out["utc"].dropna().str.match(r"^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}Z$").all()
+    # Numbers come back rounded to three significant digits of the narrowest bin, never out of their bin.
+    attr = prep.domain["income"]
+    width = float(np.min(np.diff(attr.edges)))
+    decimals = max(0, 2 - int(np.floor(np.log10(width))))
+    vals = out["income"].dropna().to_numpy(dtype=float)
+    assert np.allclose(vals, np.round(vals, decimals))
+    codes_back = attr.encode(pd.Series(vals))[0]
+    assert np.array_equal(
+        codes_back,
+        np.asarray(prep.dataset.codes[:200, prep.domain.names.index("income")])[~out["income"].isna().to_numpy()],
+    )
