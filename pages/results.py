@@ -104,6 +104,15 @@ files = results.downloads(run)
 cols = st.columns(min(4, max(1, len(files))))
 for i, f in enumerate(files):
     with cols[i % len(cols)]:
+        if f.get("url"):  # streamed from the file by the app's server: memory stays flat whatever its size
+            st.link_button(
+                f["label"],
+                f["url"],
+                icon=f["icon"],
+                type="primary" if f["primary"] else "secondary",
+                help=(f["help"] or "") + f" ({fmt_bytes(results.file_size(f['path']))})",
+            )
+            continue
         st.download_button(
             f["label"],
             f.get("read") or results.opener(f["path"]),

@@ -54,26 +54,18 @@ def free_port() -> int:
 class Server:
     """``python -m streamlit run app.py`` in ``cwd`` on a free port and the given workspace, until closed."""
 
-    def __init__(self, cwd: Path, log_name: str, workspace: Path | None = None) -> None:
+    def __init__(self, cwd: Path, log_name: str, workspace: Path | None = None, launcher: bool = False) -> None:
         port = free_port()
         ARTIFACTS.mkdir(exist_ok=True)
         self.log = open(ARTIFACTS / log_name, "a")
+        if launcher:  # as a user starts it (`dpcore app`, ./run.sh): the app's own server
+            command = [sys.executable, "-m", "dpcore", "app", "--port", str(port)]
+        else:
+            command = [sys.executable, "-m", "streamlit", "run", "app.py", "--server.headless", "true"]
+            command += ["--server.port", str(port), "--server.address", "127.0.0.1"]
+            command += ["--browser.gatherUsageStats", "false"]
         self.proc = subprocess.Popen(
-            [
-                sys.executable,
-                "-m",
-                "streamlit",
-                "run",
-                "app.py",
-                "--server.headless",
-                "true",
-                "--server.port",
-                str(port),
-                "--server.address",
-                "127.0.0.1",
-                "--browser.gatherUsageStats",
-                "false",
-            ],
+            command,
             cwd=cwd,
             stdout=self.log,
             stderr=subprocess.STDOUT,
@@ -396,6 +388,40 @@ def test_a_command_line_run_is_listed_on_results(server, page, workspace_dir):
     assert text.is_visible()  # plain visible text, not only a cell of a data grid
     assert page.locator("b").filter(has_text="extract").count() == 0  # and never markup
     shot(page, "14_cli_run_listed")
+
+
+def test_released_files_stream_from_the_apps_own_server(browser, tmp_path):
+    """Started as users start it (`dpcore app`), the app links every released file to a route that streams it
+    from the workspace (Streamlit would hold it in memory whole); each link carries a token only this server
+    process honours, and serves only the files the Results page offers."""
+    ws = tmp_path / "ws"
+    release = [sys.executable, "-m", "dpcore", "release", "--data", "adult", "--k", "2", "--marginals", "3"]
+    release += ["--mechanism", "projection", "--epsilon", "1", "--workspace", str(ws), "--label", "streamed"]
+    subprocess.run([*release, "--quiet"], check=True, cwd=ROOT, timeout=300, capture_output=True)
+    [released] = list(ws.rglob("synthetic.csv"))
+    srv = Server(ROOT, "launcher_server.log", ws, launcher=True)
+    context = browser.new_context(accept_downloads=True)
+    try:
+        page = context.new_page()
+        page.set_default_timeout(60_000)
+        page.goto(srv.url + "/results")
+        link = page.get_by_role("link", name="Synthetic data (CSV)")
+        link.wait_for()
+        href = link.get_attribute("href")
+        assert href and href.startswith("/_dpcore/files/") and "/synthetic.csv?t=" in href
+        got = page.request.get(srv.url + href)
+        assert got.status == 200 and got.body() == released.read_bytes()
+        assert 'filename="synthetic_streamed_' in got.headers["content-disposition"]
+        card = page.get_by_role("link", name="Release card (JSON)").get_attribute("href")
+        assert page.request.get(srv.url + card).json()["privacy"]["guarantee"] == "differential privacy"
+        forged = href.split("?t=")[0] + "?t=" + "0" * 64
+        assert page.request.get(srv.url + forged).status == 403
+        other = href.split("?t=")[0].replace("synthetic.csv", "internal_answers.npz")
+        assert page.request.get(srv.url + other + "?t=" + href.split("?t=")[1]).status == 403
+        shot(page, "14_streamed_downloads")
+    finally:
+        context.close()
+        srv.close()
 
 
 def test_a_teaching_demo_in_a_real_browser(server, page, workspace_dir):

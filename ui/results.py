@@ -141,27 +141,36 @@ def gzip_opener(path: Path):
     return read
 
 
-def downloads(run: dict) -> list[dict]:
-    """The run's download buttons, public files first, the INTERNAL ones last and named so."""
+def downloads(run: dict, stream: bool = True) -> list[dict]:
+    """The run's download buttons, public files first, the INTERNAL ones last and named so.
+
+    When this server streams files (:mod:`ui.downloads`) every entry gets a ``url`` to its file, served in
+    chunks whatever its size (``stream=False`` is how that route itself reads this list).  Otherwise a released
+    CSV larger than LARGE_DOWNLOAD is offered gzip-compressed through Streamlit, which holds a download in memory.
+    ``stream_mime`` is the type of the file as it is on disk."""
+    from . import downloads as streaming
+
     out = []
     rows = artifact(run, "synthetic.csv")
     answers = artifact(run, "answers.csv")
+    streamed = stream and streaming.enabled()
     if rows is not None:
         large = file_size(rows) > LARGE_DOWNLOAD
-        out.append(
-            {
-                "label": "Synthetic data (CSV)",
-                "path": rows,
-                "file_name": download_name(run, "synthetic", ".csv.gz" if large else ".csv"),
-                "mime": "application/gzip" if large else "text/csv",
-                "icon": ":material/download:",
-                "help": "The released rows in the input's shape: its kept columns in order, numbers and dates as "
-                "values within their bins, categories as labels, missing cells empty."
-                + (" A large file: it comes gzip-compressed (compressed on the first click)." if large else ""),
-                "primary": True,
-                "read": gzip_opener(rows) if large else opener(rows),
-            }
-        )
+        zipped = large and not streamed
+        entry = {
+            "label": "Synthetic data (CSV)",
+            "path": rows,
+            "file_name": download_name(run, "synthetic", ".csv.gz" if zipped else ".csv"),
+            "mime": "application/gzip" if zipped else "text/csv",
+            "stream_mime": "text/csv",
+            "icon": ":material/download:",
+            "help": "The released rows in the input's shape: its kept columns in order, numbers and dates as "
+            "values within their bins, categories as labels, missing cells empty."
+            + (" A large file: it comes gzip-compressed (compressed on the first click)." if zipped else ""),
+            "primary": True,
+            "read": gzip_opener(rows) if zipped else opener(rows),
+        }
+        out.append(entry)
     elif answers is not None:
         out.append(
             {
@@ -169,6 +178,7 @@ def downloads(run: dict) -> list[dict]:
                 "path": answers,
                 "file_name": download_name(run, "answers", ".csv"),
                 "mime": "text/csv",
+                "stream_mime": "text/csv",
                 "icon": ":material/download:",
                 "help": "This mechanism releases noisy answers, not rows.",
                 "primary": True,
@@ -213,11 +223,15 @@ def downloads(run: dict) -> list[dict]:
                     "path": path,
                     "file_name": download_name(run, stem, suffix),
                     "mime": mime,
+                    "stream_mime": mime,
                     "icon": icon,
                     "help": help_text,
                     "primary": False,
                 }
             )
+    if streamed:
+        for entry in out:
+            entry["url"] = streaming.url(run["id"], Path(entry["path"]).name)
     return out
 
 

@@ -28,21 +28,43 @@ WRONG_PASSWORD_DELAY = 1.0
 #: Largest login form body read (bytes): the form has two short fields.
 MAX_LOGIN_BODY = 8192
 APP_DIR = Path(__file__).resolve().parent.parent
+LOOPBACK = ("127.0.0.1", "localhost", "::1")
 
 
 def serve_shared(app_dir: Path, host: str, port: int, password: str, options: dict[str, str]) -> int:
     """Serve ``st.App`` on ``host`` with :class:`SharedAccess` in front of every request."""
     os.environ[SHARED_ENV] = f"{host}:{port}"
-    import streamlit as st
     from starlette.middleware import Middleware
 
+    app = _app(app_dir, middleware=[Middleware(SharedAccess, password=password)])
+    print(f"dpcore app: shared on {host}:{port}; visitors must enter the password set by the operator.", flush=True)
+    app.run(config=_config(host, port, options))
+    return 0
+
+
+def serve_local(app_dir: Path, host: str, port: int, options: dict[str, str]) -> int:
+    """Serve ``st.App`` on a loopback address, no password (this machine only)."""
+    os.environ.pop(SHARED_ENV, None)
+    app = _app(app_dir, middleware=[])
+    app.run(config=_config(host, port, options))
+    return 0
+
+
+def _app(app_dir: Path, middleware: list):
+    """The app with the file-streaming route of :mod:`ui.downloads` (its secret drawn for this process)."""
+    import streamlit as st
+
+    from ui import downloads
+
+    os.environ[downloads.SECRET_ENV] = secrets.token_hex(32)
+    return st.App(str(app_dir / "app.py"), middleware=middleware, routes=downloads.routes())
+
+
+def _config(host: str, port: int, options: dict[str, str]) -> dict:
     config = {"server.address": host, "server.port": port, "server.headless": True}
     for key, value in options.items():
         config[key] = _config_value(value)
-    app = st.App(str(app_dir / "app.py"), middleware=[Middleware(SharedAccess, password=password)])
-    print(f"dpcore app: shared on {host}:{port}; visitors must enter the password set by the operator.", flush=True)
-    app.run(config=config)
-    return 0
+    return config
 
 
 def _config_value(text: str):
@@ -186,14 +208,20 @@ def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog="python -m ui.serve")
     p.add_argument("--host", required=True)
     p.add_argument("--port", type=int, required=True)
+    p.add_argument("--local", action="store_true", help="this machine only (a loopback address), no password")
     args, extra = p.parse_known_args(argv)
+    options = {}
+    for i in range(0, len(extra) - 1, 2):
+        options[extra[i].lstrip("-")] = extra[i + 1]
+    if args.local:
+        if args.host not in LOOPBACK:
+            print(f"error: --local serves a loopback address ({', '.join(LOOPBACK)}), not {args.host}", file=sys.stderr)
+            return 2
+        return serve_local(APP_DIR, args.host, args.port, options)
     password = os.environ.pop(PASSWORD_ENV, "")  # the pages never see it
     if not password:
         print("error: start a shared server with `dpcore app --host ...` (it asks for the password)", file=sys.stderr)
         return 2
-    options = {}
-    for i in range(0, len(extra) - 1, 2):
-        options[extra[i].lstrip("-")] = extra[i + 1]
     return serve_shared(APP_DIR, args.host, args.port, password, options)
 
 

@@ -15,8 +15,9 @@ privacy decision, not a convenience:
 
 The app is found beside the package: ``dpcore/_app/app.py`` in an installed wheel (``pyproject.toml`` ships
 ``app.py``, ``pages/``, ``ui/`` and ``.streamlit/`` there), else ``app.py`` of the repository checkout the
-package lives in.  Local mode hands over to ``streamlit run``; shared mode to the app's ``ui/serve.py``, which
-serves ``st.App`` with the access check as ASGI middleware (the engine never imports Streamlit).
+package lives in.  Both modes hand over to the app's own server, ``ui/serve.py``: ``st.App`` with the route that
+streams large released files from disk (``ui/downloads.py``); shared mode adds the password check as ASGI
+middleware in front of every request (the engine never imports Streamlit).
 """
 
 from __future__ import annotations
@@ -207,22 +208,12 @@ def _app_environment(app_dir: Path) -> None:
 
 
 def serve_local(app_dir: Path, host: str, port: int, options: dict[str, str]) -> int:
-    """Hand over to ``streamlit run`` on a loopback address (this process becomes the server)."""
+    """Hand over to the app's own server on a loopback address (``ui/serve.py --local``: ``st.App`` with the
+    route that streams large released files from disk; no password).  This process becomes the server."""
     _app_environment(app_dir)
     os.environ.pop(SHARED_ENV, None)
-    argv = [
-        sys.executable,
-        "-m",
-        "streamlit",
-        "run",
-        str(app_dir / "app.py"),
-        "--server.address",
-        host,
-        "--server.port",
-        str(port),
-        "--server.headless",
-        options.pop("server.headless", "true"),
-    ]
+    argv = [sys.executable, "-m", "ui.serve", "--local", "--host", host, "--port", str(port)]
+    argv += ["--server.headless", options.pop("server.headless", "true")]
     for key, value in options.items():
         argv += [f"--{key}", value]
     sys.stdout.flush()
