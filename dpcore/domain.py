@@ -895,8 +895,3 @@ def merge_declared(inferred: Domain, declared: Domain) -> Domain:
     """Use the declared definition wherever one exists, the inferred one elsewhere."""
     names = set(declared.names)
     return Domain(tuple(declared[a.name] if a.name in names else a for a in inferred.attributes))
-
-
-def with_source(attr: Attribute, source: str) -> Attribute:
-    """A copy whose every field has provenance ``source``."""
-    return replace(attr, source=source, provenance=())

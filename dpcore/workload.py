@@ -278,10 +278,6 @@ def mean_error(true: np.ndarray, est: np.ndarray) -> float:
     return float(np.mean(np.abs(true - est)))
 
 
-def error_vector(true: np.ndarray, est: np.ndarray) -> np.ndarray:
-    return np.abs(true - est)
-
-
 def marginal_tv(workload: Workload, true: np.ndarray, est: np.ndarray) -> np.ndarray:
     """Per-marginal total variation distance 0.5 * ||m_S(D) - m_S(D̂)||_1."""
     diff = np.abs(true - est)
@@ -300,14 +296,6 @@ def zeros_baseline(workload: Workload) -> np.ndarray:
 def uniform_baseline(workload: Workload) -> np.ndarray:
     """Answers of the uniform distribution over the domain: 1/|cells| per cell."""
     return np.repeat(1.0 / workload.sizes, workload.sizes)
-
-
-def error_summary(workload: Workload, true: np.ndarray, est: np.ndarray) -> dict:
-    return {
-        "max_error": max_error(true, est),
-        "mean_error": mean_error(true, est),
-        "max_marginal_tv": float(marginal_tv(workload, true, est).max()),
-    }
 
 
 # ---------------------------------------------------------------- defaults that fit the table

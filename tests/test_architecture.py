@@ -76,3 +76,15 @@ def test_no_import_circles():
     for node in sorted(graph):
         if node not in state:
             visit(node)
+
+
+def test_papers_are_cited_by_key_never_by_seed_number():
+    """The house cites papers as [GGHRW14], [VTBSW20], [NRW19], [HRS12], [NRVW20] (docs/references.md), never by
+    the number of the file they were handed over in ("seed 004 §7")."""
+    import re
+
+    pattern = re.compile(r"\b[Ss]eeds? ?0\d\d\b")
+    files = [*PACKAGE.rglob("*.py"), *(ROOT / "ui").rglob("*.py"), *(ROOT / "pages").rglob("*.py"), ROOT / "app.py"]
+    files += [ROOT / "README.md", ROOT / "CHANGELOG.md", *(ROOT / "docs").glob("*.md")]
+    found = [f"{p.relative_to(ROOT)}: {m.group(0)}" for p in files for m in pattern.finditer(p.read_text())]
+    assert not found, found

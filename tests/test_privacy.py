@@ -18,7 +18,7 @@ from dpcore.privacy import (
 )
 
 
-def test_advanced_composition_matches_seed004_lemma_2_4():
+def test_advanced_composition_matches_gghrw14_lemma_2_4():
     # ε = sqrt(2 k ln(1/δ)) ε' + k ε' (e^ε' - 1), evaluated by hand for k=100, ε'=0.01, δ=1e-6
     k, e0, d = 100, 0.01, 1e-6
     expected = math.sqrt(2 * 100 * math.log(1e6)) * 0.01 + 100 * 0.01 * (math.exp(0.01) - 1)
@@ -26,7 +26,7 @@ def test_advanced_composition_matches_seed004_lemma_2_4():
     assert advanced_composition(e0, 0, d) == 0.0
 
 
-def test_fem_composition_matches_seed001_theorem_3():
+def test_fem_composition_matches_vtbsw20_theorem_3():
     T, e0, d = 500, 0.01, 1e-9
     assert advanced_composition_fem(e0, T, d) == pytest.approx(T * e0**2 / 2 + e0 * math.sqrt(2 * T * math.log(1e9)))
 

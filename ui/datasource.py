@@ -29,7 +29,6 @@ import json
 import time
 from dataclasses import dataclass, field
 
-import numpy as np
 import pandas as pd
 import streamlit as st
 
@@ -680,7 +679,3 @@ def dtype_table(df: pd.DataFrame) -> pd.DataFrame:
             "distinct": [int(v) for v in df.nunique().to_numpy()],
         }
     )
-
-
-def log10_size(domain: Domain) -> float:
-    return float(np.sum(np.log10(np.asarray(domain.shape, dtype=float))))

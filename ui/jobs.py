@@ -33,7 +33,6 @@ Interface (every function takes an optional ``workspace``; the default is the ap
     active(kind=None)     ids of unfinished runs (of ``kind``), oldest first -- from the workspace,
                           so runs started by another session, a CLI process or before a reload count
     result(run_id)        the target's return value (this process only; None after a restart)
-    new_request_key()     a fresh key for one click
 
 One click = one run: a repeated ``request_key`` returns the first run's id and starts nothing.
 On server start :func:`recover` (called by ``ui.state.workspace``) marks runs of a dead process
@@ -46,7 +45,6 @@ import inspect
 import logging
 import threading
 import time
-import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -106,10 +104,6 @@ def _ws(workspace):
     from . import state
 
     return state.workspace()
-
-
-def new_request_key() -> str:
-    return uuid.uuid4().hex
 
 
 def recover(workspace) -> int:

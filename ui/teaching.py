@@ -108,11 +108,6 @@ def demos() -> tuple[list[Demo], dict[str, str]]:
     return offered, left_out
 
 
-def preset_mechanisms() -> list:
-    """The mechanism classes offered as live demos, in the page's order."""
-    return [d.mechanism for d in demos()[0]]
-
-
 def start(demo: Demo, request_key: str, workspace=None) -> str:
     """Start the demo as a recorded, charged run on the server (see ui.jobs); returns its run id."""
     from . import jobs

@@ -97,10 +97,6 @@ def fmt_delta(x: float | None) -> str:
     return fmt_sci(x, 3) if abs(x) < 1e-3 else f"{x:.3g}"
 
 
-def fmt_int(x: int) -> str:
-    return f"{int(x):,}"
-
-
 def fmt_big(x: int) -> str:
     """A possibly huge exact integer: in full up to 15 digits, else as 1.23e17 (never hundreds of digits)."""
     return fmt_number(int(x))

@@ -56,10 +56,6 @@ def choice() -> dict:
     }
 
 
-def marginal_label(names: list[str], combo: tuple[int, ...]) -> str:
-    return " × ".join(names[a] for a in combo)
-
-
 def _whole(value, what: str, low: int, high: int | None = None) -> int:
     try:
         num = float(value)

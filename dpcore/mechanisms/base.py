@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import math
 import threading
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
@@ -226,9 +226,3 @@ class Mechanism:
 
     def run(self, dataset, workload, budget: Budget, params: dict, ctx: RunContext) -> MechanismResult:
         raise NotImplementedError
-
-
-def check_params(params: dict, names: Sequence[str]) -> None:
-    missing = [n for n in names if n not in params]
-    if missing:
-        raise ParameterError(f"Missing parameter(s) {missing}.")

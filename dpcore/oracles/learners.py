@@ -1,6 +1,6 @@
 """Weighted optimisation oracles for learning: conjunctions, disjunctions, discrete halfspaces.
 
-Seed 000 Def. 5-6: a *weighted optimisation oracle* for a class Q takes a weighted
+[NRW19] Def. 5-6: a *weighted optimisation oracle* for a class Q takes a weighted
 dataset {(x_i, w_i)} and returns ``argmin_{q in Q} sum_i w_i q(x_i)``; a
 *certifiable heuristic* either returns a true minimiser or ⊥.  Here SCIP is the
 heuristic and its status "optimal" (gap 0) is the certificate: any other status is
@@ -18,15 +18,15 @@ Classes (features are binary: ``X in {0,1}^{n x d}``):
 * disjunctions ``h_S(x) = OR_{j in S} x_j`` (S empty = always 0), via
   ``OR_S(x) = 1 - AND_S(1 - x)``;
 * discrete halfspaces ``h_k(x) = 1[<k, x> >= 1]`` with integer k in ``{-B..B}^d``
-  and ``||k||_2 <= R`` (the grid W_tau of seed 003 §5 in units of tau; a bias is a
+  and ``||k||_2 <= R`` (the grid W_tau of [NRVW20] §5 in units of tau; a bias is a
   constant-1 feature).  For binary x, <k, x> is an integer, so the rule is exactly
   "positive iff the score is at least 1" -- no ties, no epsilon margins.
 
 Extra *linear* terms on the class's parameters carry the separator-set noise of
-RSPM (seed 000 §III.A) and the linear part of OPDisc's perturbation (seed 003 §3):
+RSPM ([NRW19] §III.A) and the linear part of OPDisc's perturbation ([NRVW20] §3):
 ``linear[j]`` on the indicator ``j in S`` for conjunctions/disjunctions, and
 ``value_costs[j, g]`` on the indicator ``k_j = g`` for halfspaces.  OPDisc's
-projection adds a term ``-eta_last * sqrt(1 - ||w||^2 / D^2)``.  Seed 003 (§2, App. D.2)
+projection adds a term ``-eta_last * sqrt(1 - ||w||^2 / D^2)``.  [NRVW20] (§2, App. D.2)
 linearises it with an auxiliary variable r and the convex constraint ``r^2 + ||w||^2/D^2 <= 1``,
 which is exact only when the minimiser wants r large (eta_last >= 0); for eta_last < 0 it would need
 the non-convex equality.  On the integer grid ||k||^2 is an integer, so we use an exact *table*
@@ -64,7 +64,7 @@ class LearnerResult:
     objective: float  # the minimised weighted objective (as SCIP reports it, constant included)
     bound: float
     seconds: float
-    certified: bool  # SCIP proved optimality (seed 000 Def. 6); False means ⊥
+    certified: bool  # SCIP proved optimality ([NRW19] Def. 6); False means ⊥
 
     @property
     def optimal(self) -> bool:
@@ -320,7 +320,7 @@ def halfspace_oracle(
             raise OracleError("The projection term needs a positive radius D.")
         # ||k||^2 is an integer in 0..top, so sqrt(1 - ||k||^2/R^2) is exactly a table lookup: one binary
         # per attainable value.  Linear and exact for either sign of the coefficient (the convex
-        # constraint r^2 + ||k||^2/R^2 <= 1 of seed 003 App. D.2 is exact only when maximising r, and the
+        # constraint r^2 + ||k||^2/R^2 <= 1 of [NRVW20] App. D.2 is exact only when maximising r, and the
         # non-convex equality needed otherwise was measured 3-10x slower under SCIP).
         top = int(math.floor(min(float(sphere_radius) ** 2, d * bound * bound) + 1e-9))
         levels = [model.addVar(vtype="B", name=f"n{v}") for v in range(top + 1)]

@@ -1,15 +1,15 @@
 """Accountants, noise calibration and budget checks (every draw lives in :mod:`.samplers`).
 
 Neighbouring datasets differ by *replacing* one record (bounded DP, ``n`` public), as
-in seeds 000 and 001.  Under that relation a normalised counting query has
+in [NRW19] and [VTBSW20].  Under that relation a normalised counting query has
 sensitivity 1/n and one marginal's histogram of counts has L1 sensitivity 2 and
 L2 sensitivity sqrt(2).
 
 Three accountants, as in ALGORITHMS.md "Common ground":
 
 * pure ε (basic composition: ε's add);
-* (ε, δ) by advanced composition: seed 004 Lemma 2.4 (Dwork, Rothblum, Vadhan) and
-  seed 001 Theorem 3;
+* (ε, δ) by advanced composition: [GGHRW14] Lemma 2.4 (Dwork, Rothblum, Vadhan) and
+  [VTBSW20] Theorem 3;
 * ρ-zCDP (Bun & Steinke 2016): ρ's add; Gaussian noise std σ on L2 sensitivity Δ is
   Δ²/(2σ²)-zCDP; an ε-DP mechanism is ε²/2-zCDP; the exponential mechanism with
   parameter ε is ε²/8-zCDP (bounded range, Cesar & Rogers 2021).  Conversion to
@@ -25,7 +25,6 @@ import time
 import uuid
 from dataclasses import asdict, dataclass, field
 
-import numpy as np
 from scipy.optimize import brentq, minimize_scalar
 
 from ..errors import BudgetError
@@ -71,7 +70,7 @@ def check_delta(delta: float, n: int) -> None:
 
 
 def default_delta(n: int) -> float:
-    """1/n², the literature's default (seed 001 §6, seed 004 §7)."""
+    """1/n², the literature's default ([VTBSW20] §6, [GGHRW14] §7)."""
     return 1.0 / float(n) ** 2
 
 
@@ -87,13 +86,8 @@ def gaussian_rho(sigma: float, l2_sensitivity: float) -> float:
     return l2_sensitivity**2 / (2.0 * sigma**2)
 
 
-# ------------------------------------------------------------------ accountants
-def basic_composition(epsilons) -> float:
-    return float(np.sum(epsilons))
-
-
 def advanced_composition(eps0: float, k: int, delta: float) -> float:
-    """Seed 004 Lemma 2.4: k-fold composition of ε0-DP mechanisms is (ε, δ)-DP for
+    """[GGHRW14] Lemma 2.4: k-fold composition of ε0-DP mechanisms is (ε, δ)-DP for
     ε = sqrt(2 k ln(1/δ)) ε0 + k ε0 (e^{ε0} - 1)."""
     if k <= 0:
         return 0.0
@@ -103,7 +97,7 @@ def advanced_composition(eps0: float, k: int, delta: float) -> float:
 
 
 def advanced_composition_fem(eps0: float, T: int, delta: float) -> float:
-    """Seed 001 Theorem 3 in the form the FEM analysis uses:
+    """[VTBSW20] Theorem 3 in the form the FEM analysis uses:
     ε = T ε0²/2 + ε0 sqrt(2 T ln(1/δ))."""
     if not 0 < delta < 1:
         raise BudgetError("Advanced composition needs 0 < δ < 1.")
