@@ -470,6 +470,17 @@ class RecordProjector:
                     f"projection step {it}: residual {chi2 / nq:.3f} × noise level",
                     residual_norm=chi2 / nq,
                 )
+        return self._finish(stop, converged, it, calls, best_risk, best_snapshot, last_best, cert_gap, fw_gap, trace,
+                            scip_info)  # fmt: skip
+
+    def _finish(
+        self, stop, converged, it, calls, best_risk, best_snapshot, last_best, cert_gap, fw_gap, trace, scip_info
+    ) -> ProjectionOutcome:
+        """After the search: the final re-fit the stopping rule calls for, SCIP's certificate of the gap (or the
+        free decomposable bound), and the outcome."""
+        s = self.settings
+        nq = self.workload.n_queries
+        threshold = s.threshold(nq)
         # A final corrective step on the records found (it can only lower the residual);
         # the discrepancy rule keeps the iterate that met the level, the risk rule the
         # iterate with the smallest risk estimate.

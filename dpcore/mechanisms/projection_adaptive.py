@@ -274,20 +274,7 @@ class AdaptiveProjection(Mechanism):
         penalty = math.sqrt(2.0 / math.pi) * plan["sigma_counts"] * workload.sizes  # public expected noise L1
         for t in range(1, T + 1):
             ctx.check_cancel()
-            if records is None:
-                scores = np.array([n * true_cache.l1_to_uniform(j) for j in range(workload.n_marginals)])
-            else:
-                scores = np.array([n * true_cache.l1_to(j, records, weights) for j in range(workload.n_marginals)])
-            scores = scores - penalty
-            candidates = np.arange(workload.n_marginals)
-            if not params.get("allow_repeats", False):
-                # Marginals already measured leave the candidate list while others remain (which were chosen
-                # is a function of earlier private outputs: no extra cost).
-                done = np.array([workload.marginals[i] in measured for i in range(workload.n_marginals)])
-                if not done.all():
-                    candidates = candidates[~done]
-            pick = ctx.noise.exponential_mechanism(scores[candidates], plan["epsilon_select"], SCORE_SENSITIVITY)
-            j = int(candidates[pick])
+            j = self._select(true_cache, records, weights, penalty, measured, params, plan, ctx)
             clique = workload.marginals[j]
             measure(clique, plan["sigma_counts"])
             chosen.append(workload.marginal_name(j))
@@ -321,6 +308,32 @@ class AdaptiveProjection(Mechanism):
         records, weights = out.records, out.weights
         log(len(chosen), out, sub_wl, chosen[-1] if chosen else "")
         rows = largest_remainder_rows(records, weights, plan["rows"], rng)
+        return self._result(plan, budget, params, p, chosen, out, rows, trace, calls, skipped_projections)
+
+    @staticmethod
+    def _select(true_cache, records, weights, penalty, measured, params, plan, ctx) -> int:
+        """One round's choice: the exponential mechanism over the marginals' L1 distance (in counts) from the
+        current fit, less the public expected noise of measuring them."""
+        workload, n = true_cache.workload, true_cache.n
+        if records is None:
+            scores = np.array([n * true_cache.l1_to_uniform(j) for j in range(workload.n_marginals)])
+        else:
+            scores = np.array([n * true_cache.l1_to(j, records, weights) for j in range(workload.n_marginals)])
+        scores = scores - penalty
+        candidates = np.arange(workload.n_marginals)
+        if not params.get("allow_repeats", False):
+            # Marginals already measured leave the candidate list while others remain (which were chosen
+            # is a function of earlier private outputs: no extra cost).
+            done = np.array([workload.marginals[i] in measured for i in range(workload.n_marginals)])
+            if not done.all():
+                candidates = candidates[~done]
+        pick = ctx.noise.exponential_mechanism(scores[candidates], plan["epsilon_select"], SCORE_SENSITIVITY)
+        return int(candidates[pick])
+
+    @staticmethod
+    def _result(plan, budget, params, p, chosen, out, rows, trace, calls, skipped_projections) -> MechanismResult:
+        """The release: the rows, the planned spend (every planned round ran), public figures and notes."""
+        T, weights = plan["rounds"], out.weights
         public = {
             k: plan[k]
             for k in (
