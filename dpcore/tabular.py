@@ -390,8 +390,9 @@ def _fallback_unlocatable_bounds(
 ) -> list[Role]:
     """Privately decided numeric and date columns whose bounds this budget cannot locate (a public test:
     :func:`dpcore.discovery.bounds_locatable`): whole numbers become categories (their frequent values can still
-    be released by partition selection), the rest are left out with the reason.  Post-processing of the released
-    roles; a role the user chose is kept as chosen (the bounds warning says what to declare)."""
+    be released by partition selection), the rest are left out with the reason.  A numeric or date role the user
+    chose without its bounds is left out too (never turned into another role).  Post-processing of the released
+    roles and public figures."""
     needing = [t for t in tasks if t.needed]
     if not needing:
         return all_roles
@@ -399,13 +400,13 @@ def _fallback_unlocatable_bounds(
     changed: dict[str, Role] = {}
     for t, r in ((t, next(r for r in all_roles if r.name == t.name)) for t in needing):
         k = int(t.need_lower) + int(t.need_upper)
-        if r.source != "dp" or t.kind not in ("numeric", "datetime"):
+        if t.kind not in ("numeric", "datetime"):
             continue
         if bounds_locatable(t.kind, t.integer, t.granularity, rho_col, k, n):
             continue
-        if t.kind == "numeric" and t.integer:
+        if r.source == "dp" and t.kind == "numeric" and t.integer:
             changed[r.name] = replace(r, role="categorical", integer=False, reason=AS_CATEGORIES_REASON)
-        else:
+        else:  # a role the user chose is not changed to another: without bounds it is left out, and says why
             changed[r.name] = replace(r, role="excluded", reason=NO_BOUNDS_REASON)
     if changed:
         report["bounds_fallback"] = {
@@ -648,8 +649,8 @@ def discovery_outlook(
     if not bounds_locatable("numeric", True, None, rho_col, 2, n):
         out.append(
             f"Numeric and date bounds cannot be located at this budget on {n:,} rows: columns the discovery finds "
-            "to be whole numbers will be kept as categories, other numeric and date columns left out. Declare their "
-            "bounds (free), or give a larger ε or schema share."
+            "to be whole numbers will be kept as categories, other numeric and date columns (and those whose role "
+            "you declared) left out. Declare their bounds (free), or give a larger ε or schema share."
         )
     return out
 

@@ -259,7 +259,7 @@ def test_an_in_memory_table_with_repeated_names_is_renamed():
     df = pd.DataFrame([["a", 1, "x"], ["b", 2, "y"]] * 50, columns=["k", "k", ""])
     prep = prepare_table(
         df,
-        roles={"k": "categorical", "k_2": "integer", "column_3": "categorical"},
+        roles={"k": "categorical", "k_2": "categorical", "column_3": "categorical"},
         epsilon=4.0,
         delta=1e-5,
         noise=Randomness(8),
@@ -389,9 +389,16 @@ def test_bounds_the_budget_cannot_locate_are_never_released():
     assert any("cannot locate numeric or date bounds" in w for w in prep.warnings)
     outlook = discovery_outlook(df.columns, n, epsilon=1.0, delta=1 / n**2, roles={"sex": "categorical"})
     assert any(w.startswith("Numeric and date bounds cannot be located") for w in outlook)
-    # The user's choice stands: a declared numeric role is kept (with the warning that its bounds are poor).
+    # A numeric role the user chose without bounds is not turned into another role: it is left out, saying why;
+    # with its bounds declared it is kept as chosen.
     chosen = prepare_table(df, epsilon=1.0, delta=1 / n**2, noise=Randomness(4), roles={"ratio": "numeric"})
-    assert chosen.domain["ratio"].kind == "numeric"
+    assert "ratio" not in chosen.domain.names
+    assert {e["name"]: e["reason"] for e in chosen.excluded}["ratio"] == NO_BOUNDS_REASON
+    bounded = prepare_table(
+        df, epsilon=1.0, delta=1 / n**2, noise=Randomness(4), roles={"ratio": "numeric"},
+        schema=[{"name": "ratio", "kind": "numeric", "lower": -4, "upper": 4}],
+    )  # fmt: skip
+    assert bounded.domain["ratio"].kind == "numeric" and bounded.domain["ratio"].upper == 4.0
     # The rule is the closed form: ln|G| + FAR_MASS_NATS ≤ ε_q·q·n / (2(1 + q)) at the capped level q.
     q, g = QUANTILE_RANGE[1], len(numeric_grid(False))
     rho = 1e-4

@@ -39,3 +39,8 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("interrupted: nothing was released", file=sys.stderr)
         return 130
+    except BrokenPipeError:  # `dpcore info t.csv | head`: the reader left; say nothing more
+        import os
+
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 0

@@ -152,3 +152,33 @@ def build_workload(args, dataset):
     except ValueError:
         raise DPCoreError(f"--marginals must be a number or 'all', not {args.marginals!r}.") from None
     return Workload.random_kway(dataset.domain, args.k, m, seed=args.workload_seed, max_cells=cap)
+
+
+def open_source(args) -> dict:
+    """What ``--data`` names: a raw table (with its declared schema, if any) or an integer-coded Dataset."""
+    from ..data import bundled_adult_domain, bundled_path, load_any, read_table
+
+    data = data_source(args)
+    if str(data) in ("adult", "adult_census", "bundled"):
+        df = read_table(bundled_path("adult_census.csv"))
+        schema = bundled_adult_domain() if args.domain is None else load_schema_arg(args.domain)
+        return {
+            "table": df,
+            "schema": schema,
+            "n": len(df),
+            "key": df.attrs["source_digest"],
+            "name": "adult_census",
+            "renamed": df.attrs.get("renamed", []),
+        }
+    if is_coded(data, args.domain):
+        ds = load_any(data, args.domain)
+        return {"table": None, "dataset": ds, "n": ds.n, "key": ds.ledger_key, "name": ds.name}
+    df = read_table(data)
+    return {
+        "table": df,
+        "schema": load_schema_arg(args.domain),
+        "n": len(df),
+        "key": df.attrs["source_digest"],
+        "name": df.attrs.get("name", "table"),
+        "renamed": df.attrs.get("renamed", []),
+    }

@@ -1,17 +1,34 @@
-"""``dpcore info``: schema, n and domain size of a table."""
+"""``dpcore info``: what a table is -- its schema (declared or coded), or for a raw table the roles proposed for
+its columns, for the data owner to confirm."""
 
 from __future__ import annotations
 
-from .common import add_data_args, load
+from .common import add_data_args, open_source
 
 
 def add_parser(sub) -> None:
-    p = sub.add_parser("info", help="schema, n and domain size of a table")
+    p = sub.add_parser(
+        "info",
+        help="a table's schema, or the roles proposed for a raw table's columns (for the data owner to confirm)",
+    )
     add_data_args(p, positional=True)
 
 
 def run(args) -> int:
-    ds = load(args)
+    source = open_source(args)
+    if source["table"] is None:
+        _print_dataset(source["dataset"])
+        return 0
+    if source.get("schema") is not None and source["name"] == "adult_census":
+        from ..data import bundled_adult
+
+        _print_dataset(bundled_adult())
+        return 0
+    _print_roles(source)
+    return 0
+
+
+def _print_dataset(ds) -> None:
     print(f"dataset: {ds.name}   n = {ds.n:,}   attributes = {len(ds.domain)}")
     print(f"domain size = {ds.domain.size:,} records   one-hot length D = {ds.domain.one_hot_size}")
     for a in ds.domain.attributes:
@@ -20,4 +37,44 @@ def run(args) -> int:
         print(f"  {a.name:<24} {a.kind:<12} {a.size:>6} values  {extra:<28} {src}")
     if ds.clipped:
         print(f"clipped to bounds: {ds.clipped}")
-    return 0
+
+
+def role_option(role) -> str:
+    """A role as ``--roles`` takes it back: categorical, integer, real, date:FORMAT or excluded."""
+    if role.role == "numeric":
+        return "integer" if role.integer else "real"
+    if role.role == "datetime":
+        return f"date:{role.format}"
+    return role.role
+
+
+def _print_roles(source: dict) -> None:
+    """The owner's view of a raw table (the app's roles table, as text): exact counts, never for publication."""
+    from ..ingest import header_role, propose_roles
+
+    df = source["table"]
+    print(f"table: {source['name']}   n = {source['n']:,} rows   {df.shape[1]} columns")
+    for r in source.get("renamed", []):
+        print(f"renamed column {r['original']!r} to {r['name']!r} (repeated or empty header)")
+    print(
+        "Roles proposed from exact counts: read off the data WITHOUT privacy, for you (the data owner) only; never "
+        "publish this listing.\nConfirming them (--roles below) makes them your public choices: a release then "
+        "spends nothing deciding roles, only discovering value sets and bounds."
+    )
+    proposed = {r.name: r for r in propose_roles(df)}
+    confirm = []
+    print(f"  {'column':<24} {'proposed role':<32} {'filled':>9} {'distinct':>9}  why")
+    for name in df.columns:
+        by_header = header_role(name)
+        role = by_header or proposed[name]
+        stats = proposed[name].stats or {}
+        why = "a public rule on the header" if by_header else (role.reason or "")
+        label = role.label if role.role != "excluded" else "excluded"
+        if by_header:
+            why = role.reason
+        print(f"  {str(name):<24} {label:<32} {stats.get('present', 0):>9,} {stats.get('distinct', 0):>9,}  {why}")
+        if not by_header:
+            confirm.append(f"{name}={role_option(role)}")
+    if confirm:
+        print("To confirm these roles (edit any you disagree with):")
+        print(f'  --roles "{",".join(confirm)}"')

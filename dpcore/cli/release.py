@@ -13,9 +13,7 @@ from .common import (
     add_workload_args,
     add_workspace_arg,
     build_workload,
-    data_source,
-    is_coded,
-    load_schema_arg,
+    open_source,
     parse_roles,
     workload_spec,
 )
@@ -231,36 +229,6 @@ def run(args) -> int:
     if getattr(args, "synopsis", None):
         Path(args.synopsis).write_text(json.dumps(rel.synopsis_json(), indent=2, default=float))
     return 0
-
-
-def open_source(args) -> dict:
-    """What ``--data`` names: a raw table (with its declared schema, if any) or an integer-coded Dataset."""
-    from ..data import bundled_adult_domain, bundled_path, load_any, read_table
-
-    data = data_source(args)
-    if str(data) in ("adult", "adult_census", "bundled"):
-        df = read_table(bundled_path("adult_census.csv"))
-        schema = bundled_adult_domain() if args.domain is None else load_schema_arg(args.domain)
-        return {
-            "table": df,
-            "schema": schema,
-            "n": len(df),
-            "key": df.attrs["source_digest"],
-            "name": "adult_census",
-            "renamed": df.attrs.get("renamed", []),
-        }
-    if is_coded(data, args.domain):
-        ds = load_any(data, args.domain)
-        return {"table": None, "dataset": ds, "n": ds.n, "key": ds.ledger_key, "name": ds.name}
-    df = read_table(data)
-    return {
-        "table": df,
-        "schema": load_schema_arg(args.domain),
-        "n": len(df),
-        "key": df.attrs["source_digest"],
-        "name": df.attrs.get("name", "table"),
-        "renamed": df.attrs.get("renamed", []),
-    }
 
 
 def say_discovery(source: dict, args, budget) -> list[str]:
