@@ -108,6 +108,23 @@ def _read_bytes(source) -> tuple[bytes, str]:
     raise DataError("Give a file path, bytes or a file object.")
 
 
+def _from_unicode_bom(raw: bytes, name: str) -> bytes:
+    """UTF-16 and UTF-32 text with a byte-order mark (Excel's "Unicode Text" export: UTF-16, tab-separated) as
+    UTF-8 bytes; anything else unchanged."""
+    for bom, enc in (
+        (b"\xff\xfe\x00\x00", "utf-32"),
+        (b"\x00\x00\xfe\xff", "utf-32"),
+        (b"\xff\xfe", "utf-16"),
+        (b"\xfe\xff", "utf-16"),
+    ):
+        if raw.startswith(bom):
+            try:
+                return raw.decode(enc).encode("utf-8")
+            except UnicodeDecodeError:
+                raise DataError(f"{name}: starts like {enc.upper()} text but does not decode as it.") from None
+    return raw
+
+
 def _decode_text(raw: bytes) -> str:
     for enc in ("utf-8-sig", "cp1252", "latin-1"):
         try:
@@ -141,6 +158,7 @@ def read_table(source, filename: str | None = None) -> pd.DataFrame:
         except Exception as exc:  # noqa: BLE001 -- pyarrow raises many types for corrupt files
             raise DataError(f"{name}: not a readable Parquet file ({type(exc).__name__}).") from None
     else:
+        raw = _from_unicode_bom(raw, name)
         if b"\x00" in raw[:4096]:
             raise DataError(f"{name}: this looks like a binary file, not CSV text. Upload CSV or Parquet.")
         text = _decode_text(raw)

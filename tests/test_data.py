@@ -161,3 +161,14 @@ def test_file_object_upload():
     buf = io.BytesIO(b"a,b\n1,x\n2,y\n")
     buf.name = "up.csv"
     assert len(read_table(buf)) == 2
+
+
+@pytest.mark.parametrize("encoding, sep", [("utf-16", "\t"), ("utf-16", ","), ("utf-32", ";")])
+def test_unicode_text_with_a_byte_order_mark_reads_like_utf8(encoding, sep):
+    """Excel's "Unicode Text" export is UTF-16 with a BOM, tab-separated: read as any CSV (accents kept)."""
+    df = pd.DataFrame({"name": ["Zoë", "José", "Łukasz"] * 4, "v": [1, 2, 3] * 4})
+    raw = df.to_csv(index=False, sep=sep).encode(encoding)
+    assert raw[:2] in (b"\xff\xfe", b"\xfe\xff")
+    back = read_table(raw, filename="export.txt")
+    assert list(back.columns) == ["name", "v"] and back["name"].tolist() == df["name"].tolist()
+    assert back["v"].tolist() == df["v"].tolist()
