@@ -130,6 +130,7 @@ _NUMBER_TOKENS = {"number", "no", "num", "nr"}
 _DATE_LIKE = re.compile(
     r"^\d{1,4}[-/.]\d{1,2}[-/.]\d{1,4}(?:[ T]\d{1,2}:\d{2}(?::\d{2})?(?:Z|[+-]\d{2}:?\d{2})?)?$|^\d{4}-\d{1,2}$"
 )
+_LEADING_ZERO = re.compile(r"^\s*[+-]?0\d+\s*$")
 _FORMAT_PIECES = {
     "%Y": r"\d{4}",
     "%m": r"\d{1,2}",
@@ -400,7 +401,10 @@ def column_counts(column: pd.Series) -> tuple[dict[str, int], dict[str, int]]:
         stats["non_integer"] = int(counts[~whole].sum())
         return stats, fmt_counts
     text = pd.Series(uniques, dtype=object).astype(str)
-    nums = parse_numbers(text).to_numpy(dtype=float)
+    nums = parse_numbers(text).to_numpy(dtype=float, copy=True)
+    # Digits with a leading zero ("08390", "007") are codes, not numbers: read as numbers they would come back
+    # as 8390 and 7.  Counting them as text keeps such a column categorical, its labels as written.
+    nums[text.str.match(_LEADING_ZERO.pattern).to_numpy(dtype=bool)] = np.nan
     is_num = ~np.isnan(nums)
     stats["numeric"] = int(counts[is_num].sum())
     whole = is_num & np.isfinite(nums) & (np.floor(np.where(is_num, nums, 0.0)) == nums)

@@ -268,3 +268,16 @@ def test_numbers_with_grouped_thousands_and_timestamps_with_a_utc_offset_keep_th
         codes_back,
         np.asarray(prep.dataset.codes[:200, prep.domain.names.index("income")])[~out["income"].isna().to_numpy()],
     )
+
+
+def test_codes_with_leading_zeros_stay_categories_as_written():
+    """ZIP codes, FIPS codes, "007": digits with a leading zero are codes; read as numbers they would lose the
+    zero on the way out."""
+    rng = np.random.default_rng(5)
+    zips = [f"{z:05d}" for z in rng.choice([2134, 8390, 10001, 60614, 94110], 2000)]
+    role = propose_roles(pd.DataFrame({"zip": zips, "x": rng.integers(0, 100, 2000)}))[0]
+    assert role.role == "categorical", role
+    counts, _ = column_counts(pd.Series(zips))
+    assert counts["numeric"] == sum(not z.startswith("0") for z in zips)
+    plain = propose_roles(pd.DataFrame({"n": [str(v) for v in rng.integers(0, 500, 2000)]}))[0]
+    assert plain.role == "numeric"  # a lone "0" is a number
