@@ -159,7 +159,7 @@ def release_card(
         "mechanism": {
             "name": mech_cls.name,
             "title": mech_cls.title,
-            "source": mech_cls.seed,
+            "source": mech_cls.paper,
             "privacy_depends_on_solver": mech_cls.privacy != "robust",
             "output": mech_cls.output,
         },

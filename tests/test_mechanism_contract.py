@@ -67,7 +67,7 @@ def test_describes_itself(name):
     d = m.describe()
     assert d["name"] == name and d["title"] and d["summary"]
     assert m.privacy in ("robust", "oracle-dependent") and m.output in ("rows", "answers", "synopsis", "model")
-    assert not re.search(r"seed \d{3}", f"{m.seed} {m.summary} {m.accounting}"), "cite papers by key, not seed numbers"
+    assert not re.search(r"seed \d{3}", f"{m.paper} {m.summary} {m.accounting}"), "cite papers by key, not seed numbers"
     params = m.validate_params({})
     assert set(params) == {p.name for p in m.parameters}
     for p in m.parameters:

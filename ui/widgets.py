@@ -272,4 +272,4 @@ def mechanism_label(mech_cls) -> str:
 
 def source_line(mech_cls) -> str:
     """Where a mechanism comes from, by paper key ([GGHRW14] ...), never an internal file number."""
-    return cite(getattr(mech_cls, "seed", "") or "")
+    return cite(getattr(mech_cls, "paper", "") or "")

@@ -16,7 +16,7 @@ def run(args) -> int:
         print(reference_markdown(), end="")
         return 0
     for m in registry.all_mechanisms():
-        print(f"{m.name:<12} {m.title}  [{m.seed}; privacy {m.privacy}; output {m.output}]")
+        print(f"{m.name:<12} {m.title}  [{m.paper}; privacy {m.privacy}; output {m.output}]")
         for p in m.parameters:
             print(f"    --param {p.name}=<{p.kind}> default {p.default!r}: {p.help}")
     return 0
@@ -33,7 +33,7 @@ def reference_markdown() -> str:
             if m.privacy == "robust"
             else "needs every solve to be certified optimal"
         )
-        head = f"*Source:* {m.seed}. *Output:* {m.output}. *Privacy:* {privacy}."
+        head = f"*Source:* {m.paper}. *Output:* {m.output}. *Privacy:* {privacy}."
         if m.recommended:
             head += f" *Recommended for {m.output}.*"
         out += [

@@ -26,7 +26,7 @@ class Learner:
 
     name: ClassVar[str]
     title: ClassVar[str]
-    seed: ClassVar[str]  # the paper, by key
+    paper: ClassVar[str]  # the paper, by key
     privacy: ClassVar[str]  # "oracle-dependent", "robust" or "none"
     accounting: ClassVar[str]
     #: (ε, δ)-DP rather than pure ε-DP: the run spends δ too.
@@ -40,7 +40,7 @@ class Learner:
 class OPDisc(Learner):
     name = "opdisc"
     title = "OPDisc (objective perturbation, discrete halfspaces)"
-    seed = "[NRVW20] §3"
+    paper = "[NRVW20] §3"
     privacy = "oracle-dependent"
     accounting = "(ε, δ)-DP by [NRVW20] Thm 2; σ = max(7 G D² sqrt(ln 1/δ)/(τ ε), coupling bound)"
     approximate = True
@@ -57,7 +57,7 @@ class OPDisc(Learner):
 class RSPM(Learner):
     name = "rspm"
     title = "RSPM, Laplace (discrete halfspaces)"
-    seed = "[NRW19] §III.A"
+    paper = "[NRW19] §III.A"
     privacy = "oracle-dependent"
     accounting = "ε-DP by [NRW19] Thm 6; η ~ Lap(2m/ε) on a separator set of size m"
     noise = "laplace"
@@ -84,7 +84,7 @@ class RSPM(Learner):
 class GaussianRSPM(RSPM):
     name = "rspm-gauss"
     title = "Gaussian RSPM (discrete halfspaces)"
-    seed = "[NRW19] Thm 7"
+    paper = "[NRW19] Thm 7"
     accounting = "(ε, δ)-DP; σ from the coupling bound in dpcore.learning.rspm"
     approximate = True
     noise = "gaussian"
@@ -93,7 +93,7 @@ class GaussianRSPM(RSPM):
 class ConjunctionRSPM(Learner):
     name = "rspm-conj"
     title = "RSPM, Laplace (conjunctions)"
-    seed = "[NRW19] §III.A"
+    paper = "[NRW19] §III.A"
     privacy = "oracle-dependent"
     accounting = "ε-DP by [NRW19] Thm 6; separator of size d"
 
@@ -110,7 +110,7 @@ class ConjunctionRSPM(Learner):
 class PRSMA(Learner):
     name = "prsma"
     title = "PRSMA around RSPM (robust)"
-    seed = "[NRW19] §III.B"
+    paper = "[NRW19] §III.B"
     privacy = "robust"
     accounting = "(ε, δ)-DP whatever the oracle does, [NRW19] Thm 8 (ε* = ε/62, δ* = δ/11)"
     approximate = True
@@ -137,7 +137,7 @@ class PRSMA(Learner):
 class DPLR(Learner):
     name = "dplr"
     title = "DP logistic regression (objective perturbation)"
-    seed = "[CMS11] Thm 9"
+    paper = "[CMS11] Thm 9"
     privacy = "robust"
     accounting = "ε-DP, Chaudhuri–Monteleoni–Sarwate 2011 Thm 9"
 
@@ -149,7 +149,7 @@ class DPLR(Learner):
 class NonPrivate(Learner):
     name = "nonprivate"
     title = "Exact 0/1-loss halfspace (NOT private, reference)"
-    seed = "-"
+    paper = "-"
     privacy = "none"
     accounting = "none: the non-private optimum on the same grid, for comparison only"
 

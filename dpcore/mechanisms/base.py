@@ -173,7 +173,7 @@ class Mechanism:
 
     name: ClassVar[str]
     title: ClassVar[str]
-    seed: ClassVar[str]  # e.g. "[GGHRW14] (Gaboardi et al. 2014), Algorithm 2"
+    paper: ClassVar[str]  # e.g. "[GGHRW14] (Gaboardi et al. 2014), Algorithm 2"
     privacy: ClassVar[str]  # "robust" or "oracle-dependent"
     output: ClassVar[str]  # "rows", "answers", "synopsis", "model"
     summary: ClassVar[str] = ""  # plain-language explanation for the teaching page
@@ -209,7 +209,7 @@ class Mechanism:
         return {
             "name": cls.name,
             "title": cls.title,
-            "seed": cls.seed,
+            "paper": cls.paper,
             "privacy": cls.privacy,
             "output": cls.output,
             "summary": cls.summary,

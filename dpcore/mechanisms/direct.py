@@ -61,7 +61,7 @@ def project_marginals(workload, noisy: np.ndarray) -> np.ndarray:
 class DirectGaussian(Mechanism):
     name = "gaussian"
     title = "Direct Gaussian answers (yardstick)"
-    seed = "baseline (Gaussian mechanism; zCDP of Bun & Steinke 2016)"
+    paper = "baseline (Gaussian mechanism; zCDP of Bun & Steinke 2016)"
     privacy = "robust"
     output = "answers"
     uses_oracle = False
@@ -114,7 +114,7 @@ class DirectGaussian(Mechanism):
 class DirectLaplace(Mechanism):
     name = "laplace"
     title = "Direct Laplace answers (pure ε)"
-    seed = "baseline (Laplace mechanism; Dwork et al. 2006)"
+    paper = "baseline (Laplace mechanism; Dwork et al. 2006)"
     privacy = "robust"
     output = "answers"
     uses_oracle = False

@@ -137,7 +137,7 @@ def dqrs_epsilon(T: int, eta: float, s: int, n: int, delta: float, accountant: s
 class DQRS(DualQuery):
     name = "dqrs"
     title = "DQRS (DualQuery with rejection sampling)"
-    seed = "[VTBSW20] (Vietri et al. 2020), Algorithm 4, Lemmas 8–9"
+    paper = "[VTBSW20] (Vietri et al. 2020), Algorithm 4, Lemmas 8–9"
     privacy = "robust"
     output = "rows"
     summary = (

@@ -200,7 +200,7 @@ def time_limit_from(params: dict, ctx: RunContext) -> float | None:
 class DualQuery(Mechanism):
     name = "dualquery"
     title = "DualQuery (multiplicative weights over queries + SCIP best response)"
-    seed = "[GGHRW14] (Gaboardi et al. 2014), Algorithm 2, Theorems 4.2/4.3"
+    paper = "[GGHRW14] (Gaboardi et al. 2014), Algorithm 2, Theorems 4.2/4.3"
     privacy = "robust"
     output = "rows"
     summary = (

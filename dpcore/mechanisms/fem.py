@@ -211,7 +211,7 @@ def smallest_epsilon_auto(n: int, n_queries: int, delta: float) -> float:
 class FEM(Mechanism):
     name = "fem"
     title = "FEM (Follow-the-perturbed-leader + Exponential Mechanism)"
-    seed = "[VTBSW20] (Vietri et al. 2020), Algorithms 1–2"
+    paper = "[VTBSW20] (Vietri et al. 2020), Algorithms 1–2"
     privacy = "robust"
     output = "rows"
     summary = (
@@ -461,7 +461,7 @@ class SepFEM(FEM):
     name = "sepfem"
     parameters = tuple(_SEP_NOISE if p.name == "noise" else p for p in _PARAMETERS)
     title = "sepFEM (Separator-FTPL + Exponential Mechanism)"
-    seed = "[VTBSW20] (Vietri et al. 2020), Algorithms 1 and 3"
+    paper = "[VTBSW20] (Vietri et al. 2020), Algorithms 1 and 3"
     summary = (
         "FEM with a different randomisation of the data player: instead of penalising each attribute "
         "value by exponential noise it adds Laplace-weighted 'fake' single-attribute queries (a separator "

@@ -62,7 +62,7 @@ def cell_slice(workload, qid: int, ndim: int) -> tuple:
 class MWEM(Mechanism):
     name = "mwem"
     title = "MWEM (multiplicative weights over the explicit domain)"
-    seed = "baseline: Hardt, Ligett & McSherry 2012 (compared in [GGHRW14] §7 and [VTBSW20])"
+    paper = "baseline: Hardt, Ligett & McSherry 2012 (compared in [GGHRW14] §7 and [VTBSW20])"
     privacy = "robust"
     output = "rows"
     uses_oracle = False

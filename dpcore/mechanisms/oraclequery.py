@@ -351,7 +351,7 @@ def _best_response_task(task: tuple) -> OracleResult:
 class OracleQuery(Mechanism):
     name = "oraclequery"
     title = "OracleQuery (FTPL data player + private RSPM learner over all conjunctions)"
-    seed = "[NRW19] (How to Use Heuristics for Differential Privacy), §IV, Theorem 10"
+    paper = "[NRW19] (How to Use Heuristics for Differential Privacy), §IV, Theorem 10"
     privacy = "oracle-dependent"
     output = "rows"
     summary = (

@@ -394,7 +394,7 @@ class PTFSynopsis:
 class PrivLearn(Mechanism):
     name = "privlearn"
     title = "PrivLearn (threshold learning → answers to all conjunctions)"
-    seed = "[HRS12] (Private Data Release via Learning Thresholds), Figures 1–2, §5"
+    paper = "[HRS12] (Private Data Release via Learning Thresholds), Figures 1–2, §5"
     privacy = "robust"
     output = "synopsis"
     uses_oracle = False

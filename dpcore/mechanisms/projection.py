@@ -976,7 +976,7 @@ class Projection(Mechanism):
 
     name = "projection"
     title = "Projection onto records (Frank–Wolfe + SCIP)"
-    seed = "beyond the papers: [GGHRW14] §8, [NRW19] §I-B (Nikolov–Talwar–Zhang projection)"
+    paper = "beyond the papers: [GGHRW14] §8, [NRW19] §I-B (Nikolov–Talwar–Zhang projection)"
     privacy = "robust"
     output = "rows"
     recommended = True

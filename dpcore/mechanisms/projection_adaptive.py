@@ -83,7 +83,7 @@ class AdaptiveProjection(Mechanism):
 
     name = "projection_adaptive"
     title = "Adaptive projection (select, measure, project)"
-    seed = "beyond the papers: MWEM/AIM select-measure loop with the projection of [GGHRW14] §8"
+    paper = "beyond the papers: MWEM/AIM select-measure loop with the projection of [GGHRW14] §8"
     privacy = "robust"
     output = "rows"
     summary = (
