@@ -537,36 +537,25 @@ def discovery_plan(epsilon: float, delta: float) -> tuple[float, float, list[str
     """(ε_d, δ_d, columns) a discovery at (ε, δ) would charge and discover, from the declarations alone (public)."""
     from dpcore.tabular import discovery_budget
 
-    src = current_source()
-    source_key, _, df, declared = src
-    decl = roles.declarations(ensure_schema_table(source_key, df, declared))
-    return discovery_budget(
-        df.columns,
-        epsilon=2.0 * float(epsilon),
-        delta=2.0 * float(delta),
-        schema=decl.schema,
-        roles=decl.roles,
-        unlisted=decl.unlisted,
-        schema_share=_SHARE,
-    )
+    df, args = _discovery_args(epsilon, delta)
+    return discovery_budget(df.columns, **args)
 
 
 def discovery_outlook(epsilon: float, delta: float) -> list[str]:
     """What a discovery at (ε, δ) cannot resolve on this table (public: the header, the declarations, ε, δ, n)."""
     from dpcore.tabular import discovery_outlook as outlook
 
+    df, args = _discovery_args(epsilon, delta)
+    return outlook(df.columns, len(df), **args)
+
+
+def _discovery_args(epsilon: float, delta: float) -> tuple[pd.DataFrame, dict]:
+    """The table in use and the engine's arguments for a discovery run at (ε, δ): the run gets 2(ε, δ) with a
+    share of one half, so all of (ε, δ) goes to the schema."""
     source_key, _, df, declared = current_source()
     decl = roles.declarations(ensure_schema_table(source_key, df, declared))
-    return outlook(
-        df.columns,
-        len(df),
-        epsilon=2.0 * float(epsilon),
-        delta=2.0 * float(delta),
-        schema=decl.schema,
-        roles=decl.roles,
-        unlisted=decl.unlisted,
-        schema_share=_SHARE,
-    )
+    args = dict(epsilon=2.0 * float(epsilon), delta=2.0 * float(delta), schema=decl.schema, roles=decl.roles)
+    return df, {**args, "unlisted": decl.unlisted, "schema_share": _SHARE}
 
 
 def default_schema_delta(n: int) -> float:
