@@ -16,13 +16,14 @@ folder) before it reads the data, and records the run there (the app lists it).
 
 from __future__ import annotations
 
+import warnings as _warnings
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pandas as pd
 
-from .errors import DPCoreError
+from .errors import DPCoreError, DPCoreWarning
 
 
 def list_mechanisms() -> list[dict]:
@@ -148,6 +149,8 @@ class Synthesizer:
         finally:
             if executor is not None:
                 executor.close()
+        for message in self._fitted().warnings:  # public: what the budget could not resolve, etc.
+            _warnings.warn(message, DPCoreWarning, stacklevel=2)
         return self
 
     def _fitted(self):
@@ -156,6 +159,11 @@ class Synthesizer:
         return self.release
 
     # ------------------------------------------------------------------ what it released
+    @property
+    def warnings(self) -> list[str]:
+        """What the release's own figures say it could not do well (public; also issued as DPCoreWarning)."""
+        return list(self._fitted().warnings)
+
     @property
     def card(self) -> dict:
         """The public release card (a dict): what may be published beside the synthetic data."""

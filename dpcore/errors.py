@@ -36,3 +36,8 @@ class ParameterError(DPCoreError):
 
 class Cancelled(DPCoreError):
     """The run was cancelled by the user; nothing was released."""
+
+
+class DPCoreWarning(UserWarning):
+    """Something the user should know about a release (public figures only): a workload left mostly noise, a
+    schema the budget could not resolve.  The library issues one per warning after ``Synthesizer.fit``."""
