@@ -32,7 +32,7 @@ def table() -> pd.DataFrame:
 def test_fit_releases_rows_in_the_input_shape_and_says_what_it_could_not_resolve(table, tmp_path):
     synth = dpcore.Synthesizer("projection", epsilon=1.0, workspace=tmp_path, label="api test")
     with pytest.raises(dpcore.DPCoreError, match="fit"):
-        synth.card
+        _ = synth.card
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         synth.fit(table, name="people")
