@@ -218,6 +218,9 @@ def test_shared_server_asks_the_network_side_for_the_password(tmp_path):
         status, headers, _ = _http(base + "/_stcore/health")
         assert status == 401 and "basic" in headers.get("www-authenticate", headers.get("WWW-Authenticate", "")).lower()
         assert " 403 " in _ws_handshake(ip, port)
+        # the route that streams released files sits behind the same check (a link alone is not a login)
+        status, _, _ = _http(base + "/_dpcore/files/some-run/synthetic.csv?t=" + "0" * 64)
+        assert status == 401
         # a wrong password is refused, the right one sets the session cookie and goes back where the user was
         status, _, body = _http(base + serve.LOGIN_PATH, data=b"password=guess1234&next=/learn")
         assert status == 401 and "not right" in body
@@ -235,6 +238,10 @@ def test_shared_server_asks_the_network_side_for_the_password(tmp_path):
             headers={"Authorization": "Basic " + base64.b64encode(b"x:" + PASSWORD.encode()).decode()},
         )
         assert (status, body.strip()) == (200, "ok")
+        status, _, body = _http(
+            base + "/_dpcore/files/some-run/synthetic.csv?t=" + "0" * 64, headers={"Cookie": cookie}
+        )
+        assert status == 403 and "not valid" in body  # past the login, the file route still wants its token
         assert " 101 " in _ws_handshake(ip, port, cookie)
         shown = _run_script(ip, port, cookie)
         _assert_page_rendered(shown)
