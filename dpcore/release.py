@@ -449,8 +449,11 @@ def release_table(
         name=label,
     )
     warnings += prep.warnings
-    wl = _table_workload(workload, prep.dataset)
     try:
+        if workload is None:
+            wl = fitted_default_workload(prep.dataset.domain, n, mech_cls, mech_budget, vparams)
+        else:
+            wl = _table_workload(workload, prep.dataset)
         warnings += plan_warnings(mech_cls().plan(n, wl, mech_budget, vparams), wl, n)
     except DPCoreError:
         if ledger is not None:  # the mechanism never read the data: only the discovery stays charged
@@ -478,6 +481,24 @@ def release_table(
         class_width,
         numeric,
     )
+
+
+def fitted_default_workload(domain, n: int, mech_cls, budget: Budget, vparams: dict) -> Workload:
+    """The default workload that fits the table (:func:`dpcore.workload.default_workload`) and this run's noise:
+    when the mechanism's public plan says its pairs would come back mostly noise (expected noise per cell above
+    what a cell holds), the pairs are chosen again among those whose cells hold at least that much.  Public:
+    n, the attribute sizes, ε, δ and the parameters."""
+    from .workload import MIN_ROWS_PER_CELL, default_workload
+
+    wl = default_workload(domain, n)
+    try:
+        sigma = mech_cls().plan(n, wl, budget, vparams).get("sigma_counts")
+    except DPCoreError:
+        return wl  # the caller's own plan says why
+    if sigma is None or not plan_warnings({"sigma_counts": sigma}, wl, n):
+        return wl
+    noise = float(sigma) * math.sqrt(2.0 / math.pi)
+    return default_workload(domain, n, min_rows_per_cell=max(MIN_ROWS_PER_CELL, noise))
 
 
 def _table_workload(spec, dataset) -> Workload:

@@ -373,3 +373,30 @@ def test_a_workload_left_mostly_noise_is_warned_on_both_paths():
     df = pd.DataFrame({"a": ["x", "y"] * 100, "b": ["u", "v", "w", "z"] * 50})
     quiet, _ = release_table(df, "gaussian", 0.05, workload={"k": 2, "marginals": "all"}, ledger=None, seed=2)
     assert any("mostly noise" in w for w in quiet.warnings)
+
+
+def test_the_default_workload_leaves_out_pairs_this_runs_noise_would_drown():
+    """On the bundled Adult at ε = 1 the plain default includes a 714-cell pair whose cells hold ~46 rows against
+    noise of ~52: the default is fitted to the run's public noise, so the newcomer's first release warns of
+    nothing; a workload the user chose is left as chosen (and warned about)."""
+    from dpcore.data import bundled_adult, bundled_adult_domain, bundled_adult_table
+    from dpcore.mechanisms import registry
+    from dpcore.release import fitted_default_workload, plan_warnings, release_table
+    from dpcore.workload import default_workload
+
+    ds = bundled_adult()
+    mech = registry.get("gaussian")
+    budget, vparams = Budget(1.0, 1.0 / ds.n**2), mech.validate_params({})
+    plain = default_workload(ds.domain, ds.n)
+    assert plan_warnings(mech().plan(ds.n, plain, budget, vparams), plain, ds.n)  # what the old default did
+    fitted = fitted_default_workload(ds.domain, ds.n, mech, budget, vparams)
+    assert plan_warnings(mech().plan(ds.n, fitted, budget, vparams), fitted, ds.n) == []
+    one_way = [(a,) for a in range(len(ds.domain))]
+    assert list(fitted.marginals[: len(one_way)]) == one_way and fitted.n_marginals > len(one_way)
+    rel, _ = release_table(bundled_adult_table(), "gaussian", 1.0, schema=bundled_adult_domain(), ledger=None, seed=1)
+    assert not any("mostly noise" in w for w in rel.warnings)
+    chosen, _ = release_table(
+        bundled_adult_table(), "gaussian", 1.0, schema=bundled_adult_domain(), workload={"k": 3, "marginals": 8},
+        ledger=None, seed=1,
+    )  # fmt: skip
+    assert any("mostly noise" in w for w in chosen.warnings)

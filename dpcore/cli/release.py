@@ -106,6 +106,17 @@ def parse_params(items: list[str]) -> dict:
     return out
 
 
+def _fitted_default(ds, mech_cls, budget, params: dict, fallback):
+    from ..release import fitted_default_workload
+
+    try:
+        return fitted_default_workload(
+            ds.domain, ds.n, mech_cls, budget, mech_cls.validate_params(without_rows(params))
+        )
+    except DPCoreError:
+        return fallback  # the run refuses with its own message, before spending
+
+
 def without_rows(params: dict) -> dict:
     return {k: v for k, v in params.items() if k != "rows"}
 
@@ -125,7 +136,11 @@ def run(args) -> int:
     source = open_source(args)
     n = source["n"]
     budget, _, _ = resolve_budget(args.epsilon, args.delta, n)  # refuses δ ≥ 1/n before anything else
-    workload = build_workload(args, source["dataset"]) if source["table"] is None else None
+    workload = None
+    if source["table"] is None:  # a coded table: the workload is known before the run
+        workload = build_workload(args, source["dataset"])
+        if args.k is None and args.marginals is None:  # the default: fitted to this run's noise too
+            workload = _fitted_default(source["dataset"], mech_cls, budget, params, workload)
     said: list[str] = []
     if workload is not None:  # a coded table's workload is known before the run: warn before anything is spent
         try:
