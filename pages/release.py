@@ -164,6 +164,7 @@ if not checks.ok:
 else:
     try:
         check_budget(epsilon, d_used, dataset.n)
+        workload = wls.fitted_to_run(dataset, workload, mech, epsilon, d_used, params)
         plan = plan_release(dataset.n, workload, mech.name, epsilon, delta, params)
     except DPCoreError as exc:
         plan_error = str(exc)

@@ -464,3 +464,24 @@ def test_upload_and_schema_edits_come_back_after_a_reload(at):
     restored = other.session_state[state.SCHEMA_TABLE]
     assert restored.iloc[0]["values"] == "r | g | b | x" or restored.iloc[0]["values"] == "r|g|b|x"
     assert restored.iloc[0]["source"] == datasource.DECLARED
+
+
+def test_the_recommended_workload_is_fitted_to_the_runs_noise_and_the_run_uses_it(at):
+    """The newcomer's defaults (bundled Adult, recommended workload, ε = 1) warn of nothing: the recommended pairs
+    are fitted to the run's public noise, and the run releases exactly that workload."""
+    choose(at, "gaussian")
+    at.number_input(key=state.EPSILON).set_value(1.0).run()
+    assert not any("mostly noise" in plain(w.value) for w in at.warning)
+    run = start_and_wait(at)
+    assert run["status"] == "done"
+    from dpcore.data import bundled_adult
+    from dpcore.mechanisms import registry
+    from dpcore.mechanisms.base import Budget
+    from dpcore.release import fitted_default_workload
+
+    ds = bundled_adult()
+    mech = registry.get("gaussian")
+    fitted = fitted_default_workload(ds.domain, ds.n, mech, Budget(1.0, 1.0 / ds.n**2), mech.validate_params({}))
+    names = [fitted.marginal_name(j) for j in range(fitted.n_marginals)]
+    assert len(run["card"]["workload"]["marginals"]) == fitted.n_marginals
+    assert run["card"]["workload"]["n_queries"] == fitted.n_queries, names

@@ -144,13 +144,27 @@ def describe_choice(dataset, cfg: dict) -> str:
     if mode == "recommended":
         return (
             "Every attribute on its own, plus pairs of attributes whose cells hold at least 5 rows on average "
-            "(64 marginals at most, chosen with a fixed public seed). It suits any table."
+            "(64 marginals at most, chosen with a fixed public seed). It suits any table. The Release page fits the "
+            "pairs to the run's noise: at a small ε, pairs whose cells would hold less than the noise are swapped "
+            "for smaller ones."
         )
     if mode == "picked":
         return "Each picked attribute on its own and every combination of up to k of them."
     if mode == "all":
         return "Every combination of k attributes."
     return "m combinations of k attributes, drawn at random with a public seed (the workload is public)."
+
+
+def fitted_to_run(dataset, workload: Workload, mech_cls, epsilon: float, delta: float, params: dict) -> Workload:
+    """The recommended workload as this run will use it: fitted to the run's public noise
+    (:func:`dpcore.release.fitted_default_workload`: pairs whose cells would hold less than the expected noise are
+    chosen again among smaller ones), as the command line and the library do.  Any other mode: as chosen."""
+    from dpcore.mechanisms.base import Budget
+    from dpcore.release import fitted_default_workload
+
+    if choice()["mode"] != "recommended" or workload.domain != dataset.domain:
+        return workload
+    return fitted_default_workload(dataset.domain, dataset.n, mech_cls, Budget(epsilon, delta), dict(params))
 
 
 def current_workload(dataset) -> tuple[Workload | None, str | None]:
