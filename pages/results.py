@@ -66,7 +66,7 @@ def delete_control() -> None:
         )
         if st.button("Delete the run", key=f"delete:{run['id']}", type="primary"):
             state.runs_store().delete(run["id"])
-            st.session_state.pop(state.RESULT_RUN, None)
+            state.forget(state.RESULT_RUN)
             st.toast("Run deleted; its ledger charge stays.", icon=":material/delete:")
             st.rerun()
 

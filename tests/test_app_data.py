@@ -255,3 +255,15 @@ def test_attributes_picked_for_another_table_do_not_block_the_release_page(at):
     assert any(b.label == "Run" for b in at.button)
     wl = at.session_state[state.WORKLOAD][1]
     assert wl is not None and set(wl.domain.names) == {"colour", "size"}
+
+
+def test_a_choice_streamlit_drops_from_a_hidden_widget_comes_back(at):
+    """Under load a run on another page could end with the Data page's hidden radio value removed, and the next
+    run fell back to the bundled sample between the Data and Release pages (seen in the browser test with a CPU
+    burner beside it). The kept copy brings the choice back."""
+    upload(at, "t.csv", b"colour,size\n" + b"red,1\nblue,2\n" * 60)
+    at.switch_page("pages/workload.py").run()
+    del at.session_state[state.SOURCE]  # what Streamlit's clean-up of a hidden widget did
+    at.switch_page("pages/release.py").run()
+    assert not at.exception
+    assert at.session_state[state.SOURCE] == "upload" and at.sidebar.text[0].value == "t.csv"

@@ -106,11 +106,28 @@ SAVED_CHOICES = "saved_choices"  # the choices last written to the workspace (sk
 CHOICES_STATE_KEY = "app.choices"
 
 
+#: A copy of every kept choice, in a plain (non-widget) key Streamlit never cleans up.
+KEPT = "kept_choices"
+
+
 def keep_choices() -> None:
-    """Re-assign persisted widget keys so a page that hides a widget keeps its value."""
+    """Re-assign persisted widget keys so a page that hides a widget keeps its value, and bring back from a plain
+    copy any that Streamlit dropped anyway: under load a run on another page can end with a hidden widget's value
+    removed (the Data page's table choice fell back to the bundled sample between the Data and Release pages)."""
+    kept = st.session_state.setdefault(KEPT, {})
+    for key, value in list(kept.items()):
+        if key not in st.session_state:
+            st.session_state[key] = value
     for key in list(st.session_state.keys()):
         if isinstance(key, str) and key.startswith(KEEP):
             st.session_state[key] = st.session_state[key]
+            kept[key] = st.session_state[key]
+
+
+def forget(key: str) -> None:
+    """Drop a kept choice on purpose (it does not come back from the copy :func:`keep_choices` keeps)."""
+    st.session_state.pop(key, None)
+    st.session_state.get(KEPT, {}).pop(key, None)
 
 
 def init() -> None:
