@@ -62,6 +62,10 @@ PROJECTION_BYTES_PER_QUERY = 64
 PROJECTION_MEMORY_LIMIT = 2 * 1024**3
 #: Largest number of rows a release may ask for (the loader's own cap on a table).
 MAX_ROWS = 20_000_000
+#: The number of rows released, shared by the mechanisms that fit records.
+ROWS_PARAM = Param(
+    "rows", "int", None, "Synthetic rows to release (default: n, the table's size).", 1, MAX_ROWS, optional=True
+)
 
 STOP_RULES = {
     "risk minimum": "the estimated error (Stein's unbiased risk estimate, from public quantities) stopped improving",
@@ -993,15 +997,7 @@ class Projection(Mechanism):
         "projection is post-processing."
     )
     parameters = (
-        Param(
-            "rows",
-            "int",
-            None,
-            "Synthetic rows to release (default: n, the table's size).",
-            1,
-            MAX_ROWS,
-            optional=True,
-        ),
+        ROWS_PARAM,
         Param(
             "max_cells_measured",
             "int",

@@ -38,7 +38,7 @@ from ..errors import BudgetError
 from ..workload import Workload
 from .base import Budget, Mechanism, MechanismResult, Param, RunContext, SpendRecord
 from .projection import (
-    MAX_ROWS,
+    ROWS_PARAM,
     SOLVER_PARAMS,
     STOP_RULES,
     RecordProjector,
@@ -98,15 +98,7 @@ class AdaptiveProjection(Mechanism):
     )
     parameters = (
         (
-            Param(
-                "rows",
-                "int",
-                None,
-                "Synthetic rows to release (default: n, the table's size).",
-                1,
-                MAX_ROWS,
-                optional=True,
-            ),
+            ROWS_PARAM,
             Param(
                 "rounds",
                 "int",
