@@ -68,6 +68,7 @@ value sets and min/max (:func:`exact_values`, :func:`exact_bounds`); every field
 
 from __future__ import annotations
 
+import functools
 import math
 from dataclasses import dataclass, field
 
@@ -294,10 +295,15 @@ def bounds_locatable(kind: str, integer: bool, granularity: str | None, rho_colu
         return True
     if rho_column <= 0:
         return False
-    grid = numeric_grid(integer) if kind == "numeric" else date_grid(granularity or "day")
     eps_q = math.sqrt(8.0 * rho_column / k)
     q = QUANTILE_RANGE[1]
-    return math.log(len(grid)) + FAR_MASS_NATS <= eps_q * q * n / (2.0 * (1.0 + q))
+    return math.log(_grid_size(kind, integer, granularity)) + FAR_MASS_NATS <= eps_q * q * n / (2.0 * (1.0 + q))
+
+
+@functools.lru_cache(maxsize=16)
+def _grid_size(kind: str, integer: bool, granularity: str | None) -> int:
+    """Points of a search grid (built once per kind: a 400-column table asks for it per column)."""
+    return len(numeric_grid(integer) if kind == "numeric" else date_grid(granularity or "day"))
 
 
 def dp_quantile(sorted_values: np.ndarray, grid: np.ndarray, q: float, side: str, epsilon: float, noise) -> float:

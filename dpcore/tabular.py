@@ -397,12 +397,11 @@ def _fallback_unlocatable_bounds(
     if not needing:
         return all_roles
     rho_col = plan.rho_values / len(needing)  # the split discover_values makes (it only grows if columns leave)
+    by_name = {r.name: r for r in all_roles}
     changed: dict[str, Role] = {}
-    for t, r in ((t, next(r for r in all_roles if r.name == t.name)) for t in needing):
-        k = int(t.need_lower) + int(t.need_upper)
-        if t.kind not in ("numeric", "datetime"):
-            continue
-        if bounds_locatable(t.kind, t.integer, t.granularity, rho_col, k, n):
+    for t in needing:
+        r, k = by_name[t.name], int(t.need_lower) + int(t.need_upper)
+        if t.kind not in ("numeric", "datetime") or bounds_locatable(t.kind, t.integer, t.granularity, rho_col, k, n):
             continue
         if r.source == "dp" and t.kind == "numeric" and t.integer:
             changed[r.name] = replace(r, role="categorical", integer=False, reason=AS_CATEGORIES_REASON)

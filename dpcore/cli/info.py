@@ -68,10 +68,8 @@ def _print_roles(source: dict) -> None:
         by_header = header_role(name)
         role = by_header or proposed[name]
         stats = proposed[name].stats or {}
-        why = "a public rule on the header" if by_header else (role.reason or "")
+        why = role.reason or ""
         label = role.label if role.role != "excluded" else "excluded"
-        if by_header:
-            why = role.reason
         print(f"  {str(name):<24} {label:<32} {stats.get('present', 0):>9,} {stats.get('distinct', 0):>9,}  {why}")
         if not by_header:
             confirm.append(f"{name}={role_option(role)}")
