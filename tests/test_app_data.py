@@ -13,6 +13,7 @@ from dpcore.data import bundled_adult
 from dpcore.workload import Workload
 from ui import apptest, state
 from ui import workload_state as wls
+from ui.apptest import errors, plain
 
 XSS = "<img src=x onerror=alert(1)>"
 
@@ -20,19 +21,8 @@ XSS = "<img src=x onerror=alert(1)>"
 @pytest.fixture
 def at(tmp_path, monkeypatch):
     monkeypatch.setenv("DPCORE_WORKSPACE", str(tmp_path / "ws"))  # each test its own workspace: nothing carries over
-    with apptest.navigation_only():
-        app = apptest.new_app().run()
-        assert not app.exception
+    with apptest.session() as app:
         yield app
-
-
-def plain(markdown: str) -> str:
-    """Text of a message whose user strings were backslash-escaped for Markdown."""
-    return re.sub(r"\\(.)", r"\1", markdown)
-
-
-def errors(app) -> list[str]:
-    return [plain(e.value) for e in app.error]
 
 
 def upload(app, name: str, content: bytes, mime: str = "text/csv"):

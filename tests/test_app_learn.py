@@ -4,11 +4,11 @@ with their guarantee, choices that survive a page switch, checked inputs."""
 from __future__ import annotations
 
 import json
-import re
 
 import pytest
 
 from ui import apptest, jobs, learning
+from ui.apptest import errors
 from ui.learning import K
 
 PAGE = "pages/learn.py"
@@ -17,19 +17,8 @@ PAGE = "pages/learn.py"
 @pytest.fixture
 def at(tmp_path, monkeypatch):
     monkeypatch.setenv("DPCORE_WORKSPACE", str(tmp_path / "ws"))  # each test its own workspace and ledger
-    with apptest.navigation_only():
-        app = apptest.new_app(timeout=120).run()
-        app.switch_page(PAGE).run()
-        assert not app.exception
+    with apptest.session(PAGE, timeout=120) as app:
         yield app
-
-
-def plain(text: str) -> str:
-    return re.sub(r"\\(.)", r"\1", text)
-
-
-def errors(app) -> list[str]:
-    return [plain(e.value) for e in app.error]
 
 
 def metric(app, label: str):

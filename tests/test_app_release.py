@@ -2,7 +2,6 @@
 run, reload and restart, CLI runs, demo runs, cancel, failures, delete; and the teaching page."""
 
 import json
-import re
 import socket
 import time
 
@@ -12,6 +11,7 @@ import pytest
 from dpcore.errors import OracleError
 from dpcore.report import INTERNAL_LABEL
 from ui import apptest, jobs, state
+from ui.apptest import errors, plain
 
 
 @pytest.fixture
@@ -23,23 +23,8 @@ def ws_path(tmp_path, monkeypatch):
 
 @pytest.fixture
 def at(ws_path):
-    with apptest.navigation_only():
-        app = apptest.new_app().run()
-        app.switch_page("pages/release.py").run()
-        assert not app.exception
+    with apptest.session("pages/release.py") as app:
         yield app
-        for run_id in jobs.active():
-            jobs.cancel(run_id)
-        for run_id in jobs.active():
-            jobs.wait(run_id, 30)
-
-
-def plain(markdown: str) -> str:
-    return re.sub(r"\\(.)", r"\1", markdown)
-
-
-def errors(app) -> list[str]:
-    return [plain(e.value) for e in app.error]
 
 
 def run_button(app):

@@ -4,13 +4,13 @@ once), the explicit non-private choice, and the synthetic rows in the input's sh
 
 import io
 import json
-import re
 
 import numpy as np
 import pandas as pd
 import pytest
 
-from ui import apptest, datasource, jobs, roles, state
+from ui import apptest, datasource, roles, state
+from ui.apptest import errors, plain
 
 from .tables import KITCHEN_SINK_ROLES, kitchen_sink_csv, latin1_csv, small_table, to_csv_bytes, wide_table
 
@@ -22,22 +22,8 @@ ROLE_TEXT = {"numeric:int": "integer", "numeric:real": "real", "categorical": "c
 @pytest.fixture
 def at(tmp_path, monkeypatch):
     monkeypatch.setenv("DPCORE_WORKSPACE", str(tmp_path / "ws"))  # each test its own workspace and ledger
-    with apptest.navigation_only():
-        app = apptest.new_app().run()
-        assert not app.exception
+    with apptest.session() as app:
         yield app
-        for run_id in jobs.active():
-            jobs.cancel(run_id)
-        for run_id in jobs.active():
-            jobs.wait(run_id, 30)
-
-
-def plain(markdown: str) -> str:
-    return re.sub(r"\\(.)", r"\1", markdown)
-
-
-def errors(app) -> list[str]:
-    return [plain(e.value) for e in app.error]
 
 
 def metrics(app) -> dict:

@@ -10,6 +10,7 @@ live server clears the flag the first time ``app.py`` calls ``st.navigation``;
 
 from __future__ import annotations
 
+import re
 import sys
 import time
 from contextlib import contextmanager
@@ -53,3 +54,32 @@ def wait_for_run(at, run_id: str, timeout: float = 60.0, poll: float = 0.1):
     time.sleep(poll)
     at.run()
     return snap
+
+
+@contextmanager
+def session(page: str | None = None, timeout: float = 60):
+    """A fresh app session (on ``page`` if given) that stops any run it started when the test ends, so no
+    worker thread outlives its test's workspace."""
+    from ui import jobs
+
+    with navigation_only():
+        app = new_app(timeout).run()
+        if page is not None:
+            app.switch_page(page).run()
+        assert not app.exception, app.exception
+        try:
+            yield app
+        finally:
+            for run_id in jobs.active():
+                jobs.cancel(run_id)
+            for run_id in jobs.active():
+                jobs.wait(run_id, 30)
+
+
+def plain(markdown: str) -> str:
+    """Text of a message whose user strings were backslash-escaped for Markdown."""
+    return re.sub(r"\\(.)", r"\1", markdown)
+
+
+def errors(app) -> list[str]:
+    return [plain(e.value) for e in app.error]
