@@ -52,6 +52,7 @@ from ..privacy import check_budget, eps_to_zcdp, gaussian_sigma_for_rho
 from ..privacy.samplers import Randomness
 from .base import Budget, Mechanism, MechanismResult, Param, RunContext, SpendRecord
 from .direct import project_simplex
+from .smoothing import ordered_attributes, smooth_records
 
 #: Bytes per query the projection keeps at once: noisy answers, fitted answers, the
 #: residual and its weighted copy inside the solver, plus the true and released answers
@@ -711,13 +712,19 @@ def value_groups(mass: np.ndarray, groups: int) -> np.ndarray:
 
 # --------------------------------------------------------------------- rounding
 def largest_remainder_rows(
-    records: np.ndarray, weights: np.ndarray, n_rows: int, rng: np.random.Generator
+    records: np.ndarray,
+    weights: np.ndarray,
+    n_rows: int,
+    rng: np.random.Generator,
+    smooth: list[tuple[int, int]] | None = None,
 ) -> np.ndarray:
     """``n_rows`` rows whose counts round ``weights * n_rows`` by largest remainder.
 
     Bound: with K records and r of them rounded up, any counting query's answer moves
     by at most min(r, K - r) / n_rows <= K / (2 n_rows): each record's share moves by
-    less than 1/n_rows, and the moves up and down cancel in total.
+    less than 1/n_rows, and the moves up and down cancel in total.  ``smooth`` (columns and
+    their regular value counts) then moves the rows along those ordered attributes
+    (:mod:`dpcore.mechanisms.smoothing`; the bound is then of the rounding alone).
     """
     w = np.asarray(weights, dtype=np.float64)
     w = w / w.sum()
@@ -729,6 +736,8 @@ def largest_remainder_rows(
         # Ties broken at random (public randomness): no record is favoured by position.
         order = np.lexsort((rng.random(len(rem)), -rem))
         counts[order[:short]] += 1
+    if smooth:
+        records, counts = smooth_records(np.asarray(records), counts, smooth, rng)
     rows = np.repeat(np.asarray(records), counts, axis=0)
     rng.shuffle(rows)  # in place: a wide table's rows are not copied a second time
     return rows
@@ -1021,6 +1030,15 @@ class Projection(Mechanism):
             0.5,
             advanced=True,
         ),
+        Param(
+            "smooth_ordered",
+            "bool",
+            True,
+            "After the fit, move each row a few values along every ordered (numeric or date) attribute that "
+            "was measured in groups, keeping that attribute's released distribution: pairs of fine "
+            "attributes come out less spiky (post-processing; off reproduces the fitted records exactly).",
+            advanced=True,
+        ),
     ) + SOLVER_PARAMS
     teaching_preset = {"max_iterations": 150, "max_seconds": 20.0, "starts": 8, "scip": "off"}
 
@@ -1046,6 +1064,7 @@ class Projection(Mechanism):
             "sigma_answers": sigma / n,
             "sigma_one_way_counts": sigma_one,
             "grouped_attributes": [workload.domain.names[a] for a in grouped],
+            "smoothed_attributes": [workload.domain.names[a] for a in _smoothed(workload, grouped, params)],
             "cell_cap": resolution["cell_cap"],
             "measured_marginals": workload.n_marginals + len(grouped),
             "measured_queries": measured_queries,
@@ -1099,7 +1118,9 @@ class Projection(Mechanism):
         out = RecordProjector(measured, noisy, sigmas, settings).run(
             ctx.rng, ctx, monitor, deadline=t0 + settings.max_seconds
         )
-        rows = largest_remainder_rows(out.records, out.weights, plan["rows"], ctx.rng)
+        attrs = workload.domain.attributes
+        smooth = [(a, attrs[a].n_regular) for a in _smoothed(workload, grouped, params)]
+        rows = largest_remainder_rows(out.records, out.weights, plan["rows"], ctx.rng, smooth=smooth)
         ctx.report(1, 1, f"done: {STOP_RULES[out.stop_rule]}")
         return MechanismResult(
             spends=[
@@ -1119,8 +1140,25 @@ class Projection(Mechanism):
             public=_public(plan, out),
             trace=out.trace,
             oracle_stats=_oracle_stats(out),
-            notes=_notes(out, plan["rows"]),
+            notes=_notes(out, plan["rows"]) + _smoothing_notes(plan),
         )
+
+
+def _smoothed(workload, grouped: list[int], params: dict) -> list[int]:
+    """The ordered attributes whose rows are smoothed: public (kinds, and the grouping plan)."""
+    if not params.get("smooth_ordered", True):
+        return []
+    return ordered_attributes(workload.domain, grouped)
+
+
+def _smoothing_notes(plan: dict) -> list[str]:
+    names = plan["smoothed_attributes"]
+    if not names:
+        return []
+    return [
+        f"Rows smoothed along {', '.join(names)}: each row moved a few values, keeping each attribute's "
+        "released distribution (post-processing; turn off with smooth_ordered=false)."
+    ]
 
 
 def _resolution(n: int, workload, rho: float, params: dict) -> dict:
@@ -1163,7 +1201,18 @@ def _public(plan: dict, out: ProjectionOutcome) -> dict:
     keys = ("rho", "sigma_counts", "measured_marginals", "rows", "discrepancy_level")
     pub = {k: plan[k] for k in keys}
     if plan["grouped_attributes"]:
-        pub.update({k: plan[k] for k in ("rho_one_way", "sigma_one_way_counts", "grouped_attributes", "cell_cap")})
+        pub.update(
+            {
+                k: plan[k]
+                for k in (
+                    "rho_one_way",
+                    "sigma_one_way_counts",
+                    "grouped_attributes",
+                    "cell_cap",
+                    "smoothed_attributes",
+                )
+            }
+        )
     pub["stopping_rule_fired"] = out.stop_rule
     return pub
 

@@ -1,0 +1,126 @@
+"""Smoothing released rows along ordered attributes: post-processing of the projection's rows.
+
+Why.  When the noise is large next to the cells of a wide marginal, the projection measures that
+marginal with the values of its widest attributes grouped (``resolution_plan``); the records it fits
+stay at full resolution, so *within* a group their values are whatever the oracle's few thousand
+records happened to carry.  Rows rounded from ~2,000 records put ~24 rows on each of ~2,000 value
+combinations, so pairs of fine attributes come out spiky: on the coded Adult at ε = 1, age × fnlwgt
+had a total-variation distance of 0.44 from the real pair, where a table of independent columns has
+0.10.  On an *ordered* attribute (numbers, dates) neighbouring values are alike, so moving each row
+by a few values spreads that spike over its neighbourhood: a public kernel smoother on the released
+rows.
+
+What.  For each ordered attribute that was measured in groups, every row moves along a Metropolis
+chain whose stationary distribution is the released rows' own one-way distribution of that attribute
+(proposal: ±1..``reach`` values, accept min(1, p(new)/p(old))), ``sweeps`` steps.  The kernel
+``T = P^sweeps`` satisfies p T = p, so the attribute's distribution is kept (a spike such as "40 hours
+a week" stays: leaving it is rarely accepted) while its joint distribution with the other attributes
+is smoothed locally.  Rows are moved by expected counts, not one random draw each: the rows of a
+record go to its destinations by largest remainder (ties broken by ``rng``), so smoothing adds almost
+no Monte Carlo noise of its own.  The missing-value code never moves and nothing moves into it.
+
+Privacy.  Reads only the released rows and public settings (which attributes were grouped is public:
+it follows from n, ρ and the workload); ``rng`` protects nothing.  Post-processing: the guarantee is
+unchanged.
+
+Measured (``docs/benchmarks.md``, Projection): coded Adult, 64 random 3-way marginals, seeds 0–2,
+ε = 1: workload mean error 0.53x → 0.37x the projected Gaussian's, all-pairs 2-way TVD 0.073 → 0.055,
+max error unchanged; at ε = 0.1 mean 0.55x → 0.42x, TVD 0.22 → 0.18.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+#: How far one Metropolis step may propose (values), and how many steps: a row moves by about two
+#: values in all (the design study of ``docs/benchmarks.md``: reach 1–3 and 2–6 steps differ by < 0.01 in TVD).
+REACH = 2
+SWEEPS = 3
+
+#: Above this many distinct (record, count) entries, entries are not merged between attributes (the
+#: merge sorts them; without it the rows are still moved exactly, in slightly smaller groups).
+MERGE_LIMIT = 2_000_000
+
+
+def ordered_attributes(domain, indices) -> list[int]:
+    """The attributes among ``indices`` whose values are ordered (numeric or date bins)."""
+    return [int(a) for a in indices if domain.attributes[int(a)].kind in ("numeric", "datetime")]
+
+
+def metropolis_kernel(p: np.ndarray, reach: int = REACH, sweeps: int = SWEEPS) -> np.ndarray:
+    """``P^sweeps`` for the Metropolis chain on 0..len(p)-1 with stationary distribution ``p``.
+
+    One step proposes each of the 2·reach neighbours within ``reach`` with probability 1/(2·reach)
+    (proposals outside the range stay) and accepts a move v → w with min(1, p(w)/p(v)).  Detailed
+    balance p(v)P(v,w) = p(w)P(w,v) holds, hence p P = p.  Values of mass 0 never receive mass.
+    """
+    p = np.asarray(p, dtype=np.float64)
+    k = len(p)
+    P = np.zeros((k, k))
+    for v in range(k):
+        if p[v] <= 0:
+            P[v, v] = 1.0
+            continue
+        for d in range(1, reach + 1):
+            for w in (v - d, v + d):
+                if 0 <= w < k:
+                    P[v, w] = min(1.0, p[w] / p[v]) / (2 * reach)
+        P[v, v] = 1.0 - P[v].sum()
+    return np.linalg.matrix_power(P, sweeps)
+
+
+def _allocate(counts: np.ndarray, probs: np.ndarray, rng: np.random.Generator) -> np.ndarray:
+    """Integer counts per destination, row by row: floor(count·prob) plus the remainder to the largest
+    fractional parts (random keys weighted by them, so ties carry no position bias)."""
+    target = counts[:, None] * probs
+    out = np.floor(target + 1e-9)
+    short = np.rint(counts - out.sum(axis=1)).astype(np.int64)
+    frac = np.clip(target - out, 0.0, None)
+    out = out.astype(np.int64)
+    todo = np.nonzero(short > 0)[0]
+    if len(todo):
+        f = frac[todo]
+        with np.errstate(divide="ignore"):
+            keys = np.where(f > 0, -np.log(rng.random(f.shape)) / np.where(f > 0, f, 1.0), np.inf)
+        order = np.argsort(keys, axis=1)
+        for row, i in enumerate(todo):
+            out[i, order[row, : short[i]]] += 1
+    return out
+
+
+def smooth_records(
+    records: np.ndarray,
+    counts: np.ndarray,
+    attributes: list[tuple[int, int]],
+    rng: np.random.Generator,
+    reach: int = REACH,
+    sweeps: int = SWEEPS,
+) -> tuple[np.ndarray, np.ndarray]:
+    """Move the rows of (``records``, integer ``counts``) along each ordered attribute.
+
+    ``attributes`` lists (column, number of regular values): codes at or above the second (a missing
+    code) stay where they are.  Returns new (records, counts) with the same total count.
+    """
+    recs = np.asarray(records)
+    cnt = np.asarray(counts, dtype=np.int64)
+    keep = cnt > 0
+    recs, cnt = recs[keep], cnt[keep]
+    for a, regular in attributes:
+        col = recs[:, a].astype(np.int64)
+        inside = col < regular
+        if regular < 2 or not inside.any():
+            continue
+        p = np.bincount(col[inside], weights=cnt[inside], minlength=regular)[:regular]
+        T = metropolis_kernel(p, reach, sweeps)
+        alloc = np.zeros((len(recs), regular), dtype=np.int64)
+        alloc[inside] = _allocate(cnt[inside], T[col[inside]], rng)
+        src, dest = np.nonzero(alloc)
+        moved = recs[src].copy()
+        moved[:, a] = dest
+        new_counts = alloc[src, dest]
+        recs = np.concatenate([moved, recs[~inside]])
+        cnt = np.concatenate([new_counts, cnt[~inside]])
+        if len(recs) <= MERGE_LIMIT:
+            recs, inv = np.unique(recs, axis=0, return_inverse=True)
+            cnt = np.bincount(inv.ravel(), weights=cnt, minlength=len(recs)).astype(np.int64)
+    return recs, cnt
