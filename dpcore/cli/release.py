@@ -24,7 +24,9 @@ def add_parser(sub) -> None:
     p = sub.add_parser("release", help="run one mechanism and write synthetic data + reports")
     add_data_args(p)
     add_workload_args(p)
-    p.add_argument("--mechanism", default="dualquery", help="registry name (see `dpcore mechanisms`)")
+    p.add_argument(
+        "--mechanism", default="projection", help="registry name (see `dpcore mechanisms`; default: projection)"
+    )
     p.add_argument("--epsilon", type=float, required=False, default=1.0)
     p.add_argument("--delta", type=float, default=None, help="default 1/n² (the report says so)")
     p.add_argument(
