@@ -791,6 +791,7 @@ def projection_memory_bytes(
     largest_gather: int,
     settings: ProjectionSettings,
     column_copies: bool = True,
+    smoothed: bool = False,
 ) -> int:
     """The projection's working set, from public sizes only (the estimate shown before a run).
 
@@ -798,7 +799,8 @@ def projection_memory_bytes(
     (marginals touching an attribute) × (its values) of the oracle's gathers.  Counted: the
     measurement (true counts, noise, noisy answers), the solver's per-cell vectors and their
     temporaries, the support buffers (grown by doubling), the oracle's gathers, the column copies
-    of the data the answers are computed from, and the released rows.
+    of the data the answers are computed from, and the released rows (twice more while they are
+    smoothed: the moved entries and their merge).
     """
     K = expected_support(settings)
     cap = 1 << max(6, math.ceil(math.log2(max(K, 1))))
@@ -806,7 +808,7 @@ def projection_memory_bytes(
     support = int(1.25 * cap * (8 * p + 4 * n_marginals)) + K * (8 * p + 200)
     chunk = 3 * 8 * min(_CHUNK_ENTRIES, K * n_marginals)
     oracle = settings.starts * (16 * n_marginals + 8 * p) + 3 * 8 * settings.starts * largest_gather
-    data = 8 * n_rows * p + (8 * n * p if column_copies else 0)
+    data = 8 * n_rows * p + (8 * n * p if column_copies else 0) + (2 * 8 * n_rows * (p + 1) if smoothed else 0)
     return int(per_cell + support + chunk + oracle + data + 256 * 1024)
 
 
@@ -1080,6 +1082,7 @@ class Projection(Mechanism):
                 oracle_gather(workload),
                 s,
                 column_copies=not grouped,
+                smoothed=bool(_smoothed(workload, grouped, params)),
             ),
         }
 

@@ -41,6 +41,9 @@ SWEEPS = 3
 #: merge sorts them; without it the rows are still moved exactly, in slightly smaller groups).
 MERGE_LIMIT = 2_000_000
 
+#: Entries allocated at a time (bounds the working memory of a release of millions of rows).
+_CHUNK = 1 << 18
+
 
 def ordered_attributes(domain, indices) -> list[int]:
     """The attributes among ``indices`` whose values are ordered (numeric or date bins)."""
@@ -76,16 +79,10 @@ def _allocate(counts: np.ndarray, probs: np.ndarray, rng: np.random.Generator) -
     out = np.floor(target + 1e-9)
     short = np.rint(counts - out.sum(axis=1)).astype(np.int64)
     frac = np.clip(target - out, 0.0, None)
-    out = out.astype(np.int64)
-    todo = np.nonzero(short > 0)[0]
-    if len(todo):
-        f = frac[todo]
-        with np.errstate(divide="ignore"):
-            keys = np.where(f > 0, -np.log(rng.random(f.shape)) / np.where(f > 0, f, 1.0), np.inf)
-        order = np.argsort(keys, axis=1)
-        for row, i in enumerate(todo):
-            out[i, order[row, : short[i]]] += 1
-    return out
+    with np.errstate(divide="ignore"):
+        keys = np.where(frac > 0, -np.log(rng.random(frac.shape)) / np.where(frac > 0, frac, 1.0), np.inf)
+    rank = np.argsort(np.argsort(keys, axis=1), axis=1)
+    return out.astype(np.int64) + (rank < short[:, None])
 
 
 def smooth_records(
@@ -112,14 +109,26 @@ def smooth_records(
             continue
         p = np.bincount(col[inside], weights=cnt[inside], minlength=regular)[:regular]
         T = metropolis_kernel(p, reach, sweeps)
-        alloc = np.zeros((len(recs), regular), dtype=np.int64)
-        alloc[inside] = _allocate(cnt[inside], T[col[inside]], rng)
-        src, dest = np.nonzero(alloc)
+        # A row moves at most reach·sweeps values: allocate over that band, not over every value, in
+        # chunks, so a release of millions of rows never holds an (entries × values) matrix.
+        band = np.arange(-reach * sweeps, reach * sweeps + 1)
+        src_all = np.nonzero(inside)[0]
+        parts_src, parts_dest, parts_cnt = [], [], []
+        for lo in range(0, len(src_all), _CHUNK):
+            src = src_all[lo : lo + _CHUNK]
+            dest = col[src, None] + band[None, :]
+            ok = (dest >= 0) & (dest < regular)
+            probs = np.where(ok, T[col[src, None], np.clip(dest, 0, regular - 1)], 0.0)
+            alloc = _allocate(cnt[src], probs, rng)
+            i, k = np.nonzero(alloc)
+            parts_src.append(src[i])
+            parts_dest.append(dest[i, k])
+            parts_cnt.append(alloc[i, k])
+        src, dest = np.concatenate(parts_src), np.concatenate(parts_dest)
         moved = recs[src].copy()
         moved[:, a] = dest
-        new_counts = alloc[src, dest]
         recs = np.concatenate([moved, recs[~inside]])
-        cnt = np.concatenate([new_counts, cnt[~inside]])
+        cnt = np.concatenate([np.concatenate(parts_cnt), cnt[~inside]])
         if len(recs) <= MERGE_LIMIT:
             recs, inv = np.unique(recs, axis=0, return_inverse=True)
             cnt = np.bincount(inv.ravel(), weights=cnt, minlength=len(recs)).astype(np.int64)
