@@ -455,9 +455,18 @@ def release_table(
         else:
             wl = _table_workload(workload, prep.dataset)
         warnings += plan_warnings(mech_cls().plan(n, wl, mech_budget, vparams), wl, n)
-    except DPCoreError:
+    except DPCoreError as exc:
         if ledger is not None:  # the mechanism never read the data: only the discovery stays charged
             ledger.settle(run_id, prep.spends)
+        if prep.excluded and prep.spends:
+            # The workload failed on a schema the private discovery shrank: say so, and what was charged.
+            kept = ", ".join(prep.dataset.domain.names)
+            raise type(exc)(
+                f"{exc} The private schema kept {len(prep.dataset.domain)} column(s) ({kept}); "
+                f"{len(prep.excluded)} were left out (see the warnings). Only the schema discovery's "
+                f"ε = {prep.epsilon_spent:.3g} was charged. Declare roles and bounds (free; `dpcore info FILE` "
+                "proposes them) to keep more columns."
+            ) from None
         raise
     data = dict(prep.card_data)
     return _run(

@@ -400,3 +400,28 @@ def test_the_default_workload_leaves_out_pairs_this_runs_noise_would_drown():
         ledger=None, seed=1,
     )  # fmt: skip
     assert any("mostly noise" in w for w in chosen.warnings)
+
+
+def test_a_workload_the_private_schema_cannot_carry_says_why_and_charges_only_the_discovery(tmp_path):
+    """A small raw table loses columns to the private schema; a 3-way workload then fails before the mechanism
+    reads the data: the message names what was kept and what was charged, and the ledger agrees."""
+    from dpcore.release import release_table
+
+    rng = np.random.default_rng(1)
+    n = 3_000
+    df = pd.DataFrame(
+        {
+            "age": rng.integers(18, 90, n),
+            "income": np.round(rng.lognormal(10, 1, n), 2),
+            "city": rng.choice([f"c{i}" for i in range(25)], n),
+            "member": rng.choice(["yes", "no"], n),
+        }
+    )
+    ledger = Ledger(str(tmp_path))
+    with pytest.raises(DPCoreError) as err:
+        release_table(df, "projection", 1.0, workload={"k": 3, "marginals": "all"}, ledger=ledger, seed=3)
+    msg = str(err.value)
+    assert "larger than the number of attributes" in msg and "The private schema kept" in msg
+    [entry] = ledger.entries()
+    assert entry["status"] == "settled" and f"ε = {entry['epsilon']:.3g} was charged" in msg
+    assert entry["epsilon"] < 1.0
