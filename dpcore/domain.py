@@ -612,12 +612,17 @@ def unit_start_days(units, granularity: str) -> np.ndarray:
     return units.astype(dtype).astype("datetime64[D]").astype(np.int64)
 
 
-_GROUPED_NUMBER = re.compile(r"^\s*[+-]?\d{1,3}(?:,\d{3})+(?:\.\d+)?\s*$")
+#: A number as spreadsheets and reports write it: a currency sign before it ("$1,234.50", "-€3"), a percent sign
+#: after it ("63.5%", "12 %"), thousands grouped with ','.  The number is kept as written (63.5, not 0.635).
+_DECORATED_NUMBER = re.compile(
+    r"^\s*(?P<sign>[+-]?)\s*[$€£¥]?\s*(?P<num>\d{1,3}(?:,\d{3})+(?:\.\d+)?|\d+(?:\.\d+)?|\.\d+)\s*%?\s*$"
+)
 
 
 def parse_numbers(column: pd.Series) -> pd.Series:
-    """The numbers of a column as floats (NaN where a cell is not one): plain numbers, and numbers whose thousands
-    are grouped with ',' as spreadsheets export them ("26,610.29").  One parser for roles, encoding, discovery and
+    """The numbers of a column as floats (NaN where a cell is not one): plain numbers, and numbers as spreadsheets
+    export them — thousands grouped with ',' ("26,610.29"), a currency sign before ("$1,234.50") or a percent sign
+    after ("63.5%"; kept as written, 63.5).  One parser for roles, encoding, discovery and
     evaluation, so a column is read the same way everywhere."""
     out = pd.to_numeric(column, errors="coerce")
     out = out.astype(float) if not pd.api.types.is_float_dtype(out) else out
@@ -625,12 +630,14 @@ def parse_numbers(column: pd.Series) -> pd.Series:
         return out
     bad = out.isna().to_numpy() & column.notna().to_numpy()
     if bad.any():
-        text = column[bad].astype(str)
-        grouped = text.str.match(_GROUPED_NUMBER.pattern).to_numpy(dtype=bool)
-        if grouped.any():
-            fixed = pd.to_numeric(text[grouped].str.replace(",", "", regex=False), errors="coerce").to_numpy(float)
+        parts = column[bad].astype(str).str.extract(_DECORATED_NUMBER)
+        ok = parts["num"].notna().to_numpy()
+        if ok.any():
+            fixed = pd.to_numeric(
+                parts["sign"][ok] + parts["num"][ok].str.replace(",", "", regex=False), errors="coerce"
+            ).to_numpy(float)
             vals = out.to_numpy(dtype=float, copy=True)
-            vals[np.flatnonzero(bad)[grouped]] = fixed
+            vals[np.flatnonzero(bad)[ok]] = fixed
             out = pd.Series(vals, index=column.index)
     return out
 

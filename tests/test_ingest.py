@@ -232,10 +232,17 @@ def test_numbers_with_grouped_thousands_and_timestamps_with_a_utc_offset_keep_th
     from dpcore.privacy.samplers import Randomness
     from dpcore.tabular import prepare_table
 
+    rng_share = np.random.default_rng(9)
     s = pd.Series(["26,610.29", "1,234", "12", None, "abc", "1,23", "-1,000,000.5"], index=range(5, 12))
     got = parse_numbers(s)
     assert list(got.index) == list(s.index)
     np.testing.assert_array_equal(got.to_numpy(), [26610.29, 1234.0, 12.0, np.nan, np.nan, np.nan, -1000000.5])
+    # Percent and currency signs as reports write them: the number as written (63.5, not 0.635).
+    d = pd.Series(["63.5%", "12 %", "$1,234.50", "-€3", "£ 7", ".5", "1.2.3", "%", "$", "5%%", "12%3"])
+    np.testing.assert_array_equal(parse_numbers(d).to_numpy(), [63.5, 12.0, 1234.5, -3.0, 7.0, 0.5] + [np.nan] * 5)
+    shares = pd.DataFrame({"turnout": [f"{v:.1f}%" for v in rng_share.uniform(20, 90, 400)]})
+    role = {r.name: r for r in propose_roles(shares)}["turnout"]
+    assert role.role == "numeric" and not role.integer
     rng = np.random.default_rng(4)
     n = 3000
     stamps = pd.Timestamp("2019-01-01T00:00:00Z") + pd.to_timedelta(rng.integers(0, 10**8, n), unit="s")
