@@ -477,3 +477,56 @@ def test_the_memory_estimate_is_within_twice_what_the_run_allocates():
         peak = tracemalloc.get_traced_memory()[1]
         tracemalloc.stop()
         assert 0.5 <= est / peak <= 2.0, (p, est, peak)
+
+
+# ------------------------------------------------------------------ weighting the small cells of the fit
+def test_small_cell_weights_read_only_the_noisy_answers_and_their_noise_level():
+    noisy = np.array([0.0, 0.02, 0.031, 0.5, -0.1])
+    w = proj.small_cell_weights(noisy, np.full(5, 0.01), 0.5)
+    assert w.tolist() == [0.5, 0.5, 1.0, 1.0, 0.5]  # below 3σ = 0.03: half weight
+    assert proj.small_cell_weights(noisy, np.full(5, 0.01), 1.0).tolist() == [1.0] * 5
+
+
+def test_a_frank_wolfe_step_with_cell_weights_is_the_exact_line_search():
+    """With per-cell weights the step size must still minimise the weighted objective along the segment."""
+    ds, wl = _setup(n=300)
+    rng = np.random.default_rng(2)
+    noisy = wl.answers(ds.codes) + rng.normal(0, 0.02, wl.n_queries)
+    cells = rng.choice([0.25, 1.0], wl.n_queries)
+    settings = ProjectionSettings(max_iterations=3, stopping="none", scip="off", starts=4, corrective_every=1000)
+    rp = RecordProjector(wl, noisy, 0.02, settings, cell_weights=cells)
+    first = ds.codes[:1]
+    rp.add_records(first)
+    rp.weights = np.ones(1)
+    rp.refit_answers()
+    rec = ds.codes[7]
+    g = rp.omega_cells * (rp.fitted - noisy)
+    inner = float(np.dot(g, rp.fitted))
+    value = float(g[rp.cd.cell_ids(rec)[0]].sum())
+    start = rp.fitted.copy()
+    rp.frank_wolfe_step(rec, inner, value)
+    e_x = np.zeros(wl.n_queries)
+    e_x[rp.cd.cell_ids(rec)[0]] = 1.0
+
+    def f(gamma):
+        r = (1 - gamma) * start + gamma * e_x - noisy
+        return float(np.dot(rp.omega_cells * r, r))
+
+    gammas = np.linspace(0, 1, 2001)
+    best = gammas[np.argmin([f(x) for x in gammas])]
+    taken = float(rp.weights[-1])
+    assert abs(taken - best) <= 1e-3 and f(taken) <= min(f(x) for x in gammas) + 1e-12
+
+
+def test_small_cells_are_weighted_only_when_some_marginal_is_measured_in_groups():
+    wide = planted_dataset(n=500, shape=(40, 30, 3, 2))
+    wl = Workload.all_kway(wide.domain, 2)
+    params = Projection.validate_params({"max_iterations": 10, "scip": "off"})
+    plan = Projection().plan(wide.n, wl, Budget(1.0, 1e-6), params)
+    assert plan["grouped_attributes"] and plan["small_cell_weight"] == proj.SMALL_CELL_WEIGHT
+    res = Projection().run(wide, wl, Budget(1.0, 1e-6), params, RunContext.seeded(0))
+    assert res.public["small_cell_weight"] == proj.SMALL_CELL_WEIGHT
+    ds, narrow = _setup()
+    assert Projection().plan(ds.n, narrow, Budget(1.0, 1e-6), params)["small_cell_weight"] == 1.0
+    off = Projection.validate_params({"small_cell_weight": 1.0})
+    assert Projection().plan(wide.n, wl, Budget(1.0, 1e-6), off)["small_cell_weight"] == 1.0
