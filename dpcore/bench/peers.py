@@ -315,7 +315,7 @@ def run_peer(py: Path, ds, wl, true, synth: str, eps: float, seed: int, args, tm
         "run": seed,
         "relation": f"add/remove, run at ρ/{budget['factor']:.3g} for replace-one"
         if synth != "mwem"
-        else "pure ε-DP, counting queries (same ε)",
+        else "pure ε-DP, run at ε/1.5 for replace-one (whole-marginal measurements)",
         "peer_budget": budget,
     }
     env = {**os.environ, "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}  # one thread each, as ours
