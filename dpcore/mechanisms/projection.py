@@ -5,8 +5,10 @@ projection mechanism of Nikolov, Talwar and Zhang 2013, made oracle-efficient):
 
     measure   ã_S = m_S(D) + N_Z(0, σ_S² I) / n     every marginal S, at the planned resolution,
                                                      and the one-way marginals of grouped attributes
-    project   min over distributions p on records of  Σ_S ||A_S p - ã_S||² / σ_S²
+    project   min over distributions p on records of  Σ_S Σ_c w_c (A_S p - ã_S)_c² / σ_S²
+              (w_c = 1, or 0.5 for a cell whose noisy count is below 3σ when some marginal is grouped)
     round     the weights of p -> the requested number of rows (largest remainder)
+    smooth    rows moved a few values along ordered attributes measured in groups (:mod:`.smoothing`)
 
 **Privacy.**  ρ-zCDP for the measurements alone, ρ = Σ_S Δ²/(2σ_S²) with replace-one L2
 sensitivity Δ = sqrt(2) per marginal of counts (ALGORITHMS.md, "Projection"); the noise is
@@ -28,7 +30,9 @@ are far below the noise; fitting them spreads mass over cells that are empty in 
 is measured with its widest attributes' values grouped (consecutive values of similar
 released mass; a common value keeps its own group), and the grouped attributes' one-way
 marginals are measured at full resolution with a small share of ρ.  The records stay at full
-resolution: the projection fits every measurement at once.
+resolution: the projection fits every measurement at once.  The same bias is why, in this regime,
+cells the noisy answers call small count half in the fit (:data:`SMALL_CELL_WEIGHT`), and why
+rows are smoothed along the ordered attributes whose values the grouping left unresolved.
 
 **Projection.**  Fully corrective Frank–Wolfe over the convex hull of records (column
 generation): the linear-minimisation step is the weighted best response of
