@@ -1098,6 +1098,7 @@ class Projection(Mechanism):
         # ρ = ρ_1 + ρ_W: k one-way marginals and |W| marginals, each of L2 sensitivity sqrt(2) on counts
         # (replace-one; grouping values can only merge the two cells a changed row touches).
         rho_one, rho_w = share * rho, (1.0 - share) * rho
+        smoothed = _smoothed(workload, grouped, params)
         sigma = gaussian_sigma_for_rho(rho_w, math.sqrt(2.0 * workload.n_marginals))
         sigma_one = gaussian_sigma_for_rho(rho_one, math.sqrt(2.0 * len(grouped))) if grouped else None
         shape = workload.domain.shape
@@ -1109,7 +1110,7 @@ class Projection(Mechanism):
             "sigma_answers": sigma / n,
             "sigma_one_way_counts": sigma_one,
             "grouped_attributes": [workload.domain.names[a] for a in grouped],
-            "smoothed_attributes": [workload.domain.names[a] for a in _smoothed(workload, grouped, params)],
+            "smoothed_attributes": [workload.domain.names[a] for a in smoothed],
             "small_cell_weight": _small_cell_weight(params) if grouped else 1.0,
             "cell_cap": resolution["cell_cap"],
             "measured_marginals": workload.n_marginals + len(grouped),
@@ -1126,7 +1127,7 @@ class Projection(Mechanism):
                 oracle_gather(workload),
                 s,
                 column_copies=not grouped,
-                smoothed=bool(_smoothed(workload, grouped, params)),
+                smoothed=bool(smoothed),
             ),
         }
 
@@ -1163,13 +1164,13 @@ class Projection(Mechanism):
         # The clock started before the measurement: the time limit covers the whole run, and only the
         # projection (post-processing) is cut by it.
         weights = None
-        if grouped and _small_cell_weight(params) < 1.0:
-            weights = small_cell_weights(noisy, np.repeat(sigmas, measured.sizes), _small_cell_weight(params))
+        if plan["small_cell_weight"] < 1.0:  # only when something is grouped (the plan's rule)
+            weights = small_cell_weights(noisy, np.repeat(sigmas, measured.sizes), plan["small_cell_weight"])
         out = RecordProjector(measured, noisy, sigmas, settings, cell_weights=weights).run(
             ctx.rng, ctx, monitor, deadline=t0 + settings.max_seconds
         )
-        attrs = workload.domain.attributes
-        smooth = [(a, attrs[a].n_regular) for a in _smoothed(workload, grouped, params)]
+        domain = workload.domain
+        smooth = [(domain.names.index(name), domain[name].n_regular) for name in plan["smoothed_attributes"]]
         rows = largest_remainder_rows(out.records, out.weights, plan["rows"], ctx.rng, smooth=smooth)
         ctx.report(1, 1, f"done: {STOP_RULES[out.stop_rule]}")
         return MechanismResult(
