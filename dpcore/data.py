@@ -180,6 +180,7 @@ def read_table(source, filename: str | None = None) -> pd.DataFrame:
                     header=0,
                     names=names or None,
                     na_values=MISSING_TOKENS,
+                    dtype=str,
                     skipinitialspace=True,
                     nrows=MAX_ROWS + 1,
                     on_bad_lines="error",
@@ -297,13 +298,14 @@ def load_pgm(csv_path, domain_path=None) -> Dataset:
         domain_path = csv_path.with_name(csv_path.stem + "-domain.json")
     domain = load_domain(domain_path)
     df = read_table(csv_path)
-    try:
-        codes = df[domain.names].to_numpy()
-    except KeyError:
-        missing = [c for c in domain.names if c not in df.columns]
-        raise DataError(f"{csv_path.name}: columns {missing} named in the domain file are missing.") from None
-    if not np.issubdtype(codes.dtype, np.integer):
+    missing = [c for c in domain.names if c not in df.columns]
+    if missing:
+        raise DataError(f"{csv_path.name}: columns {missing} named in the domain file are missing.")
+    # Cells are read as text (read_table); an integer code is digits only, each cell checked on its own.
+    cells = df[domain.names]
+    if cells.isna().any().any() or not cells.apply(lambda c: c.str.fullmatch(r"\s*[+-]?\d+\s*")).all().all():
         raise DataError(f"{csv_path.name}: integer-coded data must contain only integer codes.")
+    codes = cells.apply(pd.to_numeric).to_numpy(dtype=np.int64)
     try:
         return Dataset(codes, domain, csv_path.stem, source_id=df.attrs.get("source_digest"))
     except DomainError as exc:

@@ -850,8 +850,15 @@ def infer_attribute(
     nunique = int(present.nunique())
     if nunique == 0:
         return Attribute(name, "categorical", (), missing=True, source="data")
+    numbers = None
     if pd.api.types.is_numeric_dtype(column) and not pd.api.types.is_bool_dtype(column):
-        vals = present.to_numpy(dtype=float)
+        numbers = present.to_numpy(dtype=float)
+    elif not pd.api.types.is_bool_dtype(column):  # text cells (read_table reads CSV cells as text)
+        parsed = parse_numbers(present.astype(str))
+        if parsed.notna().all() and not present.astype(str).str.match(r"^\s*[+-]?0\d").any():
+            numbers = parsed.to_numpy(dtype=float)
+    if numbers is not None:
+        vals = numbers
         finite = vals[np.isfinite(vals)]
         if nunique > NUMERIC_AS_CATEGORICAL and finite.size and finite.max() > finite.min():
             return Attribute(
