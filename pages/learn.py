@@ -40,6 +40,18 @@ if ds is None:
     ds = datasource.bundled_dataset()
 is_adult = ds.name == datasource.BUNDLED_NAME and ADULT_LABEL in ds.domain.names
 st.markdown(f"Table in use: **{md_escape(ds.name)}** — {plural(ds.n, 'row')}, {plural(len(ds.domain), 'attribute')}.")
+schema = datasource.schema_statement(ds)
+if schema["source"] == "inferred":
+    show_warning(
+        "This table's schema was read from the data WITHOUT privacy (your choice on the Data page). The features' "
+        "names, values and thresholds come from it, so every model file from this page says its guarantee is none. "
+        "Discover the schema privately or declare it on the Data page to learn with a guarantee."
+    )
+elif schema["source"] == "dp":
+    st.caption(
+        f"The schema was discovered privately (ε = {fmt_eps(schema['epsilon'])}, δ = {fmt_delta(schema['delta'])}): "
+        "every model file adds it to its own ε and δ."
+    )
 checks = InputChecks()
 
 # ------------------------------------------------------------------ label and features
@@ -343,6 +355,7 @@ if ready is not None:
             max_rows=int(max_rows) or None,
             seed=int(seed) if fixed else None,
             request_key=f"{session}:learn:{clicks}",
+            schema=schema,
         )
         st.rerun()
 
@@ -455,8 +468,10 @@ if run is not None and run.get("evaluation"):
         st.caption("This comparison kept no model (the non-private reference never is one).")
     else:
         st.caption(
-            "Each file states its guarantee, ε and δ. Choosing a model after comparing the test accuracies above "
-            "reads private rows outside any guarantee: every file from this page says it was picked that way."
+            "Each file states its guarantee, ε and δ, and where its schema came from. Choosing a model after "
+            "comparing the test accuracies above reads private rows outside any guarantee: when a run trained more "
+            "than one model, every file from it says it was picked that way (guarantee: not established). To "
+            "publish a private model, run one method at one ε once: there is then nothing to choose."
         )
 
         def describe(i: int) -> str:
@@ -472,9 +487,11 @@ if run is not None and run.get("evaluation"):
         chosen = models[min(int(pick or 0), len(models) - 1)]
         guarantee = chosen["model"].get("guarantee")
         if guarantee == "differential privacy":
+            total = chosen["model"].get("epsilon_total", chosen["model"].get("epsilon"))
             st.success(
-                f"Guarantee: differential privacy, ε = {fmt_eps(chosen['model'].get('epsilon'))}, "
-                f"δ = {fmt_delta(chosen['model'].get('delta'))} (picked after seeing test accuracy).",
+                f"Guarantee: differential privacy, ε = {fmt_eps(total)}, "
+                f"δ = {fmt_delta(chosen['model'].get('delta_total', chosen['model'].get('delta')))} "
+                "(the training's and the schema's together).",
                 icon=":material/verified_user:",
             )
         else:

@@ -14,7 +14,7 @@ from dpcore.errors import BudgetError, OracleError, ParameterError
 from dpcore.executors import SerialExecutor
 from dpcore.learning.evaluate import LearnSettings, evaluate, parse_epsilons, parse_methods
 from dpcore.learning.features import ADULT_LABEL, ADULT_POSITIVE, ADULT_SEVEN, FeatureEncoding, prepare
-from dpcore.learning.model import LearnedModel
+from dpcore.learning.model import LearnedModel, schema_statement
 from dpcore.privacy.samplers import Randomness
 
 
@@ -135,8 +135,10 @@ def test_solver_failures_are_counted_and_flagged(adult):
     assert len(fails) == 2 and all(f["status"] != "optimal" for f in fails)
     assert ev.summary()[0]["solver_failures"] == 2
     model: LearnedModel = ev.records[0]["model"]
-    assert not model.certified and "does not hold" in model.to_dict()["warning"]
-    assert model.guarantee == "not established" and model.to_dict()["guarantee"] == "not established"
+    stated = schema_statement(adult.domain)  # the bundled codebook: declared
+    assert not model.certified and "does not hold" in model.to_dict(schema=stated)["warning"]
+    assert model.guarantee == "not established" and model.to_dict(schema=stated)["guarantee"] == "not established"
+    assert model.to_dict()["guarantee"] == "none"  # a file that does not say where its schema came from
     assert ev.records[0]["guarantee"] == "not established"
 
 

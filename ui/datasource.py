@@ -486,6 +486,18 @@ def current_dataset() -> Dataset | None:
     return s.dataset
 
 
+def schema_statement(dataset: Dataset) -> dict:
+    """Where ``dataset``'s schema came from, for a learned model's file and the Learn page (see
+    :func:`dpcore.learning.model.schema_statement`): a discovery's (ε, δ) and run when it was discovered."""
+    from dpcore.learning.model import schema_statement as statement
+
+    s = status()
+    if s is not None and s.dataset is dataset and s.mode == "discovered" and s.schema_release:
+        rel = s.schema_release
+        return statement(dataset.domain, epsilon=rel["epsilon"], delta=rel["delta"], run=rel.get("run"))
+    return statement(dataset.domain)
+
+
 def release_options() -> dict:
     """What a release of the current dataset passes on (:func:`ui.jobs.start_release`): the schema's discovery, if
     any (on the card, not charged again), and the explicit non-private choice."""

@@ -146,6 +146,7 @@ def start(
     max_rows: int | None,
     seed: int | None,
     request_key: str,
+    schema: dict | None = None,
     workspace=None,
 ) -> str:
     """Start the grid as a recorded ``learn`` run on the server; returns its run id (see the module docstring)."""
@@ -169,6 +170,7 @@ def start(
         "max_rows": max_rows,
         "encoding": encoding.to_dict(),
         "trainings": charge["runs"],
+        "schema": schema,
     }
 
     spec = GridSpec(
@@ -183,6 +185,7 @@ def start(
         test_fraction=float(test_fraction),
         max_rows=max_rows,
         seed=seed,
+        schema=schema,
     )
 
     def target(progress, cancel, run_id):
@@ -218,6 +221,8 @@ class GridSpec:
     test_fraction: float
     max_rows: int | None
     seed: int | None
+    #: Where the features' schema came from (:func:`dpcore.learning.model.schema_statement`); None: not stated.
+    schema: dict | None = None
 
 
 def _run(run_id: str, progress, cancel, spec: GridSpec, workspace) -> dict:
@@ -277,13 +282,17 @@ def _run(run_id: str, progress, cancel, spec: GridSpec, workspace) -> dict:
         data, spec.methods, spec.epsilons, spec.runs, spec.settings, noise, progress=on_progress, cancel=cancel
     )
     report = ev.to_dict()
+    report["schema"] = spec.schema
     files = {EVALUATION_FILE: json.dumps(report, indent=2, default=float).encode()}
+    # With one private training there is nothing to choose between: its file is not picked by test accuracy.
+    # With more, the page shows every accuracy beside its file, so each file says it was picked that way.
+    chosen_by_accuracy = sum(1 for t in spec.grid if t.private) > 1
     for rec in ev.records:
         model = rec.get("model")
         if model is None or rec["method"] == "nonprivate":
             continue
         files[model_file_name(rec["method"], rec["epsilon"], rec["run"])] = model.to_json(
-            encoding, selected_after_test_accuracy=True
+            encoding, selected_after_test_accuracy=chosen_by_accuracy, schema=spec.schema
         ).encode()
     return {"evaluation": report, "artifacts": files}
 
@@ -295,7 +304,9 @@ def model_file_name(method: str, epsilon: float, run: int) -> str:
 def download_name(model: dict) -> str:
     """The file name a user saves: it says when the model promises no privacy."""
     guarantee = model.get("guarantee")
-    prefix = {"none": "DEMO_", "not established": "NOT_PRIVATE_uncertified_"}.get(guarantee, "")
+    prefix = {"none": "DEMO_", "not established": "NOT_ESTABLISHED_"}.get(guarantee, "")
+    if guarantee == "none" and (model.get("schema") or {}).get("covered") is False:
+        prefix = "NOT_PRIVATE_schema_"
     eps = model.get("epsilon")
     return f"{prefix}{model.get('method', 'model')}_eps{'' if eps is None else f'{eps:g}'}_model.json"
 

@@ -6,6 +6,13 @@ table's rows; default 1/n²).  ``--models`` writes one model file per private me
 run, chosen without looking at accuracy), each carrying its guarantee; the non-private reference is
 never written.
 
+The schema the features are built from is published with every model (feature names, values, thresholds), so it
+takes the release's path: ``adult`` and ``--domain`` are declared (free; a partial schema's missing fields are
+discovered); a raw table's roles, category sets and bounds are otherwise discovered under DP with
+``--schema-epsilon`` (charged with the evaluation, stated in every model file's ``schema`` and ``epsilon_total``);
+``--schema-from-data`` reads them off the data without privacy, explicitly, and every model file then says its
+guarantee is "none".
+
 Every private run touched the training rows, so the evaluation is charged to the workspace ledger
 (``--workspace``, else $DPCORE_WORKSPACE, else the per-user folder) *before* it starts: the sum of all
 runs' (ε, δ) (basic composition), checked against the dataset's cap (``--budget``).  A cancelled or failed
@@ -38,7 +45,26 @@ def add_parser(subparsers) -> None:
         "learn", help="train private classifiers (OPDisc, RSPM, PRSMA, DP-LR) and compare their test accuracy over ε"
     )
     p.add_argument("--data", default="adult", help="table, integer-coded CSV, or 'adult' (bundled, default)")
-    p.add_argument("--domain", default=None, help="schema JSON (default: declared for 'adult', else inferred)")
+    p.add_argument(
+        "--domain",
+        "--schema",
+        dest="domain",
+        default=None,
+        help="declared schema JSON (free; default: the codebook for 'adult', else discovered privately)",
+    )
+    p.add_argument(
+        "--schema-epsilon",
+        type=float,
+        default=DEFAULT_SCHEMA_EPSILON,
+        help=f"ε spent discovering a raw table's undeclared schema privately (default {DEFAULT_SCHEMA_EPSILON:g}; "
+        "δ 0.2/n²), charged with the evaluation",
+    )
+    p.add_argument(
+        "--schema-from-data",
+        action="store_true",
+        help="read roles, category lists and bounds off the data WITHOUT privacy (explicit; every model file then "
+        "says its guarantee is none)",
+    )
     p.add_argument("--label", default=None, help=f"label column (default {ADULT_LABEL} for adult)")
     p.add_argument(
         "--positive",
@@ -111,49 +137,106 @@ def add_parser(subparsers) -> None:
     p.add_argument("--quiet", action="store_true")
 
 
-def load_learning_dataset(data: str, domain: str | None):
-    from ..data import load_any
+#: ε of a raw table's private schema discovery before learning (the app's default share of ε = 1).
+DEFAULT_SCHEMA_EPSILON = 0.2
+#: δ of that discovery, as a multiple of 1/n².
+SCHEMA_DELTA_SHARE = 0.2
 
-    return load_any(data, domain)
+
+def learning_source(args) -> dict:
+    """What ``--data`` names, without reading more than the header and the row count: ``{"dataset"}`` when the
+    schema is complete and declared (bundled Adult, an integer-coded pair), else ``{"table", "schema"}``."""
+    from .common import is_coded, load_schema_arg
+
+    data = str(args.data)
+    if data in ("adult", "adult_census", "bundled") and args.domain is None or is_coded(data, args.domain):
+        from ..data import load_any
+
+        ds = load_any(data, args.domain)
+        return {"dataset": ds, "n": ds.n, "key": ds.ledger_key, "name": ds.name}
+    from ..data import bundled_path, read_table
+
+    df = read_table(bundled_path("adult_census.csv") if data in ("adult", "adult_census", "bundled") else data)
+    return {
+        "table": df,
+        "schema": load_schema_arg(args.domain),
+        "n": len(df),
+        "key": df.attrs["source_digest"],
+        "name": df.attrs.get("name", "table"),
+    }
+
+
+def schema_cost(source: dict, args) -> tuple[float, float, list[str]]:
+    """(ε_d, δ_d, columns) the schema step will spend: public (the header, the declared schema, n)."""
+    if "table" not in source or args.schema_from_data:
+        return 0.0, 0.0, []
+    from ..tabular import discovery_budget
+
+    n = source["n"]
+    eps_d, delta_d = float(args.schema_epsilon), SCHEMA_DELTA_SHARE / float(n) ** 2
+    if not (eps_d > 0 and eps_d == eps_d and eps_d != float("inf")):
+        from ..errors import BudgetError
+
+        raise BudgetError(f"--schema-epsilon must be a positive number (got {args.schema_epsilon}).")
+    # discovery spends share·(ε, δ) of what it is given: with share 1/2 the doubled budget halves back exactly
+    e, d, cols = discovery_budget(
+        list(source["table"].columns), epsilon=2 * eps_d, delta=2 * delta_d, schema=source["schema"], schema_share=0.5
+    )
+    return e, d, cols
+
+
+def schema_dataset(source: dict, args, noise, run_id: str):
+    """The Dataset to learn from and its schema statement (see :func:`dpcore.learning.model.schema_statement`).
+    Reads the data: call it only after the ledger holds the reservation."""
+    from ..learning.model import schema_statement
+
+    if "dataset" in source:
+        return source["dataset"], schema_statement(source["dataset"].domain)
+    from ..tabular import prepare_table
+
+    eps_d, delta_d, _ = schema_cost(source, args)
+    prep = prepare_table(
+        source["table"],
+        schema=source["schema"],
+        schema_from_data=args.schema_from_data,
+        epsilon=2 * eps_d if eps_d > 0 else 1.0,
+        delta=2 * delta_d if delta_d > 0 else 1e-9,
+        noise=noise,
+        schema_share=0.5,
+        name=source["name"],
+    )
+    statement = schema_statement(prep.domain, epsilon=prep.epsilon_spent, delta=prep.delta_spent, run=run_id)
+    if prep.excluded:
+        statement["excluded"] = prep.excluded
+    return prep, statement
 
 
 def run(args) -> int:
+    from ..errors import ParameterError
     from ..learning.evaluate import LearnSettings, evaluate, parse_epsilons, parse_methods, plan  # scipy: load on use
+    from ..privacy.ledger import Ledger
     from ..privacy.samplers import Randomness
+    from ..release import new_run_id
+    from ..workspace import Workspace
 
-    ds = load_learning_dataset(args.data, args.domain)
+    source = learning_source(args)  # the header and the row count: nothing else is read before the charge
+    names = list(source["dataset"].domain.names if "dataset" in source else source["table"].columns)
     is_adult = str(args.data) in ("adult", "adult_census", "bundled")
     label = args.label or (ADULT_LABEL if is_adult else None)
     if label is None:
-        from ..errors import ParameterError
-
-        raise ParameterError(f"Say which column is the label with --label (columns: {ds.domain.names}).")
+        raise ParameterError(f"Say which column is the label with --label (columns: {names}).")
     features = (
         args.features.split(",")
         if args.features
         else (list(ADULT_SEVEN) if is_adult and label == ADULT_LABEL else None)
     )
     if features is None:
-        from ..errors import ParameterError
-
         raise ParameterError("Choose features with --features (e.g. --features 'age>=30,sex').")
     positive = (
         args.positive if args.positive is not None else (ADULT_POSITIVE if is_adult and label == ADULT_LABEL else None)
     )
-    enc = FeatureEncoding.build(ds.domain, label, features, positive)
     methods = parse_methods(args.methods)
     epsilons = parse_epsilons(args.epsilons)
-    noise = Randomness(args.seed)  # None -> cryptographic; a seed makes every model a demo
-    rng = np.random.default_rng(args.seed)  # the split: public positions, never the data
-    data = prepare(
-        ds,
-        enc,
-        rng,
-        balance=args.balance,
-        test_fraction=args.test_fraction,
-        max_rows=args.max_rows,
-        balance_epsilon=args.balance_epsilon,
-    )
     settings = LearnSettings(
         bound=args.bound,
         tau=args.tau,
@@ -163,8 +246,74 @@ def run(args) -> int:
         lam=args.lam,
         prsma_max_calls=args.prsma_max_calls,
     )
-    figures = plan(data, methods, epsilons, settings, ds.domain)  # refuses δ ≥ 1/n, naming n and the limit
     say = (lambda *a: None) if args.quiet else (lambda *a: print(*a, file=sys.stderr))
+    noise = Randomness(args.seed)  # None -> cryptographic; a seed makes every model a demo
+    rng = np.random.default_rng(args.seed)  # the split: public positions, never the data
+    n = int(source["n"])
+    eps_d, delta_d, schema_cols = schema_cost(source, args)
+    total_eps, total_delta = _planned_cost(methods, epsilons, args.runs, settings, n)
+    if args.schema_from_data and "table" in source:
+        print(
+            "NOT PRIVATE: --schema-from-data reads the schema off the data without privacy; every model file "
+            "says its guarantee is none (a feature name may carry a value held by one row).",
+            file=sys.stderr,
+        )
+    if eps_d > 0:
+        say(
+            f"schema: {len(schema_cols)} column(s) are not declared; their roles, category sets and bounds are "
+            f"discovered privately at ε = {eps_d:g}, δ = {delta_d:.3g} (--schema-epsilon), charged with the "
+            "evaluation and stated in every model file. Declare the schema (--schema FILE) to spend nothing."
+        )
+    ledger, run_id = Ledger(Workspace(args.workspace)), new_run_id()
+    charge_eps, charge_delta = total_eps + eps_d, total_delta + delta_d
+    if charge_eps > 0:
+        after = ledger.preview(source["key"], n, charge_eps, charge_delta)
+        cap = args.budget if args.budget is not None else after["cap_epsilon"]
+        say(
+            f"This evaluation charges ε = {charge_eps:g}, δ = {charge_delta:.3g} to {source['name']} (basic "
+            f"composition of all runs{' and the schema discovery' if eps_d > 0 else ''}"
+            f"{'; a DEMO: fixed seed' if noise.seeded else ''}); the dataset's total after it: "
+            f"ε = {after['epsilon']:.4g}"
+            + (f" of a cap of ε = {cap:g}." if cap is not None else " (no cap set; --budget EPS sets one).")
+        )
+        # charged before any row is read; a cancelled or failed evaluation stays charged
+        ledger.reserve(
+            dataset=source["key"],
+            name=source["name"],
+            n=n,
+            run=run_id,
+            mechanism="learn:" + ",".join(m for m in methods if m != "nonprivate"),
+            epsilon=charge_eps,
+            delta=charge_delta,
+            budget=args.budget,
+            accountant="basic composition of the runs" + (" and the schema discovery" if eps_d > 0 else ""),
+            note=("demo (fixed seed); " if noise.seeded else "") + f"{args.runs} run(s) × {len(epsilons)} ε",
+        )
+    prepared = None
+    try:
+        prepared, schema = schema_dataset(source, args, noise, run_id)
+        ds = prepared if "dataset" in source else prepared.dataset
+        for column, what in [(label, "label"), *((_feature_column(f), "feature") for f in features)]:
+            if column not in ds.domain.names:
+                raise ParameterError(_left_out(column, prepared, what))
+        enc = FeatureEncoding.build(ds.domain, label, features, positive)
+        data = prepare(
+            ds,
+            enc,
+            rng,
+            balance=args.balance,
+            test_fraction=args.test_fraction,
+            max_rows=args.max_rows,
+            balance_epsilon=args.balance_epsilon,
+        )
+        figures = plan(data, methods, epsilons, settings, ds.domain)  # public figures; refuses grids that can't run
+    except Exception:
+        # a discovered schema was released (it read the data): it stays charged; the learning ran nothing
+        if charge_eps > 0:
+            done = list(getattr(prepared, "spends", []))
+            ledger.settle(run_id, done, "schema discovery only: the learning did not start")
+        raise
+    schema_spends = list(getattr(prepared, "spends", []))
     if noise.seeded:
         print(
             "DEMO: --seed fixes the noise, so these models carry no privacy guarantee (guarantee: none).",
@@ -175,37 +324,10 @@ def run(args) -> int:
         + (" before the balanced subset's DP count" if args.balance else "")
         + f", test rows {len(data.y_test):,}, features {enc.d} ({', '.join(enc.names)})"
     )
+    say(f"schema: {_schema_words(schema)}")
     say(f"neighbours: {NEIGHBOURS}")
     calls = sum(f["oracle_calls"] for f in figures) * args.runs
     say(f"planned: {len(methods)} method(s) × {len(epsilons)} ε × {args.runs} run(s), about {calls:,} oracle calls")
-    total_eps, total_delta = _planned_cost(methods, epsilons, args.runs, settings, data.n_public)
-    from ..privacy.ledger import Ledger
-    from ..release import new_run_id
-    from ..workspace import Workspace
-
-    ledger, run_id = Ledger(Workspace(args.workspace)), new_run_id()
-    if total_eps > 0:
-        after = ledger.preview(ds.ledger_key, ds.n, total_eps, total_delta)
-        cap = args.budget if args.budget is not None else after["cap_epsilon"]
-        say(
-            f"This evaluation charges ε = {total_eps:g}, δ = {total_delta:.3g} to {ds.name} (basic composition of "
-            f"all runs{'; a DEMO: fixed seed' if noise.seeded else ''}); the dataset's total after it: "
-            f"ε = {after['epsilon']:.4g}"
-            + (f" of a cap of ε = {cap:g}." if cap is not None else " (no cap set; --budget EPS sets one).")
-        )
-        # charged before any run reads a row; a cancelled or failed evaluation stays charged
-        ledger.reserve(
-            dataset=ds.ledger_key,
-            name=ds.name,
-            n=ds.n,
-            run=run_id,
-            mechanism="learn:" + ",".join(m for m in methods if m != "nonprivate"),
-            epsilon=total_eps,
-            delta=total_delta,
-            budget=args.budget,
-            accountant="basic composition of the runs",
-            note=("demo (fixed seed); " if noise.seeded else "") + f"{args.runs} run(s) × {len(epsilons)} ε",
-        )
 
     def progress(done, total, message):
         say(f"  [{done}/{total}] {message}")
@@ -223,8 +345,8 @@ def run(args) -> int:
             executor=None if ex.name == "serial" else ex,
             progress=progress,
         )
-    if total_eps > 0:
-        ledger.settle(run_id, _spends(ev), "basic composition of the runs")
+    if charge_eps > 0:
+        ledger.settle(run_id, schema_spends + _spends(ev), "basic composition of the runs")
     summary = ev.summary()
     print("method | epsilon | runs | accuracy_mean | accuracy_std | seconds | solver_failures | bottom_outputs")
     for r in summary:
@@ -255,10 +377,12 @@ def run(args) -> int:
     print("Test accuracy is computed on held-out private rows: an internal evaluation, not differentially private.")
     if args.out:
         Path(args.out).write_text(
-            json.dumps({**ev.to_dict(), "encoding": enc.to_dict(), "plan": figures}, indent=2, default=float)
+            json.dumps(
+                {**ev.to_dict(), "encoding": enc.to_dict(), "plan": figures, "schema": schema}, indent=2, default=float
+            )
         )
     if args.models:
-        written = write_models(ev, enc, Path(args.models))
+        written = write_models(ev, enc, Path(args.models), schema)
         say(f"wrote {len(written)} model file(s) to {args.models} (the non-private reference is never written)")
     if args.json:
         print(
@@ -267,6 +391,7 @@ def run(args) -> int:
                     "summary": summary,
                     "failures": fails,
                     "guarantee": ev.guarantee,
+                    "schema": schema,
                     "n_table": ev.n_table,
                     "n_train": ev.n_train,
                 },
@@ -303,7 +428,36 @@ def _spends(ev) -> list:
     ]
 
 
-def write_models(ev, encoding, folder: Path) -> list[Path]:
+def _feature_column(spec: str) -> str:
+    """The column a feature spec names ('age>=30' -> 'age', 'job=a|b' -> 'job')."""
+    import re
+
+    return re.split(r">=|=", str(spec), maxsplit=1)[0].strip()
+
+
+def _left_out(column: str, prepared, what: str) -> str:
+    reasons = {e["name"]: e["reason"] for e in getattr(prepared, "excluded", [])}
+    why = reasons.get(column)
+    if why:
+        return (
+            f"The {what} column {column!r} was left out of the schema: {why}. Declare it (--schema FILE) or raise "
+            "--schema-epsilon."
+        )
+    return f"The {what} column {column!r} is not in the table's schema."
+
+
+def _schema_words(schema: dict) -> str:
+    if schema["source"] == "inferred":
+        return "read from the data WITHOUT privacy: not covered by any guarantee (every model file says none)"
+    if schema["source"] == "dp":
+        return (
+            f"discovered privately at ε = {schema['epsilon']:g}, δ = {schema['delta']:.3g}; every model file adds it "
+            "to its own ε (epsilon_total)"
+        )
+    return "declared (public, free)"
+
+
+def write_models(ev, encoding, folder: Path, schema: dict) -> list[Path]:
     """One file per private (method, ε): its first run with a model, written without looking at accuracy."""
     folder.mkdir(parents=True, exist_ok=True)
     seen, written = set(), []
@@ -313,7 +467,7 @@ def write_models(ev, encoding, folder: Path) -> list[Path]:
             continue
         seen.add(key)
         path = folder / f"{r['method']}_eps{r['epsilon']:g}.json"
-        path.write_text(r["model"].to_json(encoding, selected_after_test_accuracy=False))
+        path.write_text(r["model"].to_json(encoding, selected_after_test_accuracy=False, schema=schema))
         written.append(path)
     return written
 

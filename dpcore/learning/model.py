@@ -9,7 +9,13 @@ A model file carries its guarantee, machine-readably (issue 12, finding 6):
   optimal: its privacy proof does not apply.
 
 and whether it was picked after looking at its accuracy on the private test split (that choice reads
-private data outside any guarantee).  The non-private reference is never written as a model.
+private data outside any guarantee, so such a file's guarantee is "not established").  The non-private
+reference is never written as a model.
+
+The features' names and thresholds come from the table's schema, so a model file publishes the schema too
+(issue 24, finding 2): :func:`schema_statement` says where it came from -- declared (free), released under DP
+(its ε and δ add to the learner's: ``epsilon_total``), or read off the data without DP (then the file's
+guarantee is "none": a feature name may carry a value held by one row).
 """
 
 from __future__ import annotations
@@ -79,10 +85,12 @@ class LearnedModel:
     def accuracy(self, X: np.ndarray, y: np.ndarray) -> float:
         return float(np.mean(self.predict(X) == np.asarray(y)))
 
-    def to_dict(self, encoding=None, *, selected_after_test_accuracy: bool = True) -> dict:
+    def to_dict(self, encoding=None, *, selected_after_test_accuracy: bool = True, schema: dict | None = None) -> dict:
         """The model file.  ``selected_after_test_accuracy``: whether the user picked this model after seeing
         test accuracies computed on private rows (the safe default says yes; a model written for every
-        (method, ε) without looking, as ``dpcore learn --models`` does, says no)."""
+        (method, ε) without looking, as ``dpcore learn --models`` does, says no).  ``schema``: the
+        :func:`schema_statement` of the schema the features were built from (None: not stated, as in older
+        callers -- the file then says so)."""
         if self.method in NOT_PRIVATE:
             raise ParameterError(
                 f"The {self.method!r} model is a non-private reference computed on the private rows: it is an "
@@ -114,6 +122,25 @@ class LearnedModel:
             "public_parameters": self.public,
         }
         reason = self.guarantee_reason()
+        if reason is None and selected_after_test_accuracy and d["guarantee"] == GUARANTEE_DP:
+            d["guarantee"] = GUARANTEE_NOT_ESTABLISHED
+            reason = (
+                "picked after comparing accuracies on the private test split, a choice outside any privacy guarantee"
+            )
+        d["schema"] = schema if schema is not None else {"source": "not stated", "covered": False}
+        eps_schema = float(d["schema"].get("epsilon") or 0.0)
+        delta_schema = float(d["schema"].get("delta") or 0.0)
+        if self.epsilon is not None:
+            d["epsilon_total"] = float(self.epsilon) + eps_schema
+            d["delta_total"] = float(self.delta) + delta_schema
+        if not d["schema"].get("covered", False) and d["guarantee"] != GUARANTEE_NONE:
+            d["guarantee"] = GUARANTEE_NONE
+            reason = (
+                "the schema (feature names, values and thresholds) was read from the private data without "
+                "differential privacy"
+                if d["schema"].get("source") == "inferred"
+                else "the schema the features were built from is not stated, so what the file publishes is not covered"
+            )
         if reason is not None:
             d["guarantee_reason"] = reason
         if not self.certified:
@@ -125,9 +152,11 @@ class LearnedModel:
             d["encoding"] = encoding.to_dict()
         return d
 
-    def to_json(self, encoding=None, *, selected_after_test_accuracy: bool = True) -> str:
+    def to_json(self, encoding=None, *, selected_after_test_accuracy: bool = True, schema: dict | None = None) -> str:
         return json.dumps(
-            self.to_dict(encoding, selected_after_test_accuracy=selected_after_test_accuracy), indent=2, default=float
+            self.to_dict(encoding, selected_after_test_accuracy=selected_after_test_accuracy, schema=schema),
+            indent=2,
+            default=float,
         )
 
 
@@ -139,3 +168,24 @@ def _rule(kind: str) -> str:
         "disjunction": "predict 1 iff some feature with weight 1 is 1",
         "logistic": "predict 1 iff sum_j weight_j * x_j > 0 (x binary, 'bias' = 1)",
     }[kind]
+
+
+def schema_statement(domain, *, epsilon: float = 0.0, delta: float = 0.0, run: str | None = None) -> dict:
+    """Where the schema of a model's features came from, for its file and its screen.
+
+    ``domain``'s per-field provenance decides: any field read off the data without DP -> ``"inferred"``
+    (not covered); else any released under DP -> ``"dp"`` with the discovery's (ε, δ) and run; else
+    ``"declared"`` (free)."""
+    sources = {s for a in domain.attributes for s in a.field_sources.values()}
+    if "inferred" in sources:
+        return {
+            "source": "inferred",
+            "covered": False,
+            "note": "read from the private data WITHOUT differential privacy: not covered by any guarantee",
+        }
+    if "dp" in sources:
+        out = {"source": "dp", "covered": True, "epsilon": float(epsilon), "delta": float(delta)}
+        if run:
+            out["run"] = str(run)
+        return out
+    return {"source": "declared", "covered": True, "epsilon": 0.0, "delta": 0.0}
