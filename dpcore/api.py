@@ -52,7 +52,10 @@ class Synthesizer:
     differential privacy from ``schema_share`` of the budget; ``roles`` confirms column roles
     (``{"age": "integer", "id": "excluded"}``).  ``schema_from_data=True`` reads the schema off the data WITHOUT
     privacy (the card then says the schema is not covered).  ``seed`` makes a reproducible demo whose card says
-    its guarantee is "none".  ``budget`` sets the dataset's ε cap in the ledger.
+    its guarantee is "none".  ``budget`` sets the dataset's ε cap in the ledger.  ``columns`` chooses the columns
+    to release first (by name, a public choice): discovery and its budget cover only those.  A fit whose private
+    schema is expected to keep (nearly) nothing is refused before anything is charged
+    (:func:`dpcore.tabular.schema_plan`), unless ``force=True``.
     """
 
     def __init__(
@@ -74,6 +77,8 @@ class Synthesizer:
         numeric: str = "values",
         time_limit: float | None = None,
         executor: str | None = "serial",
+        columns=None,
+        force: bool = False,
     ) -> None:
         from .mechanisms import registry
 
@@ -93,6 +98,8 @@ class Synthesizer:
         self.numeric = numeric
         self.time_limit = time_limit
         self.executor = executor
+        self.columns = columns
+        self.force = force
         self.release = None
         self.run_id: str | None = None
         self._internal = None
@@ -126,6 +133,8 @@ class Synthesizer:
             "roles": self.roles,
             "schema_from_data": self.schema_from_data,
             "schema_share": self.schema_share,
+            "columns": self.columns,
+            "force": self.force,
         }
         try:
             self.release, self._internal, self.run_id = execute_release(

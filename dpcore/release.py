@@ -26,7 +26,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from .errors import BudgetError, DPCoreError
+from .errors import BudgetError, DataError, DPCoreError
 from .mechanisms import registry
 from .mechanisms.base import Budget, MechanismResult, RunContext
 from .privacy import check_budget, default_delta
@@ -403,8 +403,15 @@ def release_table(
     class_width: int | None = None,
     numeric: str = "values",
     name: str | None = None,
+    columns=None,
+    force: bool = False,
 ) -> tuple[Release, InternalEvaluation]:
     """Release a raw table (a path, bytes, or a DataFrame from :func:`dpcore.data.read_table`) end to end.
+
+    ``columns`` chooses the attributes first (a public choice, by name): discovery and its budget cover only them,
+    and the release holds only them.  Before anything is charged the public :func:`dpcore.tabular.schema_plan` is
+    checked: a run whose private schema is expected to keep (nearly) nothing is refused with the plan and the ways
+    out (:class:`~dpcore.errors.BudgetError`), unless ``force``.
 
     1. The whole (ε, δ) is charged to the ledger before anything but the header and the row count is read.
     2. Column roles and whatever the ``schema`` does not declare are released under DP from a share of it
@@ -416,11 +423,12 @@ def release_table(
     """
     from .data import read_table, table_digest
     from .discovery import DEFAULT_SCHEMA_SHARE
-    from .tabular import discovery_budget, prepare_table
+    from .tabular import discovery_budget, prepare_table, schema_plan
 
     df = table if isinstance(table, pd.DataFrame) else read_table(table)
     if "source_digest" not in df.attrs:
         df.attrs["source_digest"] = table_digest(df)
+    df = choose_columns(df, columns)
     n = len(df)
     budget, defaulted, warnings = resolve_budget(epsilon, delta, n)
     mech_cls, vparams = _prepare_mechanism(mechanism, params, n_rows, class_width)
@@ -432,6 +440,12 @@ def release_table(
             df.columns, epsilon=budget.epsilon, delta=budget.delta, schema=schema, roles=roles, schema_share=share
         )
     )
+    if not schema_from_data and not force:
+        plan = schema_plan(
+            df.columns, n, epsilon=budget.epsilon, delta=budget.delta, schema=schema, roles=roles, schema_share=share
+        )
+        if plan.refuse:
+            raise BudgetError(plan.refusal())
     mech_budget = Budget(budget.epsilon - eps_d, budget.delta - delta_d)
     run_id = run_id or new_run_id()
     label = name or str(df.attrs.get("name") or "table")
@@ -449,6 +463,17 @@ def release_table(
         name=label,
     )
     warnings += prep.warnings
+    if len(prep.dataset.domain) < 2 and not force and prep.spends:
+        # The plan expected more; the released schema keeps one column: stop before the mechanism reads anything.
+        if ledger is not None:
+            ledger.settle(run_id, prep.spends)
+        left = "; ".join(f"{e['name']}: {e['reason']}" for e in prep.excluded[:4])
+        raise BudgetError(
+            f"The private schema kept only {', '.join(prep.dataset.domain.names)} of {len(df.columns)} column(s) "
+            f"({left}{'; …' if len(prep.excluded) > 4 else ''}), so the release did not run: only the schema "
+            f"discovery's ε = {prep.epsilon_spent:.3g} was charged. Declare roles and value sets (free), choose "
+            "columns whose values are frequent, or raise ε; --force (force=True) releases one column anyway."
+        )
     try:
         if workload is None:
             wl = fitted_default_workload(prep.dataset.domain, n, mech_cls, mech_budget, vparams)
@@ -490,6 +515,26 @@ def release_table(
         class_width,
         numeric,
     )
+
+
+def choose_columns(df: pd.DataFrame, columns) -> pd.DataFrame:
+    """The table restricted to the chosen columns, in the order given (a public choice by name; the file's digest,
+    n and the renamed headers stay, so the ledger still keys the same private table).  None keeps every column."""
+    if columns is None:
+        return df
+    if isinstance(columns, str):
+        columns = [c.strip() for c in columns.split(",")]
+    chosen = [str(c).strip() for c in columns if str(c).strip()]
+    unknown = [c for c in chosen if c not in df.columns]
+    if unknown:
+        raise DataError(f"No column(s) {unknown[:5]} in the table; its columns are {list(df.columns)[:30]}.")
+    if len(set(chosen)) != len(chosen):
+        raise DataError("A column is chosen twice; name each once.")
+    if len(chosen) < 2:
+        raise DataError("Choose at least two columns: synthetic data needs at least two attributes.")
+    out = df[chosen]
+    out.attrs.update(df.attrs)
+    return out
 
 
 def fitted_default_workload(domain, n: int, mech_cls, budget: Budget, vparams: dict) -> Workload:

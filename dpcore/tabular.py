@@ -184,6 +184,10 @@ def _spec_from_dict(d: dict, keep_inferred: bool) -> ColumnSpec:
     for key in _SETTINGS:
         if key in d and d[key] is not None:
             spec.settings[key] = d[key]
+    if "missing" in d and d["missing"] is not None:  # declared: the column has (no) missing cells
+        if not isinstance(d["missing"], bool):
+            raise DomainError(f"Attribute {name!r}: 'missing' must be true or false.")
+        spec.settings["missing"] = d["missing"]
     if "edges" in spec.settings and not ("lower" in usable and "upper" in usable):
         spec.settings.pop("edges")
     return spec
@@ -348,7 +352,7 @@ def _build_attribute(role: Role, spec: ColumnSpec | None, found: dict, found_sou
         return found.get(key)
 
     common = dict(
-        missing=True,
+        missing=bool(settings.get("missing", True)),  # a declared "missing": false: no missing code to fill
         source="mixed",
         out_of_bounds=settings.get("out_of_bounds", "clip"),
     )
@@ -652,6 +656,146 @@ def discovery_outlook(
             "you declared) left out. Declare their bounds (free), or give a larger ε or schema share."
         )
     return out
+
+
+@dataclass
+class SchemaPlan:
+    """What the private schema is expected to keep at this budget, from public inputs only (the header, the
+    declarations, n, ε, δ, the share) -- shown before anything is charged (issue 22).
+
+    ``threshold``: the smallest count a discovered category needs (the partition-selection threshold τ when every
+    column to discover is a category; the private role decisions may keep fewer, which lowers it a little).
+    ``bounds``: whether numeric and date bounds can be located (:func:`dpcore.discovery.bounds_locatable`).
+    ``columns``: per column, what it is expected to be: ``declared`` (free), ``categories`` (values held by at least
+    τ rows), ``other only`` (τ > n/2: at most one value could clear it), ``numeric`` (bounds located), ``left out``
+    (bounds cannot be located), ``excluded`` (by a declaration or the header), or ``undecided`` (its role is
+    decided privately; it can keep something only as categories or with located bounds).
+    """
+
+    n: int
+    epsilon: float
+    delta: float
+    threshold: int | None
+    bounds: bool
+    columns: dict[str, str]
+
+    #: A column keeps something when it is one of these.
+    USABLE = ("declared", "categories", "numeric")
+
+    @property
+    def usable(self) -> list[str]:
+        return [c for c, e in self.columns.items() if e in self.USABLE or (e == "undecided" and self._undecided_ok)]
+
+    @property
+    def empty(self) -> list[str]:
+        return [c for c, e in self.columns.items() if e in ("other only", "left out") or
+                (e == "undecided" and not self._undecided_ok)]  # fmt: skip
+
+    @property
+    def _undecided_ok(self) -> bool:
+        return (self.threshold is not None and 2 * self.threshold <= self.n) or self.bounds
+
+    @property
+    def refuse(self) -> bool:
+        """The run would spend for a release that keeps (nearly) nothing: fewer than two usable columns, or most of
+        the kept columns with no category and no bounds."""
+        kept = [c for c, e in self.columns.items() if e != "excluded"]
+        return len(self.usable) < 2 or len(self.empty) > len(kept) / 2
+
+    def lines(self) -> list[str]:
+        """The plan in words (what the CLI prints, the app shows and the library's error says)."""
+        out = []
+        if self.threshold is not None:
+            share = self.threshold / max(1, self.n)
+            out.append(
+                f"smallest category the private schema can release: about {self.threshold:,} rows "
+                f"({share:.0%} of {self.n:,})" + (" -- more than the table has" if self.threshold > self.n else "")
+            )
+        groups: dict[str, list[str]] = {}
+        for c, e in self.columns.items():
+            groups.setdefault(e, []).append(c)
+        words = {
+            "declared": "declared (free)",
+            "categories": "categories (values held by that many rows; the rest '(other)')",
+            "numeric": "numbers within privately located bounds",
+            "other only": "'(other)' only: no value can clear the threshold",
+            "left out": "left out: numeric or date bounds cannot be located on this many rows",
+            "undecided": "role decided privately"
+            + ("" if self._undecided_ok else ": nothing can be kept at this budget"),
+            "excluded": "excluded (declared, or its header names an identifier)",
+        }
+        for e, cols in groups.items():
+            shown = ", ".join(cols[:8]) + (f" and {len(cols) - 8} more" if len(cols) > 8 else "")
+            out.append(f"{words[e]}: {len(cols)} column(s) ({shown})")
+        return out
+
+    def refusal(self) -> str:
+        """Why the run does not start, and the three ways out."""
+        return (
+            f"At ε = {self.epsilon:g} on {self.n:,} rows the private schema is expected to keep "
+            f"{len(self.usable)} usable column(s) of {len(self.columns)}: the release would spend its budget on "
+            "(nearly) empty columns, so it does not start and nothing is charged. "
+            + " ".join(line[0].upper() + line[1:] + "." for line in self.lines())
+            + " Ways out: choose fewer columns (--columns, or columns=), so the schema's share goes further; "
+            "declare what is public, free (a codebook as --schema FILE, or --roles: `dpcore info FILE` proposes "
+            "roles for you to review, and confirming one states that it is public); or raise ε. --force "
+            "(force=True) runs anyway."
+        )
+
+    def to_dict(self) -> dict:
+        return {
+            "n": self.n,
+            "epsilon": self.epsilon,
+            "threshold": self.threshold,
+            "bounds_locatable": self.bounds,
+            "columns": dict(self.columns),
+            "usable": self.usable,
+            "refuse": self.refuse,
+        }
+
+
+def schema_plan(
+    columns,
+    n: int,
+    *,
+    epsilon: float,
+    delta: float,
+    schema=None,
+    roles=None,
+    unlisted: str | None = None,
+    schema_share: float = DEFAULT_SCHEMA_SHARE,
+) -> SchemaPlan:
+    """The :class:`SchemaPlan` of a run: public (nothing is read from the data)."""
+    from .discovery import partition_threshold
+
+    columns, _ = unique_column_names(list(columns))
+    specs, complete = parse_schema(schema)
+    policy = _unlisted_policy(schema, unlisted, complete)
+    user_roles = confirmed(roles) if roles else {}
+    known, undecided = _resolve(columns, specs, user_roles, policy)
+    cols = columns_to_discover(columns, schema=schema, roles=roles, unlisted=policy)
+    threshold, locatable = None, True
+    if cols and n >= 1:
+        eps_d, delta_d = discovery_cost(epsilon, delta, len(cols), schema_share=schema_share)
+        plan = DiscoveryPlan.make(eps_d, delta_d, len(undecided))
+        rho_col = plan.rho_values / len(cols)
+        threshold = partition_threshold(1.0 / math.sqrt(rho_col), plan.delta_threshold / len(cols))
+        locatable = bounds_locatable("numeric", True, None, rho_col, 2, n)
+    expect: dict[str, str] = {}
+    for c in columns:
+        if c in undecided:
+            expect[c] = "undecided"
+            continue
+        role = known[c]
+        if not role.kept:
+            expect[c] = "excluded"
+        elif c not in cols:
+            expect[c] = "declared"
+        elif role.role == "categorical":
+            expect[c] = "categories" if threshold is not None and 2 * threshold <= n else "other only"
+        else:
+            expect[c] = "numeric" if locatable else "left out"
+    return SchemaPlan(int(n), float(epsilon), float(delta), threshold, locatable, expect)
 
 
 def _any_inferred(domain: Domain, roles: list[Role]) -> bool:

@@ -7,7 +7,7 @@ import sys
 from pathlib import Path
 
 from ..errors import DPCoreError
-from ..release import plan_release, plan_warnings, resolve_budget
+from ..release import choose_columns, plan_release, plan_warnings, resolve_budget
 from .common import (
     add_data_args,
     add_workload_args,
@@ -61,6 +61,18 @@ def add_parser(sub) -> None:
         metavar="COL=ROLE,...",
         help="confirm column roles (public choices, free): categorical, numeric, integer, real, "
         "datetime, excluded; unconfirmed roles are decided privately",
+    )
+    p.add_argument(
+        "--columns",
+        default=None,
+        metavar="A,B,C",
+        help="the columns to release, chosen first (a public choice by name): the schema's discovery and its budget "
+        "cover only these (default: every column)",
+    )
+    p.add_argument(
+        "--force",
+        action="store_true",
+        help="run even when the plan expects the private schema to keep (nearly) nothing at this budget",
     )
     p.add_argument(
         "--schema-from-data",
@@ -138,6 +150,12 @@ def run(args) -> int:
     source = open_source(args)
     n = source["n"]
     budget, _, _ = resolve_budget(args.epsilon, args.delta, n)  # refuses δ ≥ 1/n before anything else
+    if args.columns is not None:
+        if source["table"] is None:
+            raise DPCoreError("--columns chooses columns of a raw table; an integer-coded table has its schema.")
+        source["table"] = choose_columns(source["table"], args.columns)
+    if source["table"] is not None and not args.schema_from_data:
+        check_plan(source, args, budget)  # public: refuses an empty release before anything is charged
     workload = None
     if source["table"] is None:  # a coded table: the workload is known before the run
         workload = build_workload(args, source["dataset"])
@@ -177,6 +195,7 @@ def run(args) -> int:
                     "roles": parse_roles(args.roles),
                     "schema_from_data": args.schema_from_data,
                     "schema_share": args.schema_share,
+                    "force": args.force,
                 }
                 rel, internal, run_id = execute_release(
                     ws,
@@ -246,6 +265,34 @@ def run(args) -> int:
     if getattr(args, "synopsis", None):
         Path(args.synopsis).write_text(json.dumps(rel.synopsis_json(), indent=2, default=float))
     return 0
+
+
+def check_plan(source: dict, args, budget) -> None:
+    """What the private schema is expected to keep (public); the run does not start when it keeps (nearly) nothing,
+    unless --force.  Exit status 2 with the plan and the ways out; nothing is charged."""
+    from ..discovery import DEFAULT_SCHEMA_SHARE
+    from ..errors import BudgetError
+    from ..tabular import schema_plan
+
+    plan = schema_plan(
+        source["table"].columns,
+        source["n"],
+        epsilon=budget.epsilon,
+        delta=budget.delta,
+        schema=source["schema"],
+        roles=parse_roles(args.roles),
+        schema_share=DEFAULT_SCHEMA_SHARE if args.schema_share is None else args.schema_share,
+    )
+    if plan.threshold is None:
+        return  # everything is declared: nothing to plan
+    if plan.refuse and not args.force:
+        raise BudgetError(plan.refusal())
+    if not args.quiet:
+        print("The private schema at this budget (public plan, before any spend):", file=sys.stderr)
+        for line in plan.lines():
+            print(f"  {line}", file=sys.stderr)
+        if plan.refuse:
+            print("  --force: running although the plan expects (nearly) nothing to be kept.", file=sys.stderr)
 
 
 def say_discovery(source: dict, args, budget) -> list[str]:

@@ -1,0 +1,119 @@
+"""Issue 22: choose the columns first, plan the private schema from public quantities before anything is spent,
+and refuse a release that would keep (nearly) nothing."""
+
+from __future__ import annotations
+
+import json
+import math
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from dpcore.cli import main
+from dpcore.discovery import DiscoveryPlan, discovery_cost, partition_threshold
+from dpcore.errors import BudgetError, DataError
+from dpcore.privacy.ledger import Ledger
+from dpcore.tabular import schema_plan
+from dpcore.workspace import Workspace
+
+
+def _survey(n: int, seed: int = 0) -> pd.DataFrame:
+    """21 columns shaped like a survey extract: 18 four-valued answers, an age, a 1-10 score, a 1|2 target."""
+    rng = np.random.default_rng(seed)
+    cols = {
+        f"q{i}": rng.choice(["agree", "neutral", "disagree", "no answer"], n, p=[0.4, 0.3, 0.2, 0.1]) for i in range(18)
+    }
+    cols["age"] = rng.integers(18, 97, n)
+    cols["score"] = rng.integers(1, 11, n)
+    cols["target"] = rng.choice([1, 2], n, p=[0.7, 0.3])
+    return pd.DataFrame(cols)
+
+
+@pytest.fixture
+def survey(tmp_path):
+    path = tmp_path / "survey.csv"
+    _survey(1000).to_csv(path, index=False)
+    return path
+
+
+def test_the_plan_threshold_is_partition_selections_closed_form():
+    cols = [f"c{i}" for i in range(10)]
+    n, eps, delta = 7214, 1.0, 1 / 7214**2
+    plan = schema_plan(cols, n, epsilon=eps, delta=delta)
+    eps_d, delta_d = discovery_cost(eps, delta, 10)
+    d = DiscoveryPlan.make(eps_d, delta_d, 10)
+    rho_col = d.rho_values / 10
+    assert plan.threshold == partition_threshold(1 / math.sqrt(rho_col), d.delta_threshold / 10)
+    assert plan.columns == dict.fromkeys(cols, "undecided") and not plan.refuse
+
+
+def test_a_declared_schema_needs_no_plan_and_declared_roles_are_planned_as_such():
+    cols = ["a", "b", "c"]
+    declared = {"attributes": [{"name": c, "kind": "categorical", "values": ["x", "y"]} for c in cols]}
+    assert schema_plan(cols, 100, epsilon=1, delta=1e-6, schema=declared).threshold is None
+    mixed = schema_plan(cols, 100, epsilon=1, delta=1e-6, schema={"attributes": declared["attributes"][:2]})
+    assert mixed.columns == {"a": "declared", "b": "declared", "c": "undecided"}
+
+
+def test_a_thousand_row_table_of_21_columns_is_refused_before_any_spend(survey, tmp_path, capsys):
+    ws = tmp_path / "ws"
+    rc = main(
+        ["release", "--data", str(survey), "--epsilon", "1", "--workspace", str(ws), "--out", str(tmp_path / "o.csv")]
+    )
+    assert rc == 2
+    err = capsys.readouterr().err
+    assert "smallest category the private schema can release" in err.lower() and "1,000" in err
+    for way_out in ("--columns", "--schema", "raise ε", "--force"):
+        assert way_out in err, way_out
+    assert Ledger(Workspace(ws)).entries() == []  # nothing charged
+    assert not (tmp_path / "o.csv").exists()
+
+
+def test_with_its_codebook_declared_the_same_table_releases_every_column(survey, tmp_path):
+    schema = {
+        "attributes": [
+            *({"name": f"q{i}", "kind": "categorical", "values": ["agree", "neutral", "disagree", "no answer"]}
+              for i in range(18)),
+            {"name": "age", "kind": "numeric", "lower": 0, "upper": 120, "integer": True},
+            {"name": "score", "kind": "numeric", "lower": 1, "upper": 10, "integer": True, "bins": 10},
+            {"name": "target", "kind": "categorical", "values": ["1", "2"], "missing": False},
+        ]
+    }  # fmt: skip
+    (tmp_path / "schema.json").write_text(json.dumps(schema))
+    out = tmp_path / "o.csv"
+    rc = main(
+        ["release", "--data", str(survey), "--schema", str(tmp_path / "schema.json"), "--epsilon", "1"]
+        + ["--workspace", str(tmp_path / "ws"), "--out", str(out), "--quiet"]
+    )
+    assert rc == 0
+    back = pd.read_csv(out, dtype=str, keep_default_na=False)
+    assert list(back.columns) == list(_survey(5).columns)
+    assert back["target"].isin(["1", "2"]).all()  # declared complete and never missing: no (other), no empty cell
+    assert pd.to_numeric(back["score"]).between(1, 10).all()
+
+
+def test_columns_are_chosen_before_discovery(survey, tmp_path):
+    from dpcore.release import choose_columns
+
+    df = pd.read_csv(survey, dtype=str)
+    df.attrs["source_digest"] = "abc"
+    chosen = choose_columns(df, "q1, target")
+    assert list(chosen.columns) == ["q1", "target"] and chosen.attrs["source_digest"] == "abc"
+    with pytest.raises(DataError, match="No column"):
+        choose_columns(df, ["q1", "nope"])
+    with pytest.raises(DataError, match="at least two"):
+        choose_columns(df, ["q1"])
+    # the plan covers the chosen columns only: fewer columns, a lower threshold
+    wide = schema_plan(df.columns, 1000, epsilon=1, delta=1e-6)
+    narrow = schema_plan(chosen.columns, 1000, epsilon=1, delta=1e-6)
+    assert narrow.threshold < wide.threshold and wide.refuse and not narrow.refuse
+
+
+def test_the_library_refuses_too_before_any_spend(survey, tmp_path):
+    from dpcore.api import Synthesizer
+
+    ws = tmp_path / "ws"
+    with pytest.raises(BudgetError, match="does not start"):
+        Synthesizer(epsilon=1, workspace=ws).fit(survey)
+    assert Ledger(Workspace(ws)).entries() == []
