@@ -31,7 +31,7 @@ def test_info_on_a_raw_table_proposes_roles_the_owner_can_confirm(tmp_path, caps
     assert "admitted=date:%Y-%m-%d" in roles and "person_id" not in roles  # header rules need no confirming
     monkeypatch.setenv("DPCORE_WORKSPACE", str(tmp_path / "ws"))
     argv = ["release", "--data", str(tmp_path / "people.csv"), "--roles", roles, "--mechanism", "gaussian"]
-    assert main([*argv, "--epsilon", "2", "--card", str(tmp_path / "c.json"), "--quiet"]) == 0
+    assert main([*argv, "--epsilon", "2", "--card", str(tmp_path / "c.json"), "--quiet", "--force"]) == 0
     card = json.loads((tmp_path / "c.json").read_text())
     sources = {e["name"]: e["source"] for e in card["data"]["schema"]}
     assert sources["country"] == {"kind": "declared", "values": "dp"}  # the role confirmed, the values discovered

@@ -101,7 +101,7 @@ def test_small_wide_and_latin1_tables_release_and_say_what_the_budget_cannot_res
     else:
         raw = to_csv_bytes(wide_table(2000, 400))
     (tmp_path / "t.csv").write_bytes(raw)
-    out = release(tmp_path, "t.csv")
+    out = release(tmp_path, "t.csv", "--force")  # at ε = 1 the plan expects little: run anyway, warned
     assert out.returncode == 0, out.stderr
     from dpcore.data import read_table
 

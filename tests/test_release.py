@@ -371,7 +371,9 @@ def test_a_workload_left_mostly_noise_is_warned_on_both_paths():
     loud, _ = run_release(ds, wl, "gaussian", 20.0, None, seed=1, ledger=None)
     assert not any("mostly noise" in w for w in loud.warnings)
     df = pd.DataFrame({"a": ["x", "y"] * 100, "b": ["u", "v", "w", "z"] * 50})
-    quiet, _ = release_table(df, "gaussian", 0.05, workload={"k": 2, "marginals": "all"}, ledger=None, seed=2)
+    quiet, _ = release_table(
+        df, "gaussian", 0.05, workload={"k": 2, "marginals": "all"}, ledger=None, seed=2, force=True
+    )  # a tiny budget on purpose: run although the plan expects little to be kept
     assert any("mostly noise" in w for w in quiet.warnings)
 
 
@@ -418,10 +420,18 @@ def test_a_workload_the_private_schema_cannot_carry_says_why_and_charges_only_th
         }
     )
     ledger = Ledger(str(tmp_path))
+    # The released schema keeps one column: the run stops before the mechanism (issue 22), charged the discovery.
     with pytest.raises(DPCoreError) as err:
         release_table(df, "projection", 1.0, workload={"k": 3, "marginals": "all"}, ledger=ledger, seed=3)
     msg = str(err.value)
-    assert "larger than the number of attributes" in msg and "The private schema kept" in msg
+    assert "The private schema kept only" in msg and "did not run" in msg
     [entry] = ledger.entries()
     assert entry["status"] == "settled" and f"ε = {entry['epsilon']:.3g} was charged" in msg
     assert entry["epsilon"] < 1.0
+    # Forced on, the 3-way workload cannot be built on what was kept: said, and again only the discovery charged.
+    with pytest.raises(DPCoreError) as err:
+        release_table(df, "projection", 1.0, workload={"k": 3, "marginals": "all"}, ledger=ledger, seed=3, force=True)
+    msg = str(err.value)
+    assert "larger than the number of attributes" in msg and "The private schema kept" in msg
+    second = ledger.entries()[-1]
+    assert len(ledger.entries()) == 2 and f"ε = {second['epsilon']:.3g} was charged" in msg

@@ -127,18 +127,19 @@ class LearnedModel:
             reason = (
                 "picked after comparing accuracies on the private test split, a choice outside any privacy guarantee"
             )
-        d["schema"] = schema if schema is not None else {"source": "not stated", "covered": False}
-        eps_schema = float(d["schema"].get("epsilon") or 0.0)
-        delta_schema = float(d["schema"].get("delta") or 0.0)
+        stated: dict = schema if schema is not None else {"source": "not stated", "covered": False}
+        d["schema"] = stated
+        eps_schema = float(stated.get("epsilon") or 0.0)
+        delta_schema = float(stated.get("delta") or 0.0)
         if self.epsilon is not None:
             d["epsilon_total"] = float(self.epsilon) + eps_schema
             d["delta_total"] = float(self.delta) + delta_schema
-        if not d["schema"].get("covered", False) and d["guarantee"] != GUARANTEE_NONE:
+        if not stated.get("covered", False) and d["guarantee"] != GUARANTEE_NONE:
             d["guarantee"] = GUARANTEE_NONE
             reason = (
                 "the schema (feature names, values and thresholds) was read from the private data without "
                 "differential privacy"
-                if d["schema"].get("source") == "inferred"
+                if stated.get("source") == "inferred"
                 else "the schema the features were built from is not stated, so what the file publishes is not covered"
             )
         if reason is not None:
