@@ -188,11 +188,27 @@ def discovery_controls() -> None:
         eps_d, delta_d, cols = datasource.discovery_plan(eps, delta)
         check_budget(eps_d, delta_d, n)
         outlook = datasource.discovery_outlook(eps, delta)
+        plan = datasource.schema_plan(eps, delta)
     except DPCoreError as exc:
         show_error(exc)
         return
     for w in outlook:
         show_warning(w)
+    st.caption(
+        "What the private schema is expected to keep at this ε (a public plan: nothing is read or charged): "
+        + "; ".join(md_escape(line, 400) for line in plan.lines())
+        + "."
+    )
+    refused = False
+    if plan.refuse:
+        st.error(
+            f"This discovery is expected to keep {len(plan.usable)} usable column(s) of {len(plan.columns)}: the "
+            "release would spend its budget on (nearly) empty columns. Exclude the columns you do not need in the "
+            "roles table (the share then goes further), declare roles and value sets you know to be public (free), "
+            "or raise the schema's ε.",
+            icon=":material/block:",
+        )
+        refused = not st.checkbox("Discover anyway", key=f"discover_anyway:{digest}")
     led = state.ledger()
     tot = led.total(digest)
     after = led.preview(digest, n, eps_d, delta_d)
@@ -228,7 +244,7 @@ def discovery_controls() -> None:
         key=key,
         type="primary",
         icon=":material/policy:",
-        disabled=busy or bool(over),
+        disabled=busy or bool(over) or refused,
     ):
         st.session_state["discover_clicks"] = st.session_state.get("discover_clicks", 0) + 1
         try:

@@ -444,7 +444,8 @@ def test_upload_and_schema_edits_come_back_after_a_reload(at):
     state.workspace().save_schema(edited.to_json(orient="records"), datasource.SCHEMA_TABLE_NAME, upload["digest"])
     other = new_session()  # a reload, or a restart: the upload and the edited schema come back
     other.switch_page("pages/data.py").run()
-    assert not other.exception and errors(other) == []
+    # 120 rows: the only error is the public plan refusing the discovery before any spend
+    assert not other.exception and [e for e in errors(other) if "expected to keep" not in e] == []
     assert other.session_state[state.SOURCE] == "upload" and other.sidebar.text[0].value == "mine.csv"
     restored = other.session_state[state.SCHEMA_TABLE]
     assert restored.iloc[0]["values"] == "r | g | b | x" or restored.iloc[0]["values"] == "r|g|b|x"

@@ -561,6 +561,14 @@ def discovery_outlook(epsilon: float, delta: float) -> list[str]:
     return outlook(df.columns, len(df), **args)
 
 
+def schema_plan(epsilon: float, delta: float):
+    """What a discovery at (ε, δ) is expected to keep (:func:`dpcore.tabular.schema_plan`: public, no data read)."""
+    from dpcore.tabular import schema_plan as plan
+
+    df, args = _discovery_args(epsilon, delta)
+    return plan(df.columns, len(df), **args)
+
+
 def _discovery_args(epsilon: float, delta: float) -> tuple[pd.DataFrame, dict]:
     """The table in use and the engine's arguments for a discovery run at (ε, δ): the run gets 2(ε, δ) with a
     share of one half, so all of (ε, δ) goes to the schema."""
