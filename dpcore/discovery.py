@@ -42,25 +42,23 @@ P[Z ≥ τ - 1] ≤ δ_t / p_c (:func:`partition_threshold`, using the tail boun
 probability at most δ_t / p_c ≤ δ**.  Values not released go to the attribute's "other" code; missing is
 always a code of its own.  The released set is sorted (natural order), so its order tells nothing more.
 
-**Bounds: exponential-mechanism quantiles over a public grid** (McSherry & Talwar 2007; Smith 2011 for
-quantiles; here the discrete-grid variant).  The lower bound is a point c of a public grid G chosen with
-P(c) ∝ exp(ε_q·u(c) / (2Δ)), u(c) = -max(0, #{x_i < c} - q·m, q·m - #{x_i ≤ c}) (m = non-missing cells; the
-two counts make a point mass, e.g. a column of mostly zeros, a single best candidate); the upper bound
-likewise with #{x_i > c} and #{x_i ≥ c}.  One changed row moves each count by at most 1 and q·m by at most q,
-and a maximum of such terms moves by at most as much: Δ = 1 + q.  Each choice is ε_q-DP and ε_q²/8-zCDP
-(Cesar & Rogers 2021); a column with k ∈ {1, 2} bounds to find uses
-ε_q = sqrt(8·ρ_col/k).  The level q is public: q = clip(2.5·(ln|G| + 5) / (ε_q·n), 0.005, 0.25), so that the
-grid points far outside the data (utility ≈ -q·m) carry little mass in total -- with a small budget or few
-rows the bounds sit at inner quantiles and the tails are clipped (counted, never dropped).  Grids:
-:func:`numeric_grid` (0 and ±m·10^e, m = 1.00, 1.01, ..., 9.99, 10^-3 ≤ |x| < 10^11: 25,201 points;
-whole numbers only for an integer column) and :func:`date_grid` (every unit of the attribute's granularity from
-1900-01-01 to 2099-12-31: 73,049 days).  Every grid point beyond the data has the same utility (-q·m), so the
-grids are fine enough that some point falls among the q·m values at the target.  Values outside the
-chosen bounds are clipped (and counted), never dropped.  Below a budget (:func:`bounds_locatable`, public: ε_q,
-n, |G|) the far points together outweigh the target and bounds would land anywhere on the grid; then no bound
-is searched: :func:`dpcore.tabular.prepare_table` keeps a privately typed whole-number column as categories
-(partition selection above) and leaves other numeric and date columns out, with the reason -- post-processing
-of released roles and public figures, at no cost.
+**Bounds: a noisy histogram over a public grid** (the approach of Tumult Analytics' ``get_bounds``; Gaussian
+mechanism [CKS20]).  A numeric column's values are counted in public bins that do not depend on the data: signed
+powers of two, [2^j, 2^(j+1)) and (-2^(j+1), -2^j] for j in :data:`POWER_RANGE`, and one bin for |x| < 2^lo
+(values beyond the grid go to its outermost bins); a date column's in the years of :data:`DATE_SEARCH`.  One
+changed row leaves one bin and enters another: L2 sensitivity sqrt(2), so discrete Gaussian noise of scale
+σ = 1/sqrt(ρ_col) on every bin is ρ_col-zCDP -- the column's whole share, whichever of its bounds are needed.  The
+bounds are the outer edges of the outermost bins whose noisy count clears the public threshold
+T = σ·Φ^-1(1 - :data:`BIN_FALSE_POSITIVE` / bins) (noise alone lifts some empty bin over T with probability about
+BIN_FALSE_POSITIVE), widened by the bin next to each end when its noisy count reaches :data:`ADJACENT_Z`·σ (thin
+edge bins of the bulk; a false positive there widens the range by one power of two only), so they hold the bulk
+of the rows and tails thinner than that are clipped (counted, never dropped).
+A column where no bin clears T gets no bounds: :func:`dpcore.tabular.prepare_table` leaves it out with
+the reason.  Post-processing of the noisy counts, at no further cost.  Public test before the run
+(:func:`bounds_locatable`): T ≤ :data:`BULK_SHARE`·n, i.e. a column whose rows lie in at most 1/BULK_SHARE bins
+can be located.  (Earlier versions searched each bound by an exponential-mechanism quantile over a
+25,201-point grid; at small budgets that grid's far points won and bounds landed anywhere, so those columns were
+left out or kept as categories: a score came back as "(other)".)
 
 The non-private alternative, ``schema_from_data=True`` in :func:`dpcore.tabular.prepare_table`, reads exact
 value sets and min/max (:func:`exact_values`, :func:`exact_bounds`); every field it fills is ``"inferred"``.
@@ -90,18 +88,17 @@ THRESHOLD_DELTA_SHARE = 0.5
 ROLE_RHO_SHARE = 1.0 / 3.0
 #: Default number of bins of a discovered numeric or date attribute (a public setting).
 DEFAULT_BINS = 10
-#: Decades searched for numeric bounds: 10^lo ≤ |x| < 10^(hi+1), and 0.
-NUMERIC_DECADES = (-3, 10)
-#: Mantissas of the numeric grid (three significant digits).  Every grid point beyond the data's range has the
-#: same utility, so the mechanism is only accurate if some grid point falls among the q·m values at the target:
-#: a relative step of 0.1-1% keeps one there even for data that ends abruptly at a large magnitude.
-GRID_MANTISSAS = tuple(np.round(np.arange(100, 1000) / 100.0, 2))
+#: Powers of two of the bounds histogram's bins: 2^lo ≤ |x| < 2^(hi+1), and one bin for |x| < 2^lo.
+POWER_RANGE = (-10, 50)
+#: Noise alone lifts some empty bin of a column's bounds histogram over its threshold with about this probability
+#: (a far bin that clears it stretches the bounds to a power of two far from the data: 2^45 at 0.05 per column).
+BIN_FALSE_POSITIVE = 0.001
+#: A bin next to the located range joins it when its noisy count reaches this many σ (one-sided 5%).
+ADJACENT_Z = 1.645
+#: Bounds are expected to be locatable when the threshold is at most this share of the rows (the plan).
+BULK_SHARE = 0.25
 #: The public search range of date bounds.
 DATE_SEARCH = ("1900-01-01", "2099-12-31")
-#: Quantile levels of the bounds are kept within these.
-QUANTILE_RANGE = (0.005, 0.25)
-#: Nats of EM margin the quantile level buys over the grid size (see the module docstring).
-QUANTILE_MARGIN = 5.0
 
 
 # ---------------------------------------------------------------------------- the budget
@@ -250,87 +247,101 @@ def exact_values(column: pd.Series) -> tuple[str, ...]:
     return tuple(sorted(labels, key=_natural_key))
 
 
-# ---------------------------------------------------------------------------- quantiles
-def numeric_grid(integer: bool = False) -> np.ndarray:
-    """The public search grid of numeric bounds: 0 and ±m·10^e, m in GRID_MANTISSAS, e in NUMERIC_DECADES."""
-    mant = np.asarray(GRID_MANTISSAS)
-    pos = np.concatenate([mant * 10.0**e for e in range(NUMERIC_DECADES[0], NUMERIC_DECADES[1] + 1)])
-    grid = np.unique(np.concatenate([-pos, [0.0], pos]))
-    if integer:
-        grid = np.unique(np.round(grid))
-    return grid
+# ---------------------------------------------------------------------------- bounds
+@functools.lru_cache(maxsize=8)
+def bound_bins(kind: str, integer: bool = False) -> tuple[np.ndarray, np.ndarray]:
+    """The public bins of the bounds histogram, in value order, as (lower edges, upper edges).
+
+    Numeric: (-2^(j+1), -2^j] for j = hi..lo, then the bin around zero (edges 0, 0: as a bound it reads 0), then
+    [2^j, 2^(j+1)) for j = lo..hi (j ≥ 0 only for a whole-number column: its smaller bins can hold nothing; its
+    edges are the whole numbers each bin holds, e.g. 8 and 15).
+    Dates: one bin per year of DATE_SEARCH, edges in days since 1970-01-01 (first and last day of the year)."""
+    if kind == "datetime":
+        years = np.arange(int(DATE_SEARCH[0][:4]), int(DATE_SEARCH[1][:4]) + 1)
+        first = (years - 1970).astype("datetime64[Y]").astype("datetime64[D]").astype(np.int64)
+        last = (years + 1 - 1970).astype("datetime64[Y]").astype("datetime64[D]").astype(np.int64) - 1
+        return first.astype(float), last.astype(float)
+    lo = 0 if integer else POWER_RANGE[0]
+    powers = np.arange(lo, POWER_RANGE[1] + 1, dtype=float)
+    pos_lo, pos_hi = 2.0**powers, 2.0 ** (powers + 1)
+    if integer:  # whole numbers: [2^j, 2^(j+1)) holds 2^j .. 2^(j+1) - 1, and (-2^(j+1), -2^j] starts at -2^(j+1) + 1
+        return np.concatenate([-pos_hi[::-1] + 1, [0.0], pos_lo]), np.concatenate([-pos_lo[::-1], [0.0], pos_hi - 1])
+    lower = np.concatenate([-pos_hi[::-1], [0.0], pos_lo])
+    upper = np.concatenate([-pos_lo[::-1], [0.0], pos_hi])
+    return lower, upper
 
 
-def date_grid(granularity: str) -> np.ndarray:
-    """The public search grid of date bounds: every unit of ``granularity`` in DATE_SEARCH, as
-    :func:`dpcore.domain.unit_index` numbers them (days are dense data: a coarser grid would leave no point among
-    the q·m values at the target)."""
-    lo, hi = (unit_index(parse_dates(pd.Series([d]), "%Y-%m-%d"), granularity)[0] for d in DATE_SEARCH)
-    return np.arange(lo, hi + 1, dtype=np.int64)
+def bin_index(values: np.ndarray, kind: str, integer: bool = False) -> np.ndarray:
+    """The bin of :func:`bound_bins` each value falls in (values beyond the grid: its outermost bins).  A function
+    of the value alone, so one changed row moves one count down and one up."""
+    lower, upper = bound_bins(kind, integer)
+    values = np.asarray(values, dtype=float)
+    if kind == "datetime":
+        return np.clip(np.searchsorted(lower, values, side="right") - 1, 0, len(lower) - 1)
+    n_side = (len(lower) - 1) // 2
+    lo = 0 if integer else POWER_RANGE[0]
+    mag = np.abs(values)
+    with np.errstate(divide="ignore"):
+        j = np.floor(np.log2(np.where(mag > 0, mag, 1.0)))
+    j = np.clip(j, lo, POWER_RANGE[1]).astype(np.int64) - lo  # 0 .. n_side - 1
+    small = mag < 2.0**lo
+    return np.where(small, n_side, np.where(values > 0, n_side + 1 + j, n_side - 1 - j))
 
 
-def quantile_level(epsilon_q: float, n: int, grid_size: int) -> float:
-    """The public quantile level of a bound (see the module docstring)."""
-    return float(np.clip(_raw_quantile_level(epsilon_q, n, grid_size), *QUANTILE_RANGE))
+def bin_threshold(sigma: float, bins: int) -> float:
+    """T = σ·Φ^-1(1 - BIN_FALSE_POSITIVE / bins): the count a bin's noisy count must reach to be read as holding
+    rows (public)."""
+    from scipy.stats import norm
+
+    return float(sigma * norm.isf(BIN_FALSE_POSITIVE / bins))
 
 
-def _raw_quantile_level(epsilon_q: float, n: int, grid_size: int) -> float:
-    return 2.5 * (math.log(grid_size) + QUANTILE_MARGIN) / (epsilon_q * max(1, n))
-
-
-#: Bounds are only searched when the grid's points beyond the data weigh at most e^-FAR_MASS_NATS of one point
-#: at the target (:func:`bounds_locatable`).
-FAR_MASS_NATS = 3.0
+def bounds_sigma(rho_column: float) -> float:
+    """σ of the bounds histogram at ρ_column-zCDP: L2 sensitivity sqrt(2), so ρ = 2/(2σ²)."""
+    if rho_column <= 0:
+        raise BudgetError("Locating bounds privately needs ρ > 0.")
+    return 1.0 / math.sqrt(rho_column)
 
 
 def bounds_locatable(kind: str, integer: bool, granularity: str | None, rho_column: float, k: int, n: int) -> bool:
-    """Whether ``k`` bounds of a column can be located at ρ_column on n rows (public: no data is read).
-
-    At the capped quantile level q = QUANTILE_RANGE[1] a grid point beyond the data has utility -q·n, so the
-    |G| of them together weigh at most |G|·exp(-ε_q·q·n / (2(1 + q))) against one point at the target.  When
-    that exceeds e^-FAR_MASS_NATS (about 5%), those far points win a real share of the draws and a bound lands
-    anywhere on the grid -- an age bounded by ±10^8.  The caller then keeps the column another way (whole
-    numbers as categories) or leaves it out, rather than release such bounds."""
+    """Whether a column's bounds can be expected to be located at ρ_column on n rows (public: no data is read):
+    the histogram's threshold is at most BULK_SHARE·n.  ``k`` (bounds needed) and ``granularity`` do not change
+    the cost: one histogram serves both bounds."""
     if k < 1:
         return True
     if rho_column <= 0:
         return False
-    eps_q = math.sqrt(8.0 * rho_column / k)
-    q = QUANTILE_RANGE[1]
-    return math.log(_grid_size(kind, integer, granularity)) + FAR_MASS_NATS <= eps_q * q * n / (2.0 * (1.0 + q))
+    bins = len(bound_bins("datetime" if kind == "datetime" else "numeric", integer)[0])
+    return bin_threshold(bounds_sigma(rho_column), bins) <= BULK_SHARE * n
 
 
-@functools.lru_cache(maxsize=16)
-def _grid_size(kind: str, integer: bool, granularity: str | None) -> int:
-    """Points of a search grid (built once per kind: a 400-column table asks for it per column)."""
-    return len(numeric_grid(integer) if kind == "numeric" else date_grid(granularity or "day"))
-
-
-def dp_quantile(sorted_values: np.ndarray, grid: np.ndarray, q: float, side: str, epsilon: float, noise) -> float:
-    """One grid point by the exponential mechanism (sensitivity 1 + q).
-
-    ``side="lower"``: u(c) = -max(0, #{x < c} - q·m, q·m - #{x ≤ c}), best where the q-quantile lies at or just
-    above c (so a column that is mostly zeros gets lower bound 0, not any point of the empty plateau below it);
-    ``"upper"`` mirrors it with #{x > c} and #{x ≥ c}."""
-    m = len(sorted_values)
-    below = np.searchsorted(sorted_values, grid, side="left")  # #{x < c}
-    at_or_below = np.searchsorted(sorted_values, grid, side="right")  # #{x ≤ c}
-    if side == "lower":
-        strict, loose = below, at_or_below
-    else:
-        strict, loose = m - at_or_below, m - below  # #{x > c}, #{x ≥ c}
-    target = q * m
-    scores = -np.maximum(0.0, np.maximum(strict - target, target - loose))
-    # Grid points between the same two data points have the same utility: draw a run of them with weight
-    # (its length)·exp(ε·u/(2Δ)), then a point of the run uniformly -- exactly the exponential mechanism over the
-    # whole grid, with one candidate per run (the long runs beyond the data collapse to one).
-    change = np.flatnonzero((np.diff(strict) != 0) | (np.diff(loose) != 0)) + 1
-    starts = np.concatenate([[0], change])
-    lengths = np.diff(np.concatenate([starts, [len(grid)]]))
-    sensitivity = 1.0 + q
-    run_scores = scores[starts] + (2.0 * sensitivity / epsilon) * np.log(lengths)
-    run = noise.exponential_mechanism(run_scores, epsilon, sensitivity)
-    return float(grid[starts[run] + int(noise.integers(int(lengths[run])))])
+def histogram_bounds(
+    values: np.ndarray, kind: str, integer: bool, rho_column: float, noise
+) -> tuple[float | None, float | None, dict]:
+    """(lower, upper, report): the outer edges of the outermost bins whose noisy count clears the threshold, or
+    (None, None) when none does.  ``values``: numbers, or (dates) days since 1970-01-01.  ρ_column-zCDP."""
+    lower_edges, upper_edges = bound_bins(kind, integer)
+    counts = np.bincount(bin_index(values, kind, integer), minlength=len(lower_edges)) if len(values) else None
+    if counts is None:
+        counts = np.zeros(len(lower_edges), dtype=np.int64)
+    sigma = bounds_sigma(rho_column)
+    noisy = counts + noise.discrete_gaussian(sigma, len(counts))
+    threshold = bin_threshold(sigma, len(counts))
+    held = np.flatnonzero(noisy >= threshold)
+    report = {"sigma": sigma, "threshold": threshold, "bins": int(len(counts))}
+    if not held.size:
+        return None, None, report
+    # The outermost bins of the bulk are often thin (a 1-10 score's [1, 2) holds one value): next to the bulk a
+    # lower threshold suffices, since a bin lifted there by noise alone only widens the range by one power of two.
+    # Never out of the bin around zero: that would give a count column a negative bound on noise alone.
+    first, last = int(held[0]), int(held[-1])
+    near = sigma * ADJACENT_Z
+    zero = (len(noisy) - 1) // 2 if kind == "numeric" else -1
+    if first > 0 and first != zero and noisy[first - 1] >= near:
+        first -= 1
+    if last < len(noisy) - 1 and last != zero and noisy[last + 1] >= near:
+        last += 1
+    return float(lower_edges[first]), float(upper_edges[last]), report
 
 
 def sorted_present(column: pd.Series, kind: str, granularity: str | None = None, fmt: str | None = None) -> np.ndarray:
@@ -341,17 +352,6 @@ def sorted_present(column: pd.Series, kind: str, granularity: str | None = None,
         days = parse_dates(column, fmt)
         vals = np.where(np.isfinite(days), unit_index(days, granularity or "day"), np.nan)
     return np.sort(vals[np.isfinite(vals)])
-
-
-def dp_bounds(
-    values: np.ndarray, grids: tuple[np.ndarray, np.ndarray], n: int, epsilon_q: float, need: tuple[bool, bool], noise
-) -> tuple[float | None, float | None, float]:
-    """(lower, upper, q): the needed bounds of sorted ``values`` by :func:`dp_quantile` on the (lower, upper)
-    grids, each ε_q-DP."""
-    q = quantile_level(epsilon_q, n, max(len(g) for g in grids))
-    lower = dp_quantile(values, grids[0], q, "lower", epsilon_q, noise) if need[0] else None
-    upper = dp_quantile(values, grids[1], q, "upper", epsilon_q, noise) if need[1] else None
-    return lower, upper, q
 
 
 # ---------------------------------------------------------------------------- one table
@@ -385,6 +385,8 @@ class Discovered:
 
     fields: dict[str, dict] = field(default_factory=dict)
     report: dict = field(default_factory=dict)
+    #: Columns whose bounds no bin of the noisy histogram could locate (left out by the caller, with the reason).
+    missing: list[str] = field(default_factory=list)
 
 
 def _column_values(df: pd.DataFrame, task: ValueTask) -> np.ndarray:
@@ -404,8 +406,9 @@ def _unit(task: ValueTask, days: float | None) -> float | None:
     return float(unit_index(np.array([days]), task.granularity or "day")[0])
 
 
-def _finish_bounds(task: ValueTask, lower, upper, grid: np.ndarray) -> tuple[float, float]:
-    """Post-processing: whole numbers for an integer column, and lower < upper (dates: lower ≤ upper)."""
+def _finish_bounds(task: ValueTask, lower, upper) -> tuple[float, float]:
+    """Post-processing: whole numbers for an integer column, and lower < upper (dates: lower ≤ upper); a
+    discovered bound moves, never a declared one."""
     lo = _unit(task, task.declared_lower) if lower is None else lower
     hi = _unit(task, task.declared_upper) if upper is None else upper
     if lo is None or hi is None:  # _needs asks discovery for every bound the schema does not declare
@@ -414,14 +417,11 @@ def _finish_bounds(task: ValueTask, lower, upper, grid: np.ndarray) -> tuple[flo
         if task.integer:
             lo, hi = math.floor(lo), math.ceil(hi)
         if hi <= lo:
-            if upper is not None or lower is None:  # move what was discovered, never a declared bound
-                above = grid[grid > lo]
-                hi = float(above[0]) if above.size else lo + 1.0
-                hi = math.ceil(hi) if task.integer else hi
+            step = max(1.0, abs(lo)) if task.integer else max(abs(lo), 1.0)
+            if upper is not None or lower is None:
+                hi = lo + step
             else:
-                below = grid[grid < hi]
-                lo = float(below[-1]) if below.size else hi - 1.0
-                lo = math.floor(lo) if task.integer else lo
+                lo = hi - step
     elif hi < lo:
         if upper is not None or lower is None:
             hi = lo
@@ -437,7 +437,6 @@ def discover_values(df: pd.DataFrame, tasks: list[ValueTask], rho_values: float,
     out = Discovered()
     if not todo:
         return out
-    n = len(df)
     rho_col = rho_values / len(todo)
     cats = [t for t in todo if t.need_values]
     report: dict = {"rho_per_column": rho_col, "columns": len(todo)}
@@ -450,22 +449,23 @@ def discover_values(df: pd.DataFrame, tasks: list[ValueTask], rho_values: float,
     for t in todo:
         if t.kind == "categorical":
             continue
-        k = int(t.need_lower) + int(t.need_upper)
-        eps_q = math.sqrt(8.0 * rho_col / k)
-        if t.kind == "numeric":
-            grids = (numeric_grid(t.integer),) * 2
-        else:
-            grids = (date_grid(t.granularity or "day"),) * 2
         present = _column_values(df, t)
-        lower, upper, q = dp_bounds(present, grids, n, eps_q, (t.need_lower, t.need_upper), noise)
-        lo, hi = _finish_bounds(t, lower, upper, grids[1])
+        if t.kind == "datetime":  # the histogram counts days; the schema stores bounds as units of the granularity
+            present = unit_start_days(present.astype(np.int64), t.granularity or "day").astype(float)
+        lower, upper, how = histogram_bounds(present, t.kind, t.integer, rho_col, noise)
+        report.setdefault("bounds", {})[t.name] = {**how, "located": lower is not None}
+        if lower is None or upper is None:
+            out.missing.append(t.name)
+            continue
+        if t.kind == "datetime":
+            lower, upper = _unit(t, lower), _unit(t, upper)
+        lo, hi = _finish_bounds(t, lower if t.need_lower else None, upper if t.need_upper else None)
         fields = {}
         if t.need_lower:
             fields["lower"] = _days(t, lo)
         if t.need_upper:
             fields["upper"] = _days(t, hi)
         out.fields.setdefault(t.name, {}).update(fields)
-        report.setdefault("bounds", {})[t.name] = {"epsilon_per_bound": eps_q, "quantile_level": q}
     out.report = report
     return out
 

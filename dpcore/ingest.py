@@ -100,8 +100,11 @@ MIXED_RATE = 0.5
 #: Numbers are whole when fewer than this fraction of them are not (a column is nearly always all whole or mostly
 #: not: a loose cut keeps the decision right under noise).
 NON_INTEGER_RATE = 0.25
-#: Whole-number columns with at most this many distinct values are categories (codes, counts of children).
-SMALL_INTEGER_CATEGORIES = 20
+#: Whole-number columns with at most this many distinct values are categories (0/1 and 1/2 flags).  More values
+#: (a 1-10 score, counts of priors) stay numbers: their bounds are cheap to locate (one histogram), while every
+#: value of a category must clear partition selection's threshold on its own, and values that do not came back
+#: as "(other)" -- text in a numeric column.
+SMALL_INTEGER_CATEGORIES = 2
 #: Text with at least this many distinct values per non-missing cell is identifier-like ...
 IDENTIFIER_RATE = 0.9
 #: ... or, when its header names an identifier, this many.

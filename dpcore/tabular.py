@@ -55,7 +55,6 @@ from .data import Dataset, unique_column_names
 from .discovery import (
     DEFAULT_BINS,
     DEFAULT_SCHEMA_SHARE,
-    QUANTILE_RANGE,
     DiscoveryPlan,
     ValueTask,
     bounds_locatable,
@@ -71,12 +70,12 @@ from .mechanisms.base import SpendRecord
 from .output import to_table as _to_table
 
 NO_BOUNDS_REASON = (
-    "the budget cannot locate its bounds on this many rows (they could land anywhere, e.g. ±10^8): declare its "
-    "bounds (free: nothing is read from the data) to keep it"
+    "the budget cannot locate its bounds on this many rows: declare its bounds (free: nothing is read from the "
+    "data) to keep it"
 )
-AS_CATEGORIES_REASON = (
-    "whole numbers kept as categories: the budget cannot locate numeric bounds on this many rows; declare its "
-    "bounds to keep it numeric"
+NOT_LOCATED_REASON = (
+    "its bounds could not be located privately (no range of values held enough rows to stand out from the noise): "
+    "declare its bounds (free) to keep it"
 )
 NO_FREQUENT_VALUE_REASON = (
     "no value is held by enough rows to be released privately (an identifier, free text or continuous values at "
@@ -392,11 +391,9 @@ def _build_attribute(role: Role, spec: ColumnSpec | None, found: dict, found_sou
 def _fallback_unlocatable_bounds(
     all_roles: list[Role], tasks: list[ValueTask], plan: DiscoveryPlan, n: int, report: dict
 ) -> list[Role]:
-    """Privately decided numeric and date columns whose bounds this budget cannot locate (a public test:
-    :func:`dpcore.discovery.bounds_locatable`): whole numbers become categories (their frequent values can still
-    be released by partition selection), the rest are left out with the reason.  A numeric or date role the user
-    chose without its bounds is left out too (never turned into another role).  Post-processing of the released
-    roles and public figures."""
+    """Numeric and date columns whose bounds this budget cannot be expected to locate (a public test:
+    :func:`dpcore.discovery.bounds_locatable`) are left out with the reason -- never turned into categories: a
+    number comes back as a number or not at all.  Post-processing of the released roles and public figures."""
     needing = [t for t in tasks if t.needed]
     if not needing:
         return all_roles
@@ -407,15 +404,9 @@ def _fallback_unlocatable_bounds(
         r, k = by_name[t.name], int(t.need_lower) + int(t.need_upper)
         if t.kind not in ("numeric", "datetime") or bounds_locatable(t.kind, t.integer, t.granularity, rho_col, k, n):
             continue
-        if r.source == "dp" and t.kind == "numeric" and t.integer:
-            changed[r.name] = replace(r, role="categorical", integer=False, reason=AS_CATEGORIES_REASON)
-        else:  # a role the user chose is not changed to another: without bounds it is left out, and says why
-            changed[r.name] = replace(r, role="excluded", reason=NO_BOUNDS_REASON)
+        changed[r.name] = replace(r, role="excluded", reason=NO_BOUNDS_REASON)
     if changed:
-        report["bounds_fallback"] = {
-            "as_categories": [c for c, r in changed.items() if r.role == "categorical"],
-            "excluded": [c for c, r in changed.items() if r.role == "excluded"],
-        }
+        report["bounds_fallback"] = {"excluded": list(changed)}
     return [changed.get(r.name, r) for r in all_roles]
 
 
@@ -534,6 +525,16 @@ def prepare_table(
         disc = discover_values(df, tasks, plan.rho_values, plan.delta_threshold, noise)
         found = disc.fields
         report.update(disc.report)
+        if disc.missing:  # no bin of the noisy histogram held enough rows: left out, with the reason
+            gone = set(disc.missing)
+            all_roles = [replace(r, role="excluded", reason=NOT_LOCATED_REASON) if r.name in gone else r
+                         for r in all_roles]  # fmt: skip
+            kept = [r for r in all_roles if r.kept]
+            if not kept:
+                raise DataError(
+                    "No column could be kept: " + "; ".join(f"{r.name}: {r.reason}" for r in all_roles[:6]) + ". "
+                    "Declare the roles, value sets and bounds of the columns to keep."
+                )
 
     attrs = [_build_attribute(r, specs.get(r.name), found.get(r.name, {}), found_source, bins) for r in kept]
     # Post-processing of released values (free): a category set that discovery left empty carries nothing but
@@ -590,27 +591,23 @@ def discovery_warnings(report: dict, n: int) -> list[str]:
             "for finer categories."
         )
     fallback = report.get("bounds_fallback")
-    if fallback and (fallback["as_categories"] or fallback["excluded"]):
-        parts = []
-        if fallback["as_categories"]:
-            parts.append("kept as categories: " + ", ".join(fallback["as_categories"][:8]))
-        if fallback["excluded"]:
-            parts.append("left out: " + ", ".join(fallback["excluded"][:8]))
+    if fallback and fallback.get("excluded"):
         out.append(
-            f"The budget cannot locate numeric or date bounds on {n:,} rows (they would land anywhere, e.g. ±10^8), "
-            f"so those columns are {'; '.join(parts)}. Declare their bounds (free), or give a larger ε or schema "
-            "share."
+            f"The budget cannot locate numeric or date bounds on {n:,} rows, so these columns are left out: "
+            + ", ".join(fallback["excluded"][:8])
+            + ". Declare their bounds (free), or give a larger ε or schema share."
         )
-    levels = [b["quantile_level"] for b in report.get("bounds", {}).values()]
-    if levels and max(levels) >= QUANTILE_RANGE[1]:
+    missed = [c for c, b in report.get("bounds", {}).items() if not b.get("located", True)]
+    if missed:
         out.append(
-            "The budget is too small to locate numeric and date bounds on this many rows: discovered bounds may be "
-            "far from the data. Declare the bounds, or give a larger ε or schema share."
+            "No range of values stood out from the noise for " + ", ".join(missed[:8]) + ": left out. Declare their "
+            "bounds (free), or give a larger ε or schema share."
         )
-    elif levels and max(levels) > WARN_FRACTION:
+    thresholds = [b["threshold"] for b in report.get("bounds", {}).values() if "threshold" in b]
+    if thresholds and max(thresholds) > WARN_FRACTION * n:
         out.append(
-            f"Discovered bounds sit near the {max(levels):.0%} and {1 - max(levels):.0%} quantiles: values beyond "
-            "them are clipped to the bounds. Declare the bounds, or give a larger ε or schema share."
+            f"Discovered bounds cover the values held by at least about {max(thresholds):,.0f} rows per power-of-two "
+            "range: rarer extreme values are clipped to the bounds. Declare the bounds for exact ranges."
         )
     return out
 
@@ -651,9 +648,8 @@ def discovery_outlook(
     out = discovery_warnings(report, n)
     if not bounds_locatable("numeric", True, None, rho_col, 2, n):
         out.append(
-            f"Numeric and date bounds cannot be located at this budget on {n:,} rows: columns the discovery finds "
-            "to be whole numbers will be kept as categories, other numeric and date columns (and those whose role "
-            "you declared) left out. Declare their bounds (free), or give a larger ε or schema share."
+            f"Numeric and date bounds cannot be located at this budget on {n:,} rows: numeric and date columns will "
+            "be left out. Declare their bounds (free), or give a larger ε or schema share."
         )
     return out
 
@@ -830,8 +826,8 @@ def card_data(
             **plan.to_dict(),
             "method": (
                 "roles from discrete-Gaussian counts and exponential-mechanism date formats; category sets by "
-                "thresholded partition selection (Gaussian noise); bounds by exponential-mechanism quantiles over "
-                "a public grid"
+                "thresholded partition selection (Gaussian noise); bounds from a Gaussian histogram over public "
+                "power-of-two (dates: year) bins"
             ),
             "details": report,
         }

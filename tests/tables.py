@@ -157,3 +157,49 @@ def million_rows(n: int = 1_000_000, seed: int = 0) -> pd.DataFrame:
     """A million values of a continuous measurement (nearly all distinct) beside a three-valued category."""
     rng = np.random.default_rng(seed)
     return pd.DataFrame({"measurement": rng.lognormal(3.0, 1.0, n), "site": rng.choice(["north", "south", "east"], n)})
+
+
+#: :func:`survey_extract`'s six-valued ``race`` column and the share of rows each value holds.
+RACE_SHARES = {
+    "African-American": 0.51,
+    "Caucasian": 0.34,
+    "Hispanic": 0.09,
+    "Other": 0.05,
+    "Asian": 0.004,
+    "Native American": 0.006,
+}
+#: The ten columns of :func:`survey_extract` an analyst chooses.
+SURVEY_CHOSEN = ["sex", "race", "age", "priors_count", "juv_fel_count", "decile_score", "c_charge_degree",
+                 "is_recid", "score_text", "marital_status"]  # fmt: skip
+
+
+def survey_extract(n: int = 7000, p: int = 50, seed: int = 0) -> pd.DataFrame:
+    """A criminal-justice-shaped extract: n rows × p columns, of which :data:`SURVEY_CHOSEN` are the ones an analyst
+    needs -- a six-valued category with shares :data:`RACE_SHARES`, integer counts 0-40 (mostly small), a 1-10
+    score, ages 18-96 -- and the rest identifiers, dates, free text and filler codes."""
+    rng = np.random.default_rng(seed)
+    races = list(RACE_SHARES)
+    shares = np.array(list(RACE_SHARES.values()))
+    cols: dict[str, object] = {
+        "id": np.arange(1, n + 1),
+        "name": [f"{FIRST_NAMES[i % 200]} {LAST_NAMES[(i * 7) % 60]}" for i in range(n)],
+        "sex": rng.choice(["Male", "Female"], n, p=[0.81, 0.19]),
+        "race": rng.choice(races, n, p=shares / shares.sum()),
+        "age": np.clip(np.round(18 + rng.gamma(2.2, 8.0, n)), 18, 96).astype(int),
+        "priors_count": np.clip(rng.negative_binomial(1, 0.25, n), 0, 40),
+        "juv_fel_count": np.clip(rng.poisson(0.07, n), 0, 20),
+        "decile_score": rng.integers(1, 11, n),
+        "c_charge_degree": rng.choice(["F", "M"], n, p=[0.65, 0.35]),
+        "is_recid": rng.choice([0, 1], n, p=[0.55, 0.45]),
+        "score_text": rng.choice(["Low", "Medium", "High"], n, p=[0.55, 0.27, 0.18]),
+        "marital_status": rng.choice(
+            ["Single", "Married", "Divorced", "Separated", "Widowed"], n, p=[0.74, 0.14, 0.06, 0.04, 0.02]
+        ),  # fmt: skip
+        "c_offense_date": [f"2013-{m:02d}-{d:02d}" for m, d in zip(rng.integers(1, 13, n), rng.integers(1, 29, n))],
+        "c_charge_desc": [" ".join(rng.choice(WORDS, 6)) for _ in range(n)],
+    }
+    k = 0
+    while len(cols) < p:
+        cols[f"filler_{k}"] = rng.integers(0, 5, n)
+        k += 1
+    return pd.DataFrame(cols)

@@ -243,7 +243,7 @@ def test_a_million_rows_with_confirmed_roles_are_fast():
     elapsed = time.perf_counter() - t0
     assert prep.dataset.n == 1_000_000 and set(prep.domain["site"].values) == {"east", "north", "south"}
     m = prep.domain["measurement"]
-    assert 0 < m.lower < 5 and 100 < m.upper < 1000
+    assert 0 < m.lower < 5 and 100 < m.upper <= 1024  # the outer edges of power-of-two bins
     assert elapsed < 60, elapsed  # ~3 s on an idle core
 
 
@@ -284,13 +284,13 @@ def test_clear_errors():
 def test_warnings_are_public_functions_of_sigma_threshold_and_level():
     from dpcore.tabular import discovery_warnings
 
-    quiet = {"roles": {"sigma": 10.0}, "categories": {"threshold": 40}, "bounds": {"x": {"quantile_level": 0.01}}}
+    quiet = {"roles": {"sigma": 10.0}, "categories": {"threshold": 40}, "bounds": {"x": {"threshold": 60.0}}}
     assert discovery_warnings(quiet, 10_000) == []
-    loud = {"roles": {"sigma": 900.0}, "categories": {"threshold": 4000}, "bounds": {"x": {"quantile_level": 0.12}}}
+    loud = {"roles": {"sigma": 900.0}, "categories": {"threshold": 4000}, "bounds": {"x": {"threshold": 1200.0}}}
     msgs = discovery_warnings(loud, 10_000)
-    assert len(msgs) == 3 and "9%" in msgs[0] and "40%" in msgs[1] and "12%" in msgs[2]
-    capped = discovery_warnings({"bounds": {"x": {"quantile_level": 0.25}}}, 100)
-    assert len(capped) == 1 and "far from the data" in capped[0]
+    assert len(msgs) == 3 and "9%" in msgs[0] and "40%" in msgs[1] and "1,200 rows" in msgs[2]
+    missed = discovery_warnings({"bounds": {"x": {"threshold": 10.0, "located": False}}}, 1000)
+    assert len(missed) == 1 and "stood out" in missed[0] and "left out" in missed[0]
 
 
 def test_the_public_header_excludes_identifiers_names_and_free_text_at_no_cost():
@@ -355,13 +355,14 @@ def test_the_discovery_outlook_says_before_the_run_what_the_budget_cannot_resolv
     assert discovery_outlook(["person_id"], n, epsilon=1.0, delta=1e-9) == []  # nothing to discover
 
 
-def test_bounds_the_budget_cannot_locate_are_never_released():
-    """Where the grid's points beyond the data would win the exponential mechanism's draws (a public test on ε,
-    n and the grid), privately typed columns are not given bounds anywhere on the grid (an age of 5·10^7): whole
-    numbers are kept as categories, other numeric and date columns left out with the reason; the outlook says
-    so before the run. A role the user chose is kept as chosen."""
-    from dpcore.discovery import FAR_MASS_NATS, QUANTILE_RANGE, bounds_locatable, numeric_grid
-    from dpcore.tabular import AS_CATEGORIES_REASON, NO_BOUNDS_REASON, discovery_outlook
+def test_numbers_stay_numbers_or_are_left_out_with_the_reason():
+    """Issue 22: a numeric or date column comes back as numbers (dates) within privately located bounds that hold
+    the bulk of its rows -- or, where the budget cannot locate bounds, it is left out with the reason; never
+    categories, never '(other)'.  The outlook says so before the run, from the public rule."""
+    from scipy.stats import norm
+
+    from dpcore.discovery import BIN_FALSE_POSITIVE, BULK_SHARE, bound_bins, bounds_locatable
+    from dpcore.tabular import NO_BOUNDS_REASON, discovery_outlook
 
     rng = np.random.default_rng(8)
     n = 4000
@@ -369,7 +370,6 @@ def test_bounds_the_budget_cannot_locate_are_never_released():
         {
             "sex": rng.choice(["F", "M"], n),
             "decile": rng.integers(1, 11, n),
-            "recid": rng.integers(0, 2, n),
             "ratio": rng.normal(0, 1, n),
             "visit": (pd.Timestamp("2015-01-01") + pd.to_timedelta(rng.integers(0, 900, n), unit="D")).strftime(
                 "%Y-%m-%d"
@@ -377,37 +377,28 @@ def test_bounds_the_budget_cannot_locate_are_never_released():
         }
     )
     prep = prepare_table(df, epsilon=1.0, delta=1 / n**2, noise=Randomness(4), roles={"sex": "categorical"})
-    roles = {r.name: r for r in prep.roles}
-    decided = {name: roles[name].role for name in ("decile", "recid", "ratio", "visit")}
-    for name, role in decided.items():
-        assert role in ("categorical", "excluded"), (name, role)  # never numeric/datetime with far bounds
-    assert all(a.kind == "categorical" for a in prep.domain.attributes)
-    fallback = prep.discovery_report["bounds_fallback"]
-    assert set(fallback["excluded"]) | set(fallback["as_categories"]) <= {"decile", "recid", "ratio", "visit"}
-    assert any(roles[c].reason == AS_CATEGORIES_REASON for c in fallback["as_categories"])
-    assert all(roles[c].reason == NO_BOUNDS_REASON for c in fallback["excluded"])
+    dom = prep.domain
+    assert dom["decile"].kind == "numeric" and dom["decile"].integer and dom["visit"].kind == "datetime"
+    for c in ("decile", "ratio"):
+        assert df[c].between(dom[c].lower, dom[c].upper).mean() >= 0.9, (c, dom[c].lower, dom[c].upper)
+    small = df.iloc[:800].drop(columns="visit")
+    chosen = {"sex": "categorical", "decile": "integer", "ratio": "real"}
+    prep = prepare_table(small, epsilon=1.0, delta=1 / 800**2, noise=Randomness(4), roles=chosen)
+    assert prep.domain.names == ["sex"]
+    reasons = {e["name"]: e["reason"] for e in prep.excluded}
+    assert reasons == {"decile": NO_BOUNDS_REASON, "ratio": NO_BOUNDS_REASON}
     assert any("cannot locate numeric or date bounds" in w for w in prep.warnings)
-    outlook = discovery_outlook(df.columns, n, epsilon=1.0, delta=1 / n**2, roles={"sex": "categorical"})
+    outlook = discovery_outlook(small.columns, 800, epsilon=1.0, delta=1 / 800**2, roles=chosen)
     assert any(w.startswith("Numeric and date bounds cannot be located") for w in outlook)
-    # A numeric role the user chose without bounds is not turned into another role: it is left out, saying why;
-    # with its bounds declared it is kept as chosen.
-    chosen = prepare_table(df, epsilon=1.0, delta=1 / n**2, noise=Randomness(4), roles={"ratio": "numeric"})
-    assert "ratio" not in chosen.domain.names
-    assert {e["name"]: e["reason"] for e in chosen.excluded}["ratio"] == NO_BOUNDS_REASON
+    # with its bounds declared the column is kept as chosen
     bounded = prepare_table(
-        df, epsilon=1.0, delta=1 / n**2, noise=Randomness(4), roles={"ratio": "numeric"},
+        small, epsilon=1.0, delta=1 / 800**2, noise=Randomness(4), roles=chosen,
         schema=[{"name": "ratio", "kind": "numeric", "lower": -4, "upper": 4}],
     )  # fmt: skip
     assert bounded.domain["ratio"].kind == "numeric" and bounded.domain["ratio"].upper == 4.0
-    # The rule is the closed form: ln|G| + FAR_MASS_NATS ≤ ε_q·q·n / (2(1 + q)) at the capped level q.
-    q, g = QUANTILE_RANGE[1], len(numeric_grid(False))
+    # The rule is the closed form: σ·Φ^-1(1 - p/bins) ≤ BULK_SHARE·n, with σ = 1/sqrt(ρ).
     rho = 1e-4
-    eps_q = np.sqrt(8 * rho / 2)
-    n_edge = (np.log(g) + FAR_MASS_NATS) * 2 * (1 + q) / (eps_q * q)
+    bins = len(bound_bins("numeric", False)[0])
+    n_edge = norm.isf(BIN_FALSE_POSITIVE / bins) / np.sqrt(rho) / BULK_SHARE
     assert bounds_locatable("numeric", False, None, rho, 2, int(np.ceil(n_edge)))
     assert not bounds_locatable("numeric", False, None, rho, 2, int(np.floor(n_edge)))
-    # With budget enough, the bounds are found and sit inside the data's range (no far points).
-    big = pd.concat([df] * 10, ignore_index=True)
-    rich = prepare_table(big, epsilon=4.0, delta=1e-10, noise=Randomness(9), roles={"ratio": "numeric"})
-    lo, hi = rich.domain["ratio"].lower, rich.domain["ratio"].upper
-    assert df["ratio"].min() <= lo < hi <= df["ratio"].max()
