@@ -83,7 +83,8 @@ def test_uploaded_table_with_hostile_column_name_and_identifier(at):
         {XSS: rng.choice(["a", "b"], 300), "user_id": [f"id{i}" for i in range(300)], "score": rng.integers(0, 50, 300)}
     )
     upload(at, "hostile.csv", df.to_csv(index=False).encode())
-    assert errors(at) == []
+    # 300 rows: the only error is the public plan refusing the discovery before any spend (issue 22)
+    assert [e for e in errors(at) if "expected to keep" not in e] == []
     assert metric(at, "Rows (n)") == "300"
     roles = at.session_state[state.SCHEMA_TABLE].set_index("column")
     assert roles.at["user_id", "role"] == "excluded" and "identifier" in roles.at["user_id", "note"]
@@ -173,7 +174,7 @@ def test_parquet_upload_reads_like_csv_and_a_declared_schema_costs_nothing(at):
     buf = io.BytesIO()
     df.to_parquet(buf)
     upload(at, "table.parquet", buf.getvalue(), "application/octet-stream")
-    assert errors(at) == [] and metric(at, "Rows (n)") == "120"
+    assert [e for e in errors(at) if "expected to keep" not in e] == [] and metric(at, "Rows (n)") == "120"
     assert list(at.session_state[state.SCHEMA_TABLE]["role"]) == ["categorical", "integer"]
     # Declare what the two columns need: the schema is then free, and nothing is discovered or charged.
     table = roles.fold_edits(

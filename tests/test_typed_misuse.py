@@ -32,10 +32,10 @@ def test_a_sphere_term_without_radius_is_an_oracle_error():
 
 def test_a_bound_neither_declared_nor_discovered_is_a_domain_error():
     declared = ValueTask("x", "numeric", need_upper=True, declared_lower=0.0)
-    assert _finish_bounds(declared, None, 10.0, np.arange(20.0)) == (0.0, 10.0)
+    assert _finish_bounds(declared, None, 10.0) == (0.0, 10.0)
     undeclared = ValueTask("x", "numeric", need_upper=True)  # no lower bound from either side
     with pytest.raises(DomainError, match="neither declared nor discovered"):
-        _finish_bounds(undeclared, None, 10.0, np.arange(20.0))
+        _finish_bounds(undeclared, None, 10.0)
 
 
 def test_an_exhaustive_search_over_no_attributes_is_an_oracle_error():
