@@ -127,6 +127,7 @@ UNDECIDABLE_REASON = (
 CONFIDENCE_SIGMAS = 3.0
 
 CONSTANT_REASON = "constant: one value in (nearly) every cell"
+CONTACT_FLAG_REASON = "kept: its header names an identifier or contact details, but its values repeat (a flag)"
 IDENTIFIER_HEADER_REASON = "identifier: its header names an identifier and values rarely repeat"
 _ID_TOKENS = {"id", "ids", "uuid", "guid", "ssn", "key"}
 _NUMBER_TOKENS = {"number", "no", "num", "nr"}
@@ -177,13 +178,12 @@ _PERSON_TOKENS = {
     "firstname",
     "lastname",
     "fullname",
-    "email",
-    "mail",
-    "phone",
-    "telephone",
     "address",
     "street",
 }
+#: Header words that name contact details -- or a yes/no flag about them ("telephone: yes/none" in survey and credit
+#: files).  The header alone does not exclude them: the private role decision does, when values rarely repeat.
+_CONTACT_TOKENS = {"email", "mail", "phone", "telephone", "mobile", "fax"}
 _TEXT_TOKENS = {
     "note",
     "notes",
@@ -227,6 +227,14 @@ def identifier_header(name: str) -> bool:
     if not tokens:
         return False
     return tokens[-1] in _ID_TOKENS or (len(tokens) >= 2 and tokens[-1] in _NUMBER_TOKENS)
+
+
+def contact_header(name: str) -> bool:
+    """Whether a (public) header names contact details (``email``, ``phone``, ``telephone``): an identifier when
+    its values rarely repeat, a flag when they do."""
+    spaced = re.sub(r"([a-z0-9])([A-Z])", r"\1_\2", str(name))
+    tokens = [t for t in re.split(r"[^A-Za-z0-9]+", spaced.lower()) if t]
+    return bool(tokens) and (tokens[-1] in _CONTACT_TOKENS or "".join(tokens[-2:]) in _CONTACT_TOKENS)
 
 
 # ---------------------------------------------------------------------------- roles
@@ -460,7 +468,8 @@ def decide_role(st: ColumnStats) -> Role:
         return count + margin >= rate * max(present - margin, 0.0)
 
     constant = st.distinct + margin < 1.5 or clearly(st.mode, CONSTANT_RATE)
-    identifier = identifier_header(name) and clearly(st.distinct, IDENTIFIER_HEADER_RATE)
+    named = identifier_header(name) or contact_header(name)
+    identifier = named and clearly(st.distinct, IDENTIFIER_HEADER_RATE)
     if possibly(st.numeric, TYPE_RATE):
         if constant:
             return Role(name, "excluded", reason=CONSTANT_REASON)
@@ -488,6 +497,8 @@ def decide_role(st: ColumnStats) -> Role:
         return Role(name, "excluded", reason="free text: too many distinct values to be categories")
     if st.numeric >= MIXED_RATE * present or (st.date_format and st.date >= MIXED_RATE * present):
         return Role(name, "categorical", reason="mixed numbers (or dates) and text: kept as categories")
+    if named:
+        return Role(name, "categorical", reason=CONTACT_FLAG_REASON)
     return Role(name, "categorical")
 
 

@@ -297,11 +297,14 @@ def test_the_public_header_excludes_identifiers_names_and_free_text_at_no_cost()
     from dpcore.ingest import header_role
 
     for name in (
-        "id", "person_id", "caseNumber", "record_no", "name", "first_name", "Email", "notes", "comments", "text",
+        "id", "person_id", "caseNumber", "record_no", "name", "first_name", "notes", "comments", "text",
         "free_text", "c_charge_desc",
     ):  # fmt: skip
         role = header_role(name)
         assert role is not None and role.role == "excluded", name
+    # Contact headers can name a yes/no flag: the private role decision judges them by their values.
+    for name in ("Email", "telephone", "phone_number_given", "mobile"):
+        assert header_role(name) is None, name
     # Real categorical columns whose header merely ends in "text" (COMPAS's score_text, v_score_text) stay.
     for name in ("age", "score", "country", "priors_count", "grade", "score_text", "v_score_text", "context"):
         assert header_role(name) is None, name
@@ -402,3 +405,24 @@ def test_numbers_stay_numbers_or_are_left_out_with_the_reason():
     n_edge = norm.isf(BIN_FALSE_POSITIVE / bins) / np.sqrt(rho) / BULK_SHARE
     assert bounds_locatable("numeric", False, None, rho, 2, int(np.ceil(n_edge)))
     assert not bounds_locatable("numeric", False, None, rho, 2, int(np.floor(n_edge)))
+
+
+def test_a_yes_no_telephone_flag_is_kept_and_an_email_column_is_still_excluded():
+    """Issue 22: a header that names contact details no longer excludes a flag; the privately measured number of
+    distinct values decides (an identifier when values rarely repeat)."""
+    from dpcore.ingest import CONTACT_FLAG_REASON
+
+    rng = np.random.default_rng(4)
+    n = 5000
+    df = pd.DataFrame(
+        {
+            "telephone": rng.choice(["yes", "none"], n, p=[0.4, 0.6]),
+            "email": [f"p{i}@example.org" for i in range(n)],
+            "purpose": rng.choice(["car", "radio/tv", "furniture"], n),
+        }
+    )
+    prep = prepare_table(df, epsilon=2.0, delta=1 / n**2, noise=Randomness(2), roles={"purpose": "categorical"})
+    roles = {r.name: r for r in prep.roles}
+    assert roles["telephone"].role == "categorical" and roles["telephone"].reason == CONTACT_FLAG_REASON
+    assert set(prep.domain["telephone"].values) == {"yes", "none"}
+    assert roles["email"].role == "excluded" and "email" not in prep.domain.names
