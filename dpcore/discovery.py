@@ -102,13 +102,55 @@ DATE_SEARCH = ("1900-01-01", "2099-12-31")
 
 
 # ---------------------------------------------------------------------------- the budget
-def discovery_cost(
-    epsilon: float, delta: float, n_columns: int, *, schema_share: float = DEFAULT_SCHEMA_SHARE
-) -> tuple[float, float]:
-    """The (ε, δ) schema discovery will spend for a run of (ε, δ) with ``n_columns`` columns to discover (a role,
-    a value set or a bound taken from the data).  Public: the app and the CLI state it before the run."""
-    if n_columns <= 0:
-        return 0.0, 0.0
+#: Safety margin on the mechanism's ρ in a joint split, so the brentq inversion inside the mechanism
+#: (eps_to_zcdp of the ε it is given) never lands above its share.
+JOINT_MARGIN = 1e-9
+
+
+@dataclass(frozen=True)
+class JointSplit:
+    """A run of (ε, δ) whose mechanism is ρ-zCDP, converted to (ε, δ) once (issue 22: split the schema's share in
+    ρ, not in ε).  Every figure is a function of public inputs.
+
+    δ_t = share·δ/2 goes to partition selection's thresholds, δ_c = δ - δ_t to the one conversion;
+    ρ = eps_to_zcdp(ε, δ_c) is the run's whole ρ; the schema gets share·ρ and the mechanism the rest, which it is
+    handed as ε_m = CKS(ρ_m·(1 - JOINT_MARGIN), δ_c) at δ_c (it converts back to ρ_m).  The discovery is
+    δ_t-approximately ρ_s-zCDP and the mechanism ρ_m-zCDP, so the run is δ_t-approximately (ρ_s + ρ_m)-zCDP and
+    hence (CKS(ρ, δ_c), δ_c + δ_t) = (ε, δ)-DP (Bun & Steinke 2016, Lemma 8.3 and Def. 8.1; [CKS20]).  The ledger
+    and the card attribute (ε - ε_m, δ_t) to the schema, so the run's lines add up to exactly (ε, δ)."""
+
+    epsilon: float
+    delta: float
+    share: float
+    rho: float
+    rho_schema: float
+    rho_mechanism: float
+    delta_threshold: float
+    delta_conversion: float
+    epsilon_mechanism: float
+
+    @property
+    def epsilon_schema(self) -> float:
+        return self.epsilon - self.epsilon_mechanism
+
+    @property
+    def delta_schema(self) -> float:
+        return self.delta_threshold
+
+
+def joint_split(epsilon: float, delta: float, schema_share: float = DEFAULT_SCHEMA_SHARE) -> JointSplit:
+    """The :class:`JointSplit` of a run of (ε, δ) (checked like :func:`discovery_cost`)."""
+    _check_share_and_budget(epsilon, delta, schema_share)
+    d_t = schema_share * float(delta) / 2.0
+    d_c = float(delta) - d_t
+    rho = eps_to_zcdp(float(epsilon), d_c)
+    rho_s = schema_share * rho
+    rho_m = rho - rho_s
+    eps_m = zcdp_to_eps_cks(rho_m * (1.0 - JOINT_MARGIN), d_c)
+    return JointSplit(float(epsilon), float(delta), float(schema_share), rho, rho_s, rho_m, d_t, d_c, eps_m)
+
+
+def _check_share_and_budget(epsilon: float, delta: float, schema_share: float) -> None:
     if not 0.0 < schema_share < 1.0:
         raise BudgetError(f"The schema share must be between 0 and 1 (got {schema_share}).")
     if not (math.isfinite(epsilon) and epsilon > 0):
@@ -119,6 +161,26 @@ def discovery_cost(
             "δ = 0). Give δ > 0, or declare the schema (a schema JSON, or the roles and value sets) so nothing is "
             "discovered."
         )
+
+
+def discovery_cost(
+    epsilon: float,
+    delta: float,
+    n_columns: int,
+    *,
+    schema_share: float = DEFAULT_SCHEMA_SHARE,
+    joint: bool = False,
+) -> tuple[float, float]:
+    """The (ε, δ) schema discovery will spend for a run of (ε, δ) with ``n_columns`` columns to discover (a role,
+    a value set or a bound taken from the data).  Public: the app and the CLI state it before the run.
+    ``joint``: the run's mechanism is ρ-zCDP and the run is converted once (:func:`joint_split`): the schema's part
+    is then (ε - ε_m, δ_t) -- less ε than share·ε, and several times the ρ."""
+    if n_columns <= 0:
+        return 0.0, 0.0
+    if joint:
+        split = joint_split(epsilon, delta, schema_share)
+        return split.epsilon_schema, split.delta_schema
+    _check_share_and_budget(epsilon, delta, schema_share)
     return schema_share * float(epsilon), schema_share * float(delta)
 
 
@@ -135,6 +197,19 @@ class DiscoveryPlan:
     rho_roles: float
     rho_values: float
 
+    #: True when the plan is the schema's part of a :class:`JointSplit` (δ_c is then the run's, shared).
+    joint: bool = False
+
+    @classmethod
+    def from_split(cls, split: JointSplit, n_role_columns: int) -> DiscoveryPlan:
+        """The schema's part of a run converted once (:func:`joint_split`)."""
+        rho = split.rho_schema
+        rho_r = ROLE_RHO_SHARE * rho if n_role_columns > 0 else 0.0
+        return cls(
+            split.epsilon_schema, split.delta_schema, rho, split.delta_threshold, split.delta_conversion,
+            int(n_role_columns), rho_r, rho - rho_r, joint=True,
+        )  # fmt: skip
+
     @classmethod
     def make(cls, epsilon: float, delta: float, n_role_columns: int) -> DiscoveryPlan:
         d_t = THRESHOLD_DELTA_SHARE * delta
@@ -150,6 +225,16 @@ class DiscoveryPlan:
     def spend(self) -> SpendRecord:
         """The one ledger entry discovery makes: (ε_d, δ_d).  ``rho`` is None because partition selection is only
         δ-approximately zCDP (a ρ-sum alone would drop its δ)."""
+        if self.joint:
+            return SpendRecord(
+                self.epsilon,
+                self.delta,
+                None,
+                f"schema discovery, converted jointly with the mechanism: δ_t-approximate ρ-zCDP with ρ = "
+                f"{self.rho:.6g} (roles {self.rho_roles:.6g}, value sets and bounds {self.rho_values:.6g}), "
+                f"δ_t = {self.delta_threshold:.3g}; the run's whole ρ is converted once at δ_c = "
+                f"{self.delta_conversion:.3g} [CKS20], and this line is the run's ε minus the mechanism's",
+            )
         return SpendRecord(
             self.epsilon,
             self.delta,
@@ -168,6 +253,7 @@ class DiscoveryPlan:
             "delta_conversion": self.delta_conversion,
             "rho_roles": self.rho_roles,
             "rho_values": self.rho_values,
+            "converted": "jointly with the mechanism (one zCDP conversion for the run)" if self.joint else "alone",
         }
 
 

@@ -433,17 +433,26 @@ def release_table(
     budget, defaulted, warnings = resolve_budget(epsilon, delta, n)
     mech_cls, vparams = _prepare_mechanism(mechanism, params, n_rows, class_width)
     share = DEFAULT_SCHEMA_SHARE if schema_share is None else float(schema_share)
+    # A ρ-zCDP mechanism and the discovery are converted once: the schema's share is split in ρ, not in ε.
+    joint = bool(mech_cls.zcdp_native) and budget.delta > 0 and not schema_from_data
     eps_d, delta_d, _ = (
         (0.0, 0.0, [])
         if schema_from_data
         else discovery_budget(
-            df.columns, epsilon=budget.epsilon, delta=budget.delta, schema=schema, roles=roles, schema_share=share
-        )
+            df.columns,
+            epsilon=budget.epsilon,
+            delta=budget.delta,
+            schema=schema,
+            roles=roles,
+            schema_share=share,
+            joint=joint,
+        )  # fmt: skip
     )
     if not schema_from_data and not force:
         plan = schema_plan(
-            df.columns, n, epsilon=budget.epsilon, delta=budget.delta, schema=schema, roles=roles, schema_share=share
-        )
+            df.columns, n, epsilon=budget.epsilon, delta=budget.delta, schema=schema, roles=roles, schema_share=share,
+            joint=joint,
+        )  # fmt: skip
         if plan.refuse:
             raise BudgetError(plan.refusal())
     mech_budget = Budget(budget.epsilon - eps_d, budget.delta - delta_d)
@@ -461,6 +470,7 @@ def release_table(
         noise=noise,
         schema_share=share,
         name=label,
+        joint=joint,
     )
     warnings += prep.warnings
     if len(prep.dataset.domain) < 2 and not force and prep.spends:

@@ -62,6 +62,7 @@ from .discovery import (
     discovery_cost,
     exact_bounds,
     exact_values,
+    joint_split,
 )
 from .domain import Attribute, Domain, _normalise_source
 from .errors import BudgetError, DataError, DomainError
@@ -291,11 +292,23 @@ def discovery_budget(
     roles=None,
     unlisted: str | None = None,
     schema_share: float = DEFAULT_SCHEMA_SHARE,
+    joint: bool = False,
 ) -> tuple[float, float, list[str]]:
-    """(ε_d, δ_d, columns to discover): what :func:`prepare_table` will spend, before anything is read."""
+    """(ε_d, δ_d, columns to discover): what :func:`prepare_table` will spend, before anything is read.  ``joint``:
+    the run's mechanism is ρ-zCDP and the run is converted once (:func:`dpcore.discovery.joint_split`)."""
     cols = columns_to_discover(columns, schema=schema, roles=roles, unlisted=unlisted)
-    eps_d, delta_d = discovery_cost(epsilon, delta, len(cols), schema_share=schema_share)
+    eps_d, delta_d = discovery_cost(epsilon, delta, len(cols), schema_share=schema_share, joint=joint)
     return eps_d, delta_d, cols
+
+
+def discovery_plan_for(
+    epsilon: float, delta: float, n_columns: int, n_role_columns: int, schema_share: float, joint: bool
+) -> DiscoveryPlan:
+    """The discovery's plan in a run of (ε, δ) with ``n_columns`` to discover (public)."""
+    if joint:
+        return DiscoveryPlan.from_split(joint_split(epsilon, delta, schema_share), n_role_columns)
+    eps_d, delta_d = discovery_cost(epsilon, delta, n_columns, schema_share=schema_share)
+    return DiscoveryPlan.make(eps_d, delta_d, n_role_columns)
 
 
 # ---------------------------------------------------------------------------- result
@@ -446,6 +459,7 @@ def prepare_table(
     unlisted: str | None = None,
     bins: int = DEFAULT_BINS,
     name: str | None = None,
+    joint: bool = False,
 ) -> PreparedTable:
     """Roles, a completed schema and the encoded Dataset of a raw table (see the module docstring).
 
@@ -488,9 +502,8 @@ def prepare_table(
         decided = {r.name: r for r in propose_roles(df, undecided)} if undecided else {}
         found_source = "inferred"
     else:
-        eps_d, delta_d = discovery_cost(epsilon, delta, len(to_discover), schema_share=schema_share)
         if to_discover:
-            plan = DiscoveryPlan.make(eps_d, delta_d, len(undecided))
+            plan = discovery_plan_for(epsilon, delta, len(to_discover), len(undecided), schema_share, joint)
             spends.append(plan.spend())
         decided = {}
         if undecided:
@@ -622,6 +635,7 @@ def discovery_outlook(
     roles=None,
     unlisted: str | None = None,
     schema_share: float = DEFAULT_SCHEMA_SHARE,
+    joint: bool = False,
 ) -> list[str]:
     """:func:`discovery_warnings` before the run, from public inputs only (the header, the declarations, ε, δ and
     n): the role noise exactly, the category threshold as it is when every column to discover is kept as a
@@ -635,9 +649,8 @@ def discovery_outlook(
     cols = columns_to_discover(columns, schema=schema, roles=roles, unlisted=policy)
     if not cols or n < 1:
         return []
-    eps_d, delta_d = discovery_cost(epsilon, delta, len(cols), schema_share=schema_share)
     _, undecided = _resolve(list(columns), specs, user_roles, policy)
-    plan = DiscoveryPlan.make(eps_d, delta_d, len(undecided))
+    plan = discovery_plan_for(epsilon, delta, len(cols), len(undecided), schema_share, joint)
     report: dict = {}
     if undecided:
         report["roles"] = {"sigma": role_noise(plan.rho_roles, len(undecided))[0]}
@@ -662,10 +675,11 @@ class SchemaPlan:
     ``threshold``: the smallest count a discovered category needs (the partition-selection threshold τ when every
     column to discover is a category; the private role decisions may keep fewer, which lowers it a little).
     ``bounds``: whether numeric and date bounds can be located (:func:`dpcore.discovery.bounds_locatable`).
-    ``columns``: per column, what it is expected to be: ``declared`` (free), ``categories`` (values held by at least
-    τ rows), ``other only`` (τ > n/2: at most one value could clear it), ``numeric`` (bounds located), ``left out``
-    (bounds cannot be located), ``excluded`` (by a declaration or the header), or ``undecided`` (its role is
-    decided privately; it can keep something only as categories or with located bounds).
+    ``columns``: per column, what it is expected to be: ``declared`` (free), ``categories`` (τ ≤ n/5: the values
+    of an ordinary few-valued column can clear it), ``one value at most`` (n/5 < τ ≤ n/2: only a dominant value
+    can), ``other only`` (τ > n/2), ``numeric`` (bounds located), ``left out`` (bounds cannot be located),
+    ``excluded`` (by a declaration or the header), or ``undecided`` (its role is decided privately; it can keep
+    something only as categories or with located bounds).
     """
 
     n: int
@@ -677,6 +691,8 @@ class SchemaPlan:
 
     #: A column keeps something when it is one of these.
     USABLE = ("declared", "categories", "numeric")
+    #: A discovered category set is expected to be useful when a value held by this share of the rows clears τ.
+    USABLE_SHARE = 0.2
 
     @property
     def usable(self) -> list[str]:
@@ -684,12 +700,12 @@ class SchemaPlan:
 
     @property
     def empty(self) -> list[str]:
-        return [c for c, e in self.columns.items() if e in ("other only", "left out") or
+        return [c for c, e in self.columns.items() if e in ("other only", "one value at most", "left out") or
                 (e == "undecided" and not self._undecided_ok)]  # fmt: skip
 
     @property
     def _undecided_ok(self) -> bool:
-        return (self.threshold is not None and 2 * self.threshold <= self.n) or self.bounds
+        return (self.threshold is not None and self.threshold <= self.USABLE_SHARE * self.n) or self.bounds
 
     @property
     def refuse(self) -> bool:
@@ -715,6 +731,7 @@ class SchemaPlan:
             "categories": "categories (values held by that many rows; the rest '(other)')",
             "numeric": "numbers within privately located bounds",
             "other only": "'(other)' only: no value can clear the threshold",
+            "one value at most": "one dominant value at most, the rest '(other)'",
             "left out": "left out: numeric or date bounds cannot be located on this many rows",
             "undecided": "role decided privately"
             + ("" if self._undecided_ok else ": nothing can be kept at this budget"),
@@ -760,6 +777,7 @@ def schema_plan(
     roles=None,
     unlisted: str | None = None,
     schema_share: float = DEFAULT_SCHEMA_SHARE,
+    joint: bool = False,
 ) -> SchemaPlan:
     """The :class:`SchemaPlan` of a run: public (nothing is read from the data)."""
     from .discovery import partition_threshold
@@ -772,8 +790,7 @@ def schema_plan(
     cols = columns_to_discover(columns, schema=schema, roles=roles, unlisted=policy)
     threshold, locatable = None, True
     if cols and n >= 1:
-        eps_d, delta_d = discovery_cost(epsilon, delta, len(cols), schema_share=schema_share)
-        plan = DiscoveryPlan.make(eps_d, delta_d, len(undecided))
+        plan = discovery_plan_for(epsilon, delta, len(cols), len(undecided), schema_share, joint)
         rho_col = plan.rho_values / len(cols)
         threshold = partition_threshold(1.0 / math.sqrt(rho_col), plan.delta_threshold / len(cols))
         locatable = bounds_locatable("numeric", True, None, rho_col, 2, n)
@@ -788,7 +805,10 @@ def schema_plan(
         elif c not in cols:
             expect[c] = "declared"
         elif role.role == "categorical":
-            expect[c] = "categories" if threshold is not None and 2 * threshold <= n else "other only"
+            if threshold is not None and threshold <= SchemaPlan.USABLE_SHARE * n:
+                expect[c] = "categories"
+            else:
+                expect[c] = "one value at most" if threshold is not None and 2 * threshold <= n else "other only"
         else:
             expect[c] = "numeric" if locatable else "left out"
     return SchemaPlan(int(n), float(epsilon), float(delta), threshold, locatable, expect)

@@ -271,3 +271,52 @@ def test_exact_bounds_are_min_and_max():
     df = pd.DataFrame({"x": [3.5, None, -2.0, 7.25]})
     assert exact_bounds(df, ValueTask("x", "numeric", need_lower=True)) == (-2.0, 7.25)
     assert exact_bounds(df, ValueTask("x", "numeric", integer=True, need_lower=True)) == (-2.0, 8.0)
+
+
+# ------------------------------------------------------------------ the joint split (issue 22)
+@pytest.mark.parametrize("eps, delta, share", [(1.0, 1 / 7214**2, 0.2), (0.3, 1e-6, 0.2), (4.0, 1e-9, 0.5)])
+def test_the_joint_split_converts_the_run_once_against_the_closed_forms(eps, delta, share):
+    """δ_t = share·δ/2, δ_c = δ - δ_t, ρ = eps_to_zcdp(ε, δ_c); the schema gets share·ρ; the mechanism, handed
+    (ε_m, δ_c), derives ρ_m' = eps_to_zcdp(ε_m, δ_c) ≤ (1 - share)·ρ; the run is then (CKS(ρ_s + ρ_m', δ_c), δ)
+    -DP with CKS(...) ≤ ε, and the attributed lines add up to (ε, δ)."""
+    from dpcore.discovery import joint_split
+    from dpcore.privacy import eps_to_zcdp
+
+    sp = joint_split(eps, delta, share)
+    assert sp.delta_threshold == pytest.approx(share * delta / 2) and sp.delta_conversion + sp.delta_threshold == delta
+    assert sp.rho == pytest.approx(eps_to_zcdp(eps, sp.delta_conversion), rel=1e-12)
+    assert sp.rho_schema == pytest.approx(share * sp.rho, rel=1e-12)
+    rho_m = eps_to_zcdp(sp.epsilon_mechanism, sp.delta_conversion)  # what the mechanism derives from its budget
+    assert rho_m <= sp.rho_mechanism
+    assert zcdp_to_eps_cks(sp.rho_schema + rho_m, sp.delta_conversion) <= eps
+    assert sp.epsilon_schema + sp.epsilon_mechanism == pytest.approx(eps, abs=1e-15)
+    # the point of it: several times the ρ an ε-split gives the schema, and more ε for the mechanism
+    old = DiscoveryPlan.make(share * eps, share * delta, 0)
+    assert sp.rho_schema > (3 if share <= 0.2 else 1.5) * old.rho and sp.epsilon_mechanism > (1 - share) * eps
+
+
+def test_a_raw_table_release_with_a_zcdp_mechanism_splits_the_schema_share_in_rho(tmp_path):
+    """The projection (ρ-zCDP) converts discovery and measurement once: the card's parts and the ledger's lines add
+    up to the run's (ε, δ), the discovery spent share·ρ, and the mechanism's plan stays within the rest.  A pure-ε
+    mechanism keeps the ε split."""
+    from dpcore.discovery import joint_split
+    from dpcore.privacy import eps_to_zcdp
+    from dpcore.privacy.ledger import Ledger
+    from dpcore.release import release_table
+
+    df = kitchen_sink(3000)[["sex", "country", "age", "priors"]]
+    n, eps = len(df), 1.0
+    ledger = Ledger(str(tmp_path))
+    rel, _ = release_table(df, "projection", eps, ledger=ledger, seed=1, workload={"k": 1, "marginals": "all"})
+    sp = joint_split(eps, 1 / n**2, DEFAULT_SCHEMA_SHARE)
+    parts = rel.card["privacy"]["parts"]
+    assert sum(p["epsilon"] for p in parts) == pytest.approx(eps) and sum(p["delta"] for p in parts) == pytest.approx(
+        1 / n**2
+    )
+    assert rel.card["data"]["schema_discovery"]["rho"] == pytest.approx(sp.rho_schema)
+    assert rel.card["data"]["schema_discovery"]["converted"].startswith("jointly")
+    mech = parts[-1]
+    assert eps_to_zcdp(mech["epsilon"], mech["delta"]) + sp.rho_schema <= sp.rho * (1 + 1e-12)
+    assert sum(e["epsilon"] for e in ledger.entries()) == pytest.approx(eps)
+    rel2, _ = release_table(df, "laplace", eps, ledger=None, seed=1, workload={"k": 1, "marginals": "all"})
+    assert rel2.card["privacy"]["parts"][0]["epsilon"] == pytest.approx(DEFAULT_SCHEMA_SHARE * eps)

@@ -410,7 +410,7 @@ def test_a_workload_the_private_schema_cannot_carry_says_why_and_charges_only_th
     from dpcore.release import release_table
 
     rng = np.random.default_rng(1)
-    n = 1_500
+    n = 1_000
     df = pd.DataFrame(
         {
             "age": rng.integers(18, 90, n),

@@ -267,6 +267,13 @@ def run(args) -> int:
     return 0
 
 
+def _joint(args, budget) -> bool:
+    """Whether this run converts the discovery and a ρ-zCDP mechanism once (as release_table decides)."""
+    from ..mechanisms import registry
+
+    return bool(registry.get(args.mechanism).zcdp_native) and budget.delta > 0 and not args.schema_from_data
+
+
 def check_plan(source: dict, args, budget) -> None:
     """What the private schema is expected to keep (public); the run does not start when it keeps (nearly) nothing,
     unless --force.  Exit status 2 with the plan and the ways out; nothing is charged."""
@@ -282,6 +289,7 @@ def check_plan(source: dict, args, budget) -> None:
         schema=source["schema"],
         roles=parse_roles(args.roles),
         schema_share=DEFAULT_SCHEMA_SHARE if args.schema_share is None else args.schema_share,
+        joint=_joint(args, budget),
     )
     if plan.threshold is None:
         return  # everything is declared: nothing to plan
@@ -301,7 +309,7 @@ def say_discovery(source: dict, args, budget) -> list[str]:
     from ..tabular import discovery_budget, discovery_outlook
 
     share = {} if args.schema_share is None else {"schema_share": args.schema_share}
-    declared = dict(schema=source["schema"], roles=parse_roles(args.roles), **share)
+    declared = dict(schema=source["schema"], roles=parse_roles(args.roles), joint=_joint(args, budget), **share)
     eps_d, delta_d, cols = discovery_budget(
         source["table"].columns, epsilon=budget.epsilon, delta=budget.delta, **declared
     )

@@ -183,6 +183,10 @@ class Mechanism:
     uses_oracle: ClassVar[bool] = True
     #: The app preselects the recommended mechanism for its output kind.
     recommended: ClassVar[bool] = False
+    #: Every privacy figure of the mechanism is derived from ρ = eps_to_zcdp(ε, δ) of the budget it is given (it
+    #: is ρ-zCDP): a raw-table release may then convert the schema discovery and the mechanism once, splitting
+    #: the schema's share in ρ (:func:`dpcore.discovery.joint_split`).  Declare it only after checking that.
+    zcdp_native: ClassVar[bool] = False
     #: Parameter overrides that make a run finish in seconds on the bundled sample
     #: (the teaching page's preset); privacy accounting still uses what actually runs.
     teaching_preset: ClassVar[dict] = {}

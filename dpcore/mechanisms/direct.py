@@ -60,6 +60,7 @@ def project_marginals(workload, noisy: np.ndarray) -> np.ndarray:
 
 class DirectGaussian(Mechanism):
     name = "gaussian"
+    zcdp_native = True  # ρ = eps_to_zcdp(ε, δ) of its budget is all it spends (plan)
     title = "Direct Gaussian answers (yardstick)"
     paper = "baseline (Gaussian mechanism; zCDP of Bun & Steinke 2016)"
     privacy = "robust"

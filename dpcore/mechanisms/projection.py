@@ -1022,6 +1022,7 @@ class Projection(Mechanism):
     """
 
     name = "projection"
+    zcdp_native = True  # ρ = eps_to_zcdp(ε, δ) of its budget is all it spends (plan)
     title = "Projection onto records (Frank–Wolfe + SCIP)"
     paper = "beyond the papers: [GGHRW14] §8, [NRW19] §I-B (Nikolov–Talwar–Zhang projection)"
     privacy = "robust"
