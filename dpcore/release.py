@@ -299,6 +299,13 @@ def run_release(
         data, card_budget, schema_spends, schema_run, schema_guarantee = _schema_part(
             schema_release, dataset, budget, schema_from_data
         )
+    elif dataset.domain.discovered and ledger is not None:
+        # A release publishes its schema: its card must state the discovery's cost too (issue 24, finding 5).
+        raise BudgetError(
+            f"The schema of {', '.join(dataset.domain.discovered[:5])} was released under differential privacy, so "
+            "its cost belongs on this release's card: pass schema_release=prep.schema_release() (from "
+            "dpcore.tabular.prepare_table), or release the raw table with dpcore.release.release_table."
+        )
     elif dataset.domain.discovered:
         warnings.append(
             f"The schema of {', '.join(dataset.domain.discovered[:5])} was released under differential privacy, but "
@@ -471,6 +478,7 @@ def release_table(
         schema_share=share,
         name=label,
         joint=joint,
+        ledger=None,  # reserved above, with the mechanism's part
     )
     warnings += prep.warnings
     if len(prep.dataset.domain) < 2 and not force and prep.spends:

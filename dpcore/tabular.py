@@ -15,25 +15,30 @@ Given a table as :func:`dpcore.data.read_table` returns it, :func:`prepare_table
    :meth:`PreparedTable.to_table` to decode synthetic rows in the input's shape (:mod:`dpcore.output`).
 
 The cost is public before the run: :func:`discovery_budget` (or :func:`dpcore.discovery.discovery_cost` with
-:func:`columns_to_discover`).  The caller reserves the whole (ε, δ) in the ledger, calls
-:func:`prepare_table`, gives the mechanism (ε - ε_d, δ - δ_d) and records ``spends`` for the discovery part.
+:func:`columns_to_discover`).  :func:`prepare_table` charges it to the workspace ledger (``ledger=``, default:
+the default workspace's) before it reads anything but the header and the row count, as a run of its own
+(``prep.run_id``); :meth:`PreparedTable.schema_release` hands that part to
+:func:`dpcore.release.run_release`, so every card of the schema states the whole guarantee.  (A caller that has
+already reserved the whole run -- :func:`dpcore.release.release_table` -- passes ``ledger=None``.)
 
 Example::
 
     from dpcore.data import read_table
     from dpcore.privacy.samplers import Randomness
+    from dpcore.release import run_release
     from dpcore.tabular import discovery_budget, prepare_table
+    from dpcore.workload import Workload
 
     df = read_table("people.csv")                       # repeated headers come back renamed
     eps_d, delta_d, cols = discovery_budget(df.columns, epsilon=1.0, delta=1e-9)   # shown before the run
     noise = Randomness()                                # cryptographic; Randomness(seed) is a demo
-    prep = prepare_table(df, epsilon=1.0, delta=1e-9, noise=noise,
+    prep = prepare_table(df, epsilon=1.0, delta=1e-9, noise=noise,     # charges (eps_d, delta_d) to the ledger
                          roles={"zip": "categorical", "comment": "excluded"})
     prep.dataset                   # codes over the released Domain, n = row count, source_id = file digest
-    prep.spends                    # [SpendRecord(eps_d, delta_d, None, "schema discovery ...")]
     prep.card_data                 # {"n", "schema" (each with its "source"), "excluded", "renamed", ...}
-    # ... run a mechanism at (1.0 - eps_d, 1e-9 - delta_d) on prep.dataset, get rows (codes) ...
-    synthetic = prep.to_table(rows, noise.post_processing_generator())   # numbers, dates, labels, empties
+    rel, _ = run_release(prep.dataset, Workload.all_kway(prep.domain, 2), "projection", 1.0 - eps_d,
+                         1e-9 - delta_d, schema_release=prep.schema_release())   # the card states the total
+    # or, in one call: dpcore.release.release_table(df, "projection", 1.0)
 
 A declared schema: ``schema=Domain`` (complete: columns it does not list are excluded, costs nothing when every
 field is declared -- e.g. the bundled Adult schema) or a schema JSON dict ``{"attributes": [...]}`` whose
@@ -328,6 +333,19 @@ class PreparedTable:
     #: Public warnings about what the discovery budget can resolve on a table of this size (say them before
     #: or after the run: they depend only on ε, δ, n and the number of columns).
     warnings: list[str] = field(default_factory=list)
+    #: The ledger run that charged the discovery (None when nothing was discovered or the caller charged it).
+    run_id: str | None = None
+    #: The discovery's guarantee: "none" when its noise came from a fixed seed.
+    guarantee: str | None = None
+
+    def schema_release(self) -> dict:
+        """The discovery as :func:`dpcore.release.run_release`'s ``schema_release``: every release of this schema
+        states its cost on the card (charged once, here)."""
+        out = {"card_data": self.card_data, "epsilon": self.epsilon_spent, "delta": self.delta_spent}
+        out["run"] = self.run_id or "unrecorded"
+        if self.guarantee:
+            out["guarantee"] = self.guarantee
+        return out
 
     @property
     def domain(self) -> Domain:
@@ -460,11 +478,14 @@ def prepare_table(
     bins: int = DEFAULT_BINS,
     name: str | None = None,
     joint: bool = False,
+    ledger: Any = "default",
 ) -> PreparedTable:
     """Roles, a completed schema and the encoded Dataset of a raw table (see the module docstring).
 
     ``noise`` is the run's :class:`~dpcore.privacy.samplers.Randomness` (every discovery draw goes through it).
-    ``epsilon``/``delta`` are the run's whole budget: discovery spends :func:`discovery_budget`'s share of it.
+    ``epsilon``/``delta`` are the run's whole budget: discovery spends :func:`discovery_budget`'s share of it,
+    charged to ``ledger`` before the data is read ("default": the default workspace's ledger; None: the caller
+    has reserved it already -- for the engine's own callers and tests).
     Raises :class:`~dpcore.errors.DataError` / :class:`~dpcore.errors.DomainError` /
     :class:`~dpcore.errors.BudgetError` with a message the user can act on.
     """
@@ -498,6 +519,7 @@ def prepare_table(
     plan = None
     spends: list[SpendRecord] = []
     report: dict = {}
+    run_id = None
     if schema_from_data:
         decided = {r.name: r for r in propose_roles(df, undecided)} if undecided else {}
         found_source = "inferred"
@@ -505,6 +527,7 @@ def prepare_table(
         if to_discover:
             plan = discovery_plan_for(epsilon, delta, len(to_discover), len(undecided), schema_share, joint)
             spends.append(plan.spend())
+            run_id = _charge_discovery(ledger, df, name, plan, noise)
         decided = {}
         if undecided:
             assert plan is not None  # undecided columns are among those to discover
@@ -572,7 +595,43 @@ def prepare_table(
     note = SCHEMA_FROM_DATA_NOTE if (schema_from_data and _any_inferred(domain, all_roles)) else None
     card = card_data(dataset, excluded, renamed, plan, report, note)
     warnings = discovery_warnings(report, len(df))
-    return PreparedTable(dataset, all_roles, spends, excluded, renamed, card, note, plan, report, warnings)
+    if run_id is not None:
+        from .privacy.ledger import Ledger
+
+        (Ledger() if ledger == "default" else ledger).settle(run_id, spends)
+    guarantee = None if noise is None or plan is None else noise.guarantee
+    return PreparedTable(
+        dataset, all_roles, spends, excluded, renamed, card, note, plan, report, warnings, run_id, guarantee
+    )
+
+
+def _charge_discovery(ledger, df: pd.DataFrame, name: str | None, plan: DiscoveryPlan, noise) -> str | None:
+    """Reserve the discovery's (ε, δ) in the ledger before any cell is read; returns the run id (None: the caller
+    charged it)."""
+    if ledger is None:
+        return None
+    from .privacy.ledger import Ledger
+    from .release import new_run_id
+
+    if ledger == "default":
+        ledger = Ledger()
+    digest = df.attrs.get("source_digest")
+    if not digest:
+        from .data import table_digest
+
+        digest = df.attrs["source_digest"] = table_digest(df)
+    run_id = new_run_id()
+    ledger.reserve(
+        dataset=digest,
+        name=name or str(df.attrs.get("name", "table")),
+        n=len(df),
+        run=run_id,
+        mechanism="schema discovery",
+        epsilon=plan.epsilon,
+        delta=plan.delta,
+        note="demo (fixed seed)" if getattr(noise, "seeded", False) else "",
+    )
+    return run_id
 
 
 #: Above this fraction of n, a noise level or threshold is worth a warning.

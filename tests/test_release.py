@@ -241,7 +241,7 @@ def _discovered_once(ledger, *, eps_d=0.5, delta_d=1e-9, seed=None, n=3000):
         dataset="digest-of-the-file", name="people", n=n, run="schema-run", mechanism="schema", epsilon=e, delta=d
     )
     noise = Randomness(seed)
-    prep = prepare_table(df, epsilon=2 * eps_d, delta=2 * delta_d, noise=noise, schema_share=0.5)
+    prep = prepare_table(df, epsilon=2 * eps_d, delta=2 * delta_d, noise=noise, schema_share=0.5, ledger=None)
     ledger.settle("schema-run", prep.spends)
     found = {"card_data": prep.card_data, "epsilon": e, "delta": d, "run": "schema-run", "guarantee": noise.guarantee}
     return prep, found
@@ -435,3 +435,34 @@ def test_a_workload_the_private_schema_cannot_carry_says_why_and_charges_only_th
     assert "larger than the number of attributes" in msg and "The private schema kept" in msg
     second = ledger.entries()[-1]
     assert len(ledger.entries()) == 2 and f"ε = {second['epsilon']:.3g} was charged" in msg
+
+
+def test_the_documented_library_path_charges_the_discovery_and_states_it_on_the_card(tmp_path):
+    """Issue 24, finding 5: prepare_table then run_release spent the discovery's share with no ledger entry and a
+    card that stated only the mechanism's ε.  Now prepare_table charges it before reading the data, and a charged
+    release of a discovered schema must carry it (the card then states the total)."""
+    from dpcore.privacy.ledger import Ledger
+    from dpcore.privacy.samplers import Randomness
+    from dpcore.tabular import discovery_budget, prepare_table
+
+    rng = np.random.default_rng(2)
+    n = 4000
+    df = pd.DataFrame({"city": rng.choice(["a", "b", "c"], n), "age": rng.integers(18, 90, n)})
+    df.attrs["source_digest"] = "the-file"
+    ledger = Ledger(str(tmp_path))
+    eps_d, delta_d, _ = discovery_budget(df.columns, epsilon=1.0, delta=1e-9)
+    prep = prepare_table(df, epsilon=1.0, delta=1e-9, noise=Randomness(3), ledger=ledger)
+    [entry] = ledger.entries("the-file")
+    assert entry["run"] == prep.run_id and entry["status"] == "settled"
+    assert (entry["epsilon"], entry["delta"]) == pytest.approx((eps_d, delta_d))
+    wl = Workload.all_kway(prep.domain, 1)
+    with pytest.raises(BudgetError, match="schema_release"):
+        run_release(prep.dataset, wl, "gaussian", 1.0 - eps_d, 1e-9 - delta_d, ledger=ledger, seed=1)
+    assert len(ledger.entries("the-file")) == 1  # refused before anything was charged
+    rel, _ = run_release(
+        prep.dataset, wl, "gaussian", 1.0 - eps_d, 1e-9 - delta_d, ledger=ledger, seed=1,
+        schema_release=prep.schema_release(),
+    )  # fmt: skip
+    assert rel.card["privacy"]["epsilon_spent"] == pytest.approx(1.0)  # the whole guarantee, schema included
+    assert rel.card["privacy"]["parts"][0]["run"] == prep.run_id
+    assert ledger.total("the-file")["epsilon"] == pytest.approx(1.0)

@@ -625,7 +625,7 @@ def _discovery_target(ws, df, digest: str, name: str, decl: roles.Declarations, 
         noise = Randomness()  # cryptographic: the discovered schema is published with every release
         prep = prepare_table(
             df, schema=decl.schema, roles=decl.roles, unlisted=decl.unlisted, epsilon=2.0 * eps_d,
-            delta=2.0 * delta_d, noise=noise, schema_share=_SHARE, name=name,
+            delta=2.0 * delta_d, noise=noise, schema_share=_SHARE, name=name, ledger=None,  # reserved above
         )  # fmt: skip
         ledger.settle(run_id, prep.spends)
         record = {

@@ -204,6 +204,7 @@ def schema_dataset(source: dict, args, noise, run_id: str):
         noise=noise,
         schema_share=0.5,
         name=source["name"],
+        ledger=None,  # reserved by run(), with the evaluation
     )
     statement = schema_statement(prep.domain, epsilon=prep.epsilon_spent, delta=prep.delta_spent, run=run_id)
     if prep.excluded:
