@@ -19,7 +19,6 @@ from __future__ import annotations
 import math
 import threading
 import time
-import uuid
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -30,6 +29,7 @@ from .errors import BudgetError, DataError, DPCoreError
 from .mechanisms import registry
 from .mechanisms.base import Budget, MechanismResult, RunContext
 from .privacy import check_budget, default_delta
+from .privacy.ledger import new_run_id  # noqa: F401 -- the engine's callers import it from here
 from .privacy.samplers import Randomness
 from .report import INTERNAL_LABEL, data_section, evaluation_report, release_card
 from .workload import Workload, uniform_baseline
@@ -709,10 +709,6 @@ def evaluate_release(dataset, workload, mech_cls, result, released, seconds, vpa
     if class_width is not None and mech_cls.output in ("synopsis", "rows"):
         report["class_error"] = class_error(dataset, result, int(class_width))
     return InternalEvaluation(report=report, true_answers=true, released_answers=released)
-
-
-def new_run_id() -> str:
-    return time.strftime("%Y%m%d-%H%M%S-") + uuid.uuid4().hex[:8]
 
 
 def _check_spent(result: MechanismResult, budget: Budget) -> None:

@@ -610,8 +610,7 @@ def _charge_discovery(ledger, df: pd.DataFrame, name: str | None, plan: Discover
     charged it)."""
     if ledger is None:
         return None
-    from .privacy.ledger import Ledger
-    from .release import new_run_id
+    from .privacy.ledger import Ledger, new_run_id
 
     if ledger == "default":
         ledger = Ledger()

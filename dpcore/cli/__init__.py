@@ -14,7 +14,9 @@ import sys
 from ..errors import DPCoreError
 
 #: Subcommand name -> module in this package, in the order ``--help`` lists them.
-SUBCOMMANDS = ("info", "workload", "mechanisms", "release", "ledger", "runs", "learn", "evaluate", "bench", "app")
+SUBCOMMANDS = (
+    "info", "schema", "workload", "mechanisms", "release", "ledger", "runs", "learn", "evaluate", "bench", "app",
+)  # fmt: skip
 
 
 def _module(name: str):

@@ -74,7 +74,8 @@ def is_coded(path, domain) -> bool:
 
 
 def load_schema_arg(domain):
-    """A declared schema from a JSON file (complete, or partial: each entry wins field by field)."""
+    """A declared schema from a JSON file (complete, or partial: each entry wins field by field), or a CSV codebook
+    (``column,value`` rows: the allowed values of each category column)."""
     import json
     from pathlib import Path
 
@@ -82,6 +83,13 @@ def load_schema_arg(domain):
 
     if domain is None:
         return None
+    if str(domain).lower().endswith(".csv"):  # a codebook: column,value rows
+        from ..proposal import codebook_from_csv
+
+        try:
+            return codebook_from_csv(Path(domain).read_text(encoding="utf-8-sig"))
+        except OSError as exc:
+            raise DomainError(f"Cannot read the codebook {domain} ({exc.strerror or exc}).") from None
     try:
         return json.loads(Path(domain).read_text())
     except OSError as exc:

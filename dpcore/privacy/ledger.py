@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import math
 import time
+import uuid
 from dataclasses import dataclass
 
 from ..errors import BudgetError
@@ -59,6 +60,11 @@ def zcdp_rho(entries) -> float | None:
         else:
             return None
     return rho
+
+
+def new_run_id() -> str:
+    """A run's identifier: its start time and 8 random hex digits (the ledger's and the workspace's key)."""
+    return time.strftime("%Y%m%d-%H%M%S-") + uuid.uuid4().hex[:8]
 
 
 def compose(entries, n: int) -> dict:
