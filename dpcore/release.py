@@ -29,7 +29,7 @@ from .errors import BudgetError, DataError, DPCoreError
 from .mechanisms import registry
 from .mechanisms.base import Budget, MechanismResult, RunContext
 from .privacy import check_budget, default_delta
-from .privacy.ledger import new_run_id  # noqa: F401 -- the engine's callers import it from here
+from .privacy.ledger import new_run_id
 from .privacy.samplers import Randomness
 from .report import INTERNAL_LABEL, data_section, evaluation_report, release_card
 from .workload import Workload, uniform_baseline
