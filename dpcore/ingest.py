@@ -43,6 +43,7 @@ The header is public (it is not protected by the release), so a name such as ``i
 
 from __future__ import annotations
 
+import itertools
 import math
 import re
 from dataclasses import dataclass, field, replace
@@ -502,14 +503,53 @@ def decide_role(st: ColumnStats) -> Role:
     return Role(name, "categorical")
 
 
+#: Noted on a proposed role that one changed row could flip (issue 24, finding 3).
+FRAGILE_NOTE = "⚠ one changed row could change this proposal: confirm it only if you know it to be true"
+
+
+def _decision(role: Role) -> tuple:
+    return (role.role, role.integer, role.format)
+
+
+def one_row_could_flip(st: ColumnStats, rarest: int | None = None) -> bool:
+    """Whether a single changed row could change the role :func:`decide_role` gives these exact statistics.
+
+    One row moves each statistic by at most 1 (the module docstring), all at once; the rule is re-run on every
+    move of one statistic by ±1 and on every joint move of all seven by ±1 (142 neighbours of the statistics) --
+    enough to catch a decision sitting on one of the rule's cuts (constant, few values, identifier, integer, type
+    rates).  The date format is decided from the same counts, so it is covered by the ``date`` moves.  Moves one
+    row cannot make are skipped: ``distinct`` falls only when some value is held once (``rarest``, the smallest
+    value count, when known), ``present`` rises only when some cell is missing."""
+    base = _decision(decide_role(st))
+    moves: list[dict[str, int]] = []
+    for name in STATISTICS:
+        moves += [{name: +1}, {name: -1}]
+    for signs in itertools.product((-1, 1), repeat=len(STATISTICS)):
+        moves.append(dict(zip(STATISTICS, signs)))
+    for move in moves:
+        if move.get("distinct", 0) < 0 and rarest is not None and rarest > 1:
+            move = {**move, "distinct": 0}
+        if move.get("present", 0) > 0 and st.present >= st.n:
+            move = {**move, "present": 0}
+        shifted = {k: max(0, getattr(st, k) + d) for k, d in move.items()}
+        if _decision(decide_role(replace(st, **shifted))) != base:
+            return True
+    return False
+
+
 # ---------------------------------------------------------------------------- the two ways
 def propose_roles(df: pd.DataFrame, columns=None) -> list[Role]:
     """Roles read off the data with exact counts: **NOT private** -- for the data owner's eyes only (the app's roles
     table).  Each role carries its exact ``stats`` and ``source="inferred"``; what the user confirms becomes
-    declared (:func:`confirmed`)."""
+    declared (:func:`confirmed`), i.e. the user states it is a public fact.  A proposal one changed row could flip
+    says so in its reason (:data:`FRAGILE_NOTE`), so it is never confirmed unmarked."""
     out = []
     for st in exact_stats(df, columns):
-        out.append(replace(decide_role(st), source="inferred", stats=st.to_dict()))
+        role = decide_role(st)
+        _, counts = _distinct_present(df[st.name])
+        if one_row_could_flip(st, int(counts.min()) if len(counts) else None):
+            role = replace(role, reason=f"{FRAGILE_NOTE}" + (f"; {role.reason}" if role.reason else ""))
+        out.append(replace(role, source="inferred", stats=st.to_dict()))
     return out
 
 

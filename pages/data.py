@@ -81,11 +81,17 @@ st.caption(
 )
 b1, b2, _ = st.columns([1, 1, 2])
 b1.button(
-    "Confirm all roles",
+    "Confirm all roles as public",
     on_click=datasource.confirm_all_roles,
     icon=":material/done_all:",
-    help="Every role as shown becomes declared: a public choice you make, at no cost. Values and bounds you did "
-    "not type are still discovered privately.",
+    help="You state that every role as shown is a public fact about this table (as a codebook would say it): it "
+    "costs nothing, and anyone who sees a release's card sees it with no privacy protection. Roles marked ⚠ rest "
+    "on counts one changed row could flip: confirm them only if you know them to be true. Values and bounds you "
+    "did not type are still discovered privately.",
+)
+st.caption(
+    "Confirming a role publishes it: the role, its integer/real type or date format. Proposals marked ⚠ could "
+    "change if one row changed — check them before confirming."
 )
 b2.button(
     "Back to the proposals",

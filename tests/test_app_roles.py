@@ -81,7 +81,7 @@ def release(app, mechanism="gaussian", epsilon=1.0) -> dict:
 
 def test_an_upload_shows_every_role_and_reason_before_anything_is_spent(at):
     upload(at, "cases.csv", kitchen_sink_csv())
-    assert errors(at) == []
+    assert [e for e in errors(at) if "expected to keep" not in e] == []  # the plan may refuse the discovery
     table = table_of(at)
     expected = {RENAMED.get(c, c): r for c, r in KITCHEN_SINK_ROLES.items()}
     assert list(table.index) == list(expected)  # every column, in the file's order, under its (renamed) name
@@ -139,7 +139,7 @@ def test_editing_one_field_declares_that_field_and_no_other(at):
 
 def test_the_discovery_states_its_cost_charges_it_once_and_comes_back_after_a_reload(at):
     upload(at, "cases.csv", kitchen_sink_csv())
-    next(b for b in at.button if b.label == "Confirm all roles").click().run()
+    next(b for b in at.button if b.label == "Confirm all roles as public").click().run()
     assert set(table_of(at)["declared"]) >= {"role"} and all(table_of(at)["declared"].str.startswith("role"))
     at.number_input(key=datasource.SCHEMA_EPS).set_value(0.8).run()
     m = metrics(at)

@@ -288,3 +288,30 @@ def test_codes_with_leading_zeros_stay_categories_as_written():
     assert counts["numeric"] == sum(not z.startswith("0") for z in zips)
     plain = propose_roles(pd.DataFrame({"n": [str(v) for v in rng.integers(0, 500, 2000)]}))[0]
     assert plain.role == "numeric"  # a lone "0" is a number
+
+
+def test_a_proposal_one_changed_row_could_flip_is_marked():
+    """Issue 24, finding 3: confirming a proposal publishes it; one that sits on a cut of the rule (99% of cells
+    hold one value: constant; one row fewer and it is not) is marked, a safe one is not."""
+    from dpcore.ingest import FRAGILE_NOTE, one_row_could_flip
+
+    df = pd.DataFrame(
+        {
+            "flag": ["a"] * 990 + ["b"] * 10,  # exactly at the 99% cut: 989 would not be constant
+            "safe": ["u"] * 999 + ["v"],  # 999 or 1000 of 1000: constant either way
+            "sex": ["F"] * 500 + ["M"] * 500,  # two values held by 500 rows: one row cannot make it constant
+            "codes": [str(i % 2) for i in range(999)] + ["2"],  # two whole-number values plus one held once
+        }
+    )
+    roles = {r.name: r for r in propose_roles(df)}
+    assert roles["flag"].role == "excluded" and roles["flag"].reason.startswith(FRAGILE_NOTE)
+    assert roles["safe"].role == "excluded" and not roles["safe"].reason.startswith(FRAGILE_NOTE)
+    assert roles["sex"].role == "categorical" and not roles["sex"].reason.startswith(FRAGILE_NOTE)
+    # 3 distinct whole numbers: numeric; losing the value held once makes it a two-valued category
+    assert roles["codes"].role == "numeric" and roles["codes"].reason.startswith(FRAGILE_NOTE)
+    # the check agrees with brute force on the neighbour that flips it
+    flipped = df.copy()
+    flipped.loc[999, "codes"] = "0"
+    assert propose_roles(flipped[["codes"]])[0].role == "categorical"
+    st = exact_stats(df, ["sex"])[0]
+    assert not one_row_could_flip(st, rarest=500) and one_row_could_flip(st, rarest=None) is True

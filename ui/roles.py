@@ -32,7 +32,7 @@ import pandas as pd
 
 from dpcore.domain import Attribute, Domain
 from dpcore.errors import DomainError
-from dpcore.ingest import Role, header_role
+from dpcore.ingest import FRAGILE_NOTE, Role, header_role
 
 DECLARED = "declared"
 ROLE_CHOICES = ("categorical", "integer", "real", "date", "excluded")
@@ -147,6 +147,8 @@ def roles_table(columns, proposals: list[Role], declared: Domain | None = None) 
         row = dict.fromkeys(COLUMNS, "")
         row.update(column=name, bins=None, declared="", rule="", base="")
         row["proposed"] = prop.label if prop is not None else ""
+        if prop is not None and prop.reason.startswith(FRAGILE_NOTE):  # one changed row could flip it: say so
+            row["proposed"] = "⚠ " + row["proposed"]
         row["seen"] = _seen(prop.stats if prop is not None else None)
         if declared is not None and name in declared.names:
             attr = declared[name]

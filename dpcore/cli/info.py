@@ -50,7 +50,7 @@ def role_option(role) -> str:
 
 def _print_roles(source: dict) -> None:
     """The owner's view of a raw table (the app's roles table, as text): exact counts, never for publication."""
-    from ..ingest import header_role, propose_roles
+    from ..ingest import FRAGILE_NOTE, header_role, propose_roles
 
     df = source["table"]
     print(f"table: {source['name']}   n = {source['n']:,} rows   {df.shape[1]} columns")
@@ -74,5 +74,15 @@ def _print_roles(source: dict) -> None:
         if not by_header:
             confirm.append(f"{name}={role_option(role)}")
     if confirm:
-        print("To confirm these roles (edit any you disagree with):")
+        print(
+            "To confirm these roles (edit any you disagree with). Confirming states they are public facts: anyone "
+            "who sees a release's card sees them, unprotected."
+        )
         print(f'  --roles "{",".join(confirm)}"')
+        fragile = [n for n in df.columns if not header_role(n) and proposed[n].reason.startswith(FRAGILE_NOTE)]
+        if fragile:
+            print(
+                "⚠ one changed row could change the proposals for: "
+                + ", ".join(map(str, fragile))
+                + ". Confirm those only if you know them to be true."
+            )
