@@ -79,7 +79,7 @@ st.caption(
     "privacy below. Excluded columns (identifiers, names, free text, constant or empty columns) never reach a "
     "release; choose a role to bring one back."
 )
-b1, b2, _ = st.columns([1, 1, 2])
+b1, b3, b2, _ = st.columns([1, 1, 1, 1])
 b1.button(
     "Confirm all roles as public",
     on_click=datasource.confirm_all_roles,
@@ -92,6 +92,15 @@ b1.button(
 st.caption(
     "Confirming a role publishes it: the role, its integer/real type or date format. Proposals marked ⚠ could "
     "change if one row changed — check them before confirming."
+)
+b3.button(
+    "Declare the proposed values and bounds as public",
+    on_click=datasource.declare_proposal,
+    icon=":material/fact_check:",
+    help="Fills every kept column's value list and bounds from the exact data -- values held by few rows left out "
+    "(named in the row's note), bounds rounded outward to round numbers -- and declares them with the roles: you "
+    "state they are public, as a codebook would. Anyone who sees a release's card sees them, unprotected; nothing "
+    "is then discovered or charged for the schema. Review the table after, and undo with 'Back to the proposals'.",
 )
 b2.button(
     "Back to the proposals",

@@ -281,3 +281,29 @@ def test_a_small_table_is_told_before_the_discovery_what_the_budget_cannot_resol
     assert not state.has_spent() and runs() == []
     at.number_input(key=datasource.SCHEMA_EPS).set_value(50.0).run()
     assert not any("No category can be discovered" in plain(w.value) for w in at.warning)
+
+
+def test_a_small_wide_table_is_refused_until_its_proposal_is_declared_and_then_releases_every_column(at):
+    """Issue 22 in the app: 1,000 rows × 21 columns at the default schema ε -- the plan refuses the discovery before
+    any spend (button disabled); declaring the proposed values and bounds as public makes the schema free, and the
+    release's card lists those fields as declared."""
+    from .test_schema_plan import _survey
+
+    df = _survey(1000)
+    upload(at, "survey.csv", df.to_csv(index=False).encode())
+    assert any(e.startswith("This discovery is expected to keep 0 usable") for e in errors(at))
+    button = next(b for b in at.button if b.label.startswith("Discover the schema privately"))
+    assert button.disabled and not state.has_spent()
+    next(b for b in at.button if b.label == "Declare the proposed values and bounds as public").click().run()
+    assert not at.exception and errors(at) == [], errors(at)
+    assert any("the schema costs nothing" in s.value for s in at.success)
+    table = table_of(at)
+    assert table.at["q0", "values"] and table.at["age", "lower"] == "10" and table.at["q0", "source"] == "declared"
+    assert not state.has_spent()
+    run = release(at)
+    schema = run["card"]["data"]["schema"]
+    assert [a["name"] for a in schema] == list(df.columns)
+    for a in schema:
+        src = a["source"]
+        assert set(src.values() if isinstance(src, dict) else [src]) == {"declared"}, a
+    assert "schema_discovery" not in run["card"]["data"]

@@ -275,6 +275,20 @@ def confirm_all_roles() -> None:
     save_schema_table()
 
 
+def declare_proposal() -> None:
+    """The proposed value lists (rare values left out) and rounded bounds of every kept column become declared:
+    the owner states they are public (:func:`dpcore.proposal.propose_schema`)."""
+    from dpcore.proposal import propose_schema
+
+    src = current_source()
+    if src is None:
+        return
+    _, _, df, _ = src
+    table = roles.declare_proposal(st.session_state[state.SCHEMA_TABLE], propose_schema(df))
+    _replace_schema_table(table, state.get(state.SCHEMA_FOR))
+    save_schema_table()
+
+
 def reset_roles(source_key: str, df: pd.DataFrame, declared: Domain | None) -> None:
     """Back to the proposals (and the declared schema, if any): nothing declared by hand."""
     _replace_schema_table(schema_table_for(source_key, df, declared), source_key)

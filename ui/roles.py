@@ -235,6 +235,34 @@ def confirm_all(table: pd.DataFrame) -> pd.DataFrame:
     return frame(rows)
 
 
+def declare_proposal(table: pd.DataFrame, proposal: dict) -> pd.DataFrame:
+    """Every kept row declares the proposal's value list (its rare values left out, and named in the note) or its
+    rounded bounds (:func:`dpcore.proposal.propose_schema`), with the row's role: the owner's statement that they
+    are public.  Rows the owner already declared something in, and excluded rows, are left as they are."""
+    by_name = {a["name"]: a for a in proposal.get("attributes", [])}
+    rare = proposal.get("review", {}).get("rare_values", {})
+    edits: dict[int, dict] = {}
+    notes: dict[int, str] = {}
+    for i, row in enumerate(table.to_dict("records")):
+        entry = by_name.get(row["column"])
+        if entry is None or row.get("role") == "excluded" or declared_fields(row) - {"role"}:
+            continue
+        kind = entry["kind"]
+        if kind == "categorical" and row.get("role") == "categorical":
+            left_out = set(rare.get(row["column"], []))
+            values = [v for v in entry["values"] if v not in left_out]
+            if values:
+                edits[i] = {"values": VALUE_SEP.join(values)}
+            if left_out:
+                notes[i] = "rare values left out (they come back as (other)): " + ", ".join(sorted(left_out))[:200]
+        elif kind in ("numeric", "datetime") and row.get("role") in ("integer", "real", "date"):
+            edits[i] = {"lower": _bound_text(entry["lower"]), "upper": _bound_text(entry["upper"])}
+    out = fold_edits(table, {"edited_rows": edits})
+    for i, note in notes.items():
+        out.at[out.index[i], "note"] = note
+    return out
+
+
 # ---------------------------------------------------------------------------- declarations
 @dataclass
 class Declarations:
