@@ -13,7 +13,9 @@ from dpcore.errors import DPCoreError
 from ui import access, datasource, sidebar, state, warmup
 from ui.text import show_error
 
-st.set_page_config(page_title="dpcore — private synthetic data", page_icon=":material/shield_lock:", layout="wide")
+# An emoji icon is drawn by the browser itself (Streamlit makes it an inline SVG); a ":material/…" page icon
+# would be fetched from fonts.gstatic.com, a request leaving this machine.
+st.set_page_config(page_title="dpcore — private synthetic data", page_icon="🔒", layout="wide")
 access.guard()  # shared: say so; on the network without a password: refuse (ui/access.py)
 
 state.keep_choices()

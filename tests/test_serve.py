@@ -140,6 +140,10 @@ def _run_script(host: str, port: int, cookie: str | None = None, timeout: float 
                     shown.clear()  # the script asked for a rerun: what counts is the run that follows
                     continue
                 return shown
+            if msg.WhichOneof("type") == "page_config_changed" and msg.page_config_changed.favicon:
+                shown.append(("favicon", msg.page_config_changed.favicon))
+            if msg.WhichOneof("type") == "navigation":
+                shown.append(("navigation", ""))
             if msg.WhichOneof("type") == "delta" and msg.delta.WhichOneof("type") == "new_element":
                 kind = msg.delta.new_element.WhichOneof("type") or ""
                 element = getattr(msg.delta.new_element, kind, None)
@@ -152,6 +156,18 @@ def _assert_page_rendered(shown):
     assert "exception" not in kinds, shown
     assert not any("Something went wrong" in t for _, t in shown), shown
     assert ("heading", "1 · Data") in shown, shown
+    _assert_icon_is_local(shown)
+
+
+def _assert_icon_is_local(shown):
+    """The tab icon never makes the browser fetch from the internet: an emoji (drawn as an inline SVG) or a file
+    of this server, never ":material/…" (fonts.gstatic.com) or an http(s) address.  It is set before the
+    navigation, whose page icons the browser would otherwise use as the tab icon (":material/…" ones)."""
+    kinds = [k for k, _ in shown]
+    assert "favicon" in kinds and kinds.index("favicon") < kinds.index("navigation"), shown
+    for kind, icon in shown:
+        if kind == "favicon":
+            assert icon.startswith(("emoji:", "/media/", "data:")), icon
 
 
 # ------------------------------------------------------------------ unit: the rules
@@ -229,7 +245,13 @@ def test_shared_server_asks_the_network_side_for_the_password(tmp_path):
         headers = {k.lower(): v for k, v in headers.items()}
         assert status == 303 and headers["location"] == "/learn"
         cookie = headers["set-cookie"].split(";")[0]
-        assert cookie.startswith(serve.COOKIE + "=") and "HttpOnly" in headers["set-cookie"]
+        attributes = {a.strip() for a in headers["set-cookie"].split(";")[1:]}
+        assert cookie.startswith(serve.COOKIE + "=") and {"HttpOnly", "SameSite=Strict"} <= attributes
+        assert "Secure" not in attributes  # plain http: a Secure cookie would never be sent back
+        # every login gets its own session: a second one is another cookie, and both let their browser in
+        other = {k.lower(): v for k, v in _http(base + serve.LOGIN_PATH, data=form)[1].items()}["set-cookie"]
+        assert other.split(";")[0] != cookie
+        assert _http(base + "/_stcore/health", headers={"Cookie": other.split(";")[0]})[0] == 200
         # with it: the app, its WebSocket, and a script run that says the app is shared
         status, _, body = _http(base + "/", headers={"Cookie": cookie})
         assert status == 200 and "<html" in body.lower()
@@ -248,6 +270,22 @@ def test_shared_server_asks_the_network_side_for_the_password(tmp_path):
         assert any("Shared on the network" in t for _, t in shown)
         # a forged cookie is not a login
         assert " 403 " in _ws_handshake(ip, port, f"{serve.COOKIE}=" + "0" * 64)
+        # guessing over HTTP Basic is slowed, then refused unchecked (from another address: this one's logins and
+        # sessions are untouched); the defaults let a few through, each answered after the pause
+        guesses, t0 = [], time.monotonic()
+        for i in range(serve.Backoff().free + 2):
+            auth = "Basic " + base64.b64encode(f"x:guess{i:04d}".encode()).decode()
+            guesses.append(_http(f"http://127.0.0.1:{port}/_stcore/health", headers={"Authorization": auth}))
+        elapsed = time.monotonic() - t0
+        statuses = [g[0] for g in guesses]
+        checked = statuses.count(401)
+        assert statuses == [401] * checked + [429] * (len(statuses) - checked) and 0 < checked < len(statuses)
+        assert elapsed >= checked * serve.Backoff().pause * 0.9
+        assert int({k.lower(): v for k, v in guesses[-1][1].items()}["retry-after"]) >= 1
+        right = "Basic " + base64.b64encode(b"x:" + PASSWORD.encode()).decode()
+        assert _http(f"http://127.0.0.1:{port}/_stcore/health", headers={"Authorization": right})[0] == 429
+        assert _http(base + "/_stcore/health", headers={"Authorization": right})[0] == 200
+        assert _http(base + "/_stcore/health", headers={"Cookie": cookie})[0] == 200
 
 
 def test_streamlit_started_on_the_network_without_dpcore_refuses_to_open(tmp_path):

@@ -6,10 +6,12 @@ Streamlit serves ``st.download_button`` data from memory, whole (a 3.4 GB synthe
 ``FileResponse``), and the Results page offers a link to it instead.  Under a bare ``streamlit run app.py`` there
 is no such route and the page keeps the download button.
 
-Only files the Results page offers for that run are served, each behind a token: an HMAC of the run and file
-name under a secret drawn when the server starts, so a link works for this server process only and cannot be
-forged for another file.  In shared mode the password check (``ui/serve.py``) stands in front of this route as
-of every other.
+Only files the Results page offers for that run are served, each behind a token: an HMAC of the run, the file
+name and an expiry time under a secret drawn when the server starts.  A link therefore works for this server
+process only, cannot be forged for another run or file, and is refused LINK_LIFETIME seconds after the page
+made it (a link copied from a screen, a browser history or a proxy log is soon worthless; a download that
+started in time runs to its end).  In shared mode the password check (``ui/serve.py``) stands in front of this
+route as of every other.
 """
 
 from __future__ import annotations
@@ -17,11 +19,16 @@ from __future__ import annotations
 import hashlib
 import hmac
 import os
+import time
 from pathlib import Path
 from urllib.parse import quote
 
 SECRET_ENV = "DPCORE_DOWNLOAD_SECRET"
 PREFIX = "/_dpcore/files"
+#: Seconds a download link stays valid after the Results page made it (the page makes a fresh one on every run).
+LINK_LIFETIME = 600
+#: Digits of the expiry time a token may carry (a Unix time in seconds; refuses absurd values unparsed).
+_EXPIRY_DIGITS = 12
 
 
 def enabled() -> bool:
@@ -29,13 +36,33 @@ def enabled() -> bool:
     return bool(os.environ.get(SECRET_ENV))
 
 
-def token(run_id: str, name: str) -> str:
+def token(run_id: str, name: str, expires: int) -> str:
+    """``<expires>-<HMAC of run, file and expiry>``: valid for that one file of that run until ``expires``."""
     secret = os.environ.get(SECRET_ENV, "")
-    return hmac.new(secret.encode(), f"{run_id}/{name}".encode(), hashlib.sha256).hexdigest()
+    signed = "\0".join((run_id, name, str(expires))).encode()  # NUL-separated: no two triples sign alike
+    return f"{expires}-{hmac.new(secret.encode(), signed, hashlib.sha256).hexdigest()}"
 
 
-def url(run_id: str, name: str) -> str:
-    return f"{PREFIX}/{quote(run_id, safe='')}/{quote(name, safe='')}?t={token(run_id, name)}"
+def url(run_id: str, name: str, now: float | None = None) -> str:
+    """The link to a run's file, valid LINK_LIFETIME seconds from ``now`` (default: the wall clock)."""
+    expires = int(time.time() if now is None else now) + LINK_LIFETIME
+    return f"{PREFIX}/{quote(run_id, safe='')}/{quote(name, safe='')}?t={token(run_id, name, expires)}"
+
+
+def refusal(run_id: str, name: str, given: str, now: float | None = None) -> str | None:
+    """Why the token ``given`` does not open this file now (None: it does)."""
+    invalid = "This link is not valid on this server (it may be from before a restart)."
+    expires_text, _, _ = given.partition("-")
+    if not enabled() or not (expires_text.isascii() and expires_text.isdigit()) or len(expires_text) > _EXPIRY_DIGITS:
+        return invalid
+    if not hmac.compare_digest(given.encode(), token(run_id, name, int(expires_text)).encode()):
+        return invalid
+    if (time.time() if now is None else now) > int(expires_text):
+        return (
+            f"This link has expired (download links last {LINK_LIFETIME // 60} minutes): open the run on the "
+            "Results page again for a fresh one."
+        )
+    return None
 
 
 def _offered(run_id: str, name: str) -> dict | None:
@@ -54,15 +81,15 @@ def _offered(run_id: str, name: str) -> dict | None:
     return None
 
 
-def serve_file(request):
-    """The route's endpoint (a plain function: Starlette runs it in its thread pool)."""
+def serve_file(request, now: float | None = None):
+    """The route's endpoint (a plain function: Starlette runs it in its thread pool); ``now`` for tests."""
     from starlette.responses import FileResponse, PlainTextResponse
 
     run_id = request.path_params["run_id"]
     name = request.path_params["name"]
-    given = request.query_params.get("t", "")
-    if not enabled() or not hmac.compare_digest(given.encode(), token(run_id, name).encode()):
-        return PlainTextResponse("This link is not valid on this server (it may be from before a restart).", 403)
+    refused = refusal(run_id, name, request.query_params.get("t", ""), now)
+    if refused is not None:
+        return PlainTextResponse(refused, 403, headers={"cache-control": "no-store"})
     try:
         entry = _offered(run_id, name)
     except Exception:  # a missing or locked workspace: say so, never a traceback

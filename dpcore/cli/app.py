@@ -10,8 +10,11 @@ privacy decision, not a convenience:
   ``DPCORE_SHARED_PASSWORD`` or ``--password-file FILE`` (never a command-line value: other users of the
   machine can read a process's arguments).  Every HTTP request and every WebSocket handshake then passes
   :class:`SharedAccess` first: without the password a browser gets a page that says the app is shared and asks
-  for it, anything else gets 401 (WebSocket: 403); with it, a signed cookie lets the browser in.  The app is told
-  (``DPCORE_SHARED``) and says on every page that it is shared.
+  for it, anything else gets 401 (WebSocket: 403); with it, a session cookie lets the browser in.  Every password
+  check (the form and HTTP Basic) is rate-limited per address and over all addresses; sessions are random per
+  login and expire; the cookie is ``Secure`` over HTTPS, or with ``--secure-cookie`` when a TLS proxy stands in
+  front (``ui/serve.py`` has the rules).  The app is told (``DPCORE_SHARED``) and says on every page that it is
+  shared.
 
 The app is found beside the package: ``dpcore/_app/app.py`` in an installed wheel (``pyproject.toml`` ships
 ``app.py``, ``pages/``, ``ui/`` and ``.streamlit/`` there), else ``app.py`` of the repository checkout the
@@ -77,6 +80,12 @@ def _arguments(p: argparse.ArgumentParser) -> None:
         default=None,
         help=f"file whose first line is the password of a shared server (else ${PASSWORD_ENV})",
     )
+    p.add_argument(
+        "--secure-cookie",
+        action="store_true",
+        help="shared mode behind an HTTPS proxy: mark the session cookie Secure (browsers then send it over HTTPS "
+        "only; on plain http nobody could log in)",
+    )
     p.add_argument("--app-dir", default=None, help="folder holding app.py, pages/ and ui/ (default: found)")
     p.add_argument(
         "--dry-run", action="store_true", help="print what would be started (binding, password or not) and exit"
@@ -116,11 +125,13 @@ def run(args) -> int:
         os.environ["DPCORE_WORKSPACE"] = str(Path(args.workspace).resolve())
     if args.dry_run:
         where = f"shared on {host}:{port}, password required" if shared else f"this machine only ({host}:{port})"
+        if shared and getattr(args, "secure_cookie", False):
+            where += ", Secure session cookie (HTTPS only)"
         print(f"app: {app_dir / 'app.py'}\nserving: {where}")
         return 0
     if shared:
         assert password is not None
-        return serve_shared(app_dir, host, port, password, options)
+        return serve_shared(app_dir, host, port, password, options, getattr(args, "secure_cookie", False))
     return serve_local(app_dir, host, port, options)
 
 
@@ -221,14 +232,18 @@ def serve_local(app_dir: Path, host: str, port: int, options: dict[str, str]) ->
     return 0  # not reached
 
 
-def serve_shared(app_dir: Path, host: str, port: int, password: str, options: dict[str, str]) -> int:
+def serve_shared(
+    app_dir: Path, host: str, port: int, password: str, options: dict[str, str], secure_cookie: bool = False
+) -> int:
     """Hand over to the app's own server (``ui/serve.py``: ``st.App`` with the access check in front of every
     request).  The engine never imports Streamlit; the password reaches that process through its environment
-    only, and it removes it before any page runs."""
+    only, and it removes it before any page runs.  ``secure_cookie``: browsers reach the app over HTTPS."""
     _app_environment(app_dir)
     os.environ[SHARED_ENV] = f"{host}:{port}"
     os.environ[PASSWORD_ENV] = password
     argv = [sys.executable, "-m", "ui.serve", "--host", host, "--port", str(port)]
+    if secure_cookie:
+        argv.append("--secure-cookie")
     for key, value in options.items():
         argv += [f"--{key}", value]
     sys.stdout.flush()
