@@ -162,6 +162,31 @@ class Synthesizer:
             _warnings.warn(message, DPCoreWarning, stacklevel=2)
         return self
 
+    def plan(self, data):
+        """What the private schema is expected to keep if :meth:`fit` ran on ``data`` now
+        (:class:`dpcore.tabular.SchemaPlan`: ``.lines()``, ``.refuse``, ``.threshold``).  Public: it reads the
+        header and the row count only, and charges nothing."""
+        from .data import read_table
+        from .discovery import DEFAULT_SCHEMA_SHARE
+        from .mechanisms import registry
+        from .release import choose_columns, joint_conversion, resolve_budget
+        from .tabular import schema_plan
+
+        df = data if isinstance(data, pd.DataFrame) else read_table(data)
+        df = choose_columns(df, self.columns)
+        budget, _, _ = resolve_budget(self.epsilon, self.delta, len(df))
+        joint = joint_conversion(registry.get(self.mechanism), budget, self.schema_from_data)
+        return schema_plan(
+            df.columns,
+            len(df),
+            epsilon=budget.epsilon,
+            delta=budget.delta,
+            schema=self.schema,
+            roles=self.roles,
+            schema_share=DEFAULT_SCHEMA_SHARE if self.schema_share is None else self.schema_share,
+            joint=joint,
+        )
+
     def _fitted(self):
         if self.release is None:
             raise DPCoreError("Call fit(data) first.")

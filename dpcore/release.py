@@ -440,8 +440,7 @@ def release_table(
     budget, defaulted, warnings = resolve_budget(epsilon, delta, n)
     mech_cls, vparams = _prepare_mechanism(mechanism, params, n_rows, class_width)
     share = DEFAULT_SCHEMA_SHARE if schema_share is None else float(schema_share)
-    # A ρ-zCDP mechanism and the discovery are converted once: the schema's share is split in ρ, not in ε.
-    joint = bool(mech_cls.zcdp_native) and budget.delta > 0 and not schema_from_data
+    joint = joint_conversion(mech_cls, budget, schema_from_data)
     eps_d, delta_d, _ = (
         (0.0, 0.0, [])
         if schema_from_data
@@ -533,6 +532,12 @@ def release_table(
         class_width,
         numeric,
     )
+
+
+def joint_conversion(mech_cls, budget: Budget, schema_from_data: bool = False) -> bool:
+    """Whether a raw-table release converts its schema discovery and its mechanism once (the schema's share split
+    in ρ, :func:`dpcore.discovery.joint_split`): the mechanism is ρ-zCDP and δ > 0."""
+    return bool(mech_cls.zcdp_native) and budget.delta > 0 and not schema_from_data
 
 
 def choose_columns(df: pd.DataFrame, columns) -> pd.DataFrame:

@@ -118,9 +118,13 @@ def test_the_library_refuses_too_before_any_spend(survey, tmp_path):
     from dpcore.api import Synthesizer
 
     ws = tmp_path / "ws"
+    synth = Synthesizer(epsilon=1, workspace=ws)
+    plan = synth.plan(survey)  # shown before anything is spent
+    assert plan.refuse and plan.threshold > 0.2 * 1000 and any("smallest category" in line for line in plan.lines())
     with pytest.raises(BudgetError, match="does not start"):
-        Synthesizer(epsilon=1, workspace=ws).fit(survey)
+        synth.fit(survey)
     assert Ledger(Workspace(ws)).entries() == []
+    assert not Synthesizer(epsilon=1, workspace=ws, columns=["q1", "target"]).plan(survey).refuse
 
 
 def test_a_7000_row_extract_with_ten_chosen_columns_keeps_numbers_as_numbers(tmp_path):

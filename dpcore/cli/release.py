@@ -270,8 +270,9 @@ def run(args) -> int:
 def _joint(args, budget) -> bool:
     """Whether this run converts the discovery and a ρ-zCDP mechanism once (as release_table decides)."""
     from ..mechanisms import registry
+    from ..release import joint_conversion
 
-    return bool(registry.get(args.mechanism).zcdp_native) and budget.delta > 0 and not args.schema_from_data
+    return joint_conversion(registry.get(args.mechanism), budget, args.schema_from_data)
 
 
 def check_plan(source: dict, args, budget) -> None:
