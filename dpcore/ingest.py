@@ -115,11 +115,19 @@ HIGH_CARDINALITY_RATE = 0.5
 #: A cell longer than this many characters is long text; a column with LONG_TEXT_RATE of them is free text.
 LONG_TEXT_CHARS = 30
 LONG_TEXT_RATE = 0.5
-#: Above this noise (σ as a fraction of n) the counts cannot tell roles apart: every undecided column is kept as
-#: categories (a public default -- partition selection then keeps only values that clear its threshold).
+#: Above this noise (σ as a fraction of n) the counts cannot make the rule's finer decisions (constant, identifier,
+#: free text): a column is then numeric (or a date) when its noisy count of numbers (dates) reaches MIXED_RATE of
+#: its noisy present cells -- numbers stay numbers -- and categories otherwise (partition selection then keeps
+#: only values that clear its threshold, so identifiers and free text leave with nothing released).
 UNDECIDABLE_NOISE = 0.1
+#: Up to this noise (σ / n) the share of numbers still decides the type under heavy noise (a text column is then
+#: read as numbers with probability about 1%, and left out when no bounds can be located); above it, categories.
+TYPED_NOISE_LIMIT = 0.2
 UNDECIDABLE_REASON = (
     "kept as categories: the noise (σ ≈ {sigma:,.0f} rows) is too large to decide its role; confirm the role"
+)
+UNDECIDABLE_TYPED_REASON = (
+    "decided under heavy noise (σ ≈ {sigma:,.0f} rows) from its share of {what}; confirm the role"
 )
 #: How many noise standard deviations a decision that needs a small absolute count (constant, few values)
 #: must clear: with heavy noise the rule keeps the column rather than guessing.
@@ -455,6 +463,16 @@ def decide_role(st: ColumnStats) -> Role:
     n; :func:`dpcore.tabular.prepare_table` warns when it is not."""
     name, n = st.name, max(1, st.n)
     if st.sigma > UNDECIDABLE_NOISE * n:
+        present = max(st.present, 1.0)
+        if st.sigma > TYPED_NOISE_LIMIT * n:
+            return Role(name, "categorical", reason=UNDECIDABLE_REASON.format(sigma=st.sigma))
+        if st.numeric >= MIXED_RATE * present:
+            integer = st.non_integer < NON_INTEGER_RATE * max(st.numeric, 1.0)
+            return Role(name, "numeric", integer=integer,
+                        reason=UNDECIDABLE_TYPED_REASON.format(sigma=st.sigma, what="numbers"))  # fmt: skip
+        if st.date_format and st.date >= MIXED_RATE * present:
+            return Role(name, "datetime", format=st.date_format,
+                        reason=UNDECIDABLE_TYPED_REASON.format(sigma=st.sigma, what="dates"))  # fmt: skip
         return Role(name, "categorical", reason=UNDECIDABLE_REASON.format(sigma=st.sigma))
     margin = CONFIDENCE_SIGMAS * st.sigma
     present = st.present

@@ -547,6 +547,12 @@ def prepare_table(
     if plan is not None and not schema_from_data:
         all_roles = _fallback_unlocatable_bounds(all_roles, tasks, plan, len(df), report)
         kept = [r for r in all_roles if r.kept]
+        if not kept:
+            raise DataError(
+                "No column could be kept at this budget: "
+                + "; ".join(f"{r.name}: {r.reason}" for r in all_roles[:6])
+                + ". Declare the roles and bounds of the columns to keep, or raise ε."
+            )
         tasks = [_task(r, specs.get(r.name)) for r in kept]
     found: dict[str, dict] = {}
     if schema_from_data:

@@ -2,6 +2,7 @@
 
 import math
 import time
+from dataclasses import replace
 
 import numpy as np
 import pandas as pd
@@ -193,12 +194,19 @@ def test_heavy_noise_keeps_columns_rather_than_guessing_small_counts():
     assert decide_role(st).reason.startswith("empty")  # 300 present cells are within 2σ of none
 
 
-def test_noise_too_large_to_decide_keeps_columns_as_categories():
+def test_noise_too_large_to_decide_keeps_numbers_as_numbers_and_the_rest_as_categories():
+    """σ > 10% of n: the finer decisions are out of reach; the noisy share of numbers (dates) still decides the
+    type (numbers never come back as '(other)'), everything else stays categories."""
     st = ColumnStats(
-        "c", 100, present=-40, numeric=90, non_integer=3, date=0, distinct=70, mode=5, long_text=0, sigma=30.0
+        "c", 100, present=-40, numeric=90, non_integer=3, date=0, distinct=70, mode=5, long_text=0, sigma=15.0
     )
     role = decide_role(st)
-    assert role.role == "categorical" and "too large" in role.reason
+    assert role.role == "numeric" and role.integer and "heavy noise" in role.reason
+    assert decide_role(replace(st, sigma=30.0)).role == "categorical"  # beyond 20% of n: noise alone
+    text = replace(st, numeric=-20, present=95)
+    assert decide_role(text).role == "categorical" and "too large" in decide_role(text).reason
+    dates = replace(st, numeric=3, present=95, date=80, date_format="%Y-%m-%d")
+    assert decide_role(dates).role == "datetime" and decide_role(dates).format == "%Y-%m-%d"
 
 
 def test_csv_fixture_reads_with_renamed_headers_and_roles():
