@@ -10,13 +10,7 @@ CLICKS = "teach:clicks"
 LAST = "teach:last_run"
 
 st.title("How it works")
-st.caption(
-    "Oracle-efficient mechanisms play a game between a *data player*, who proposes records using the SCIP "
-    "optimisation oracle, and a *query player*, who keeps weights on the queries the data answers worst and is the "
-    "only one who touches the private data, through noisy choices. Each round costs a little privacy; the "
-    "accountant adds it up.",
-    help=glossary("oracle", "query", "round", "epsilon"),
-)
+st.markdown(teaching.INTRODUCTION, help=glossary("oracle", "query", "round", "epsilon"))
 
 offered, left_out = teaching.demos()
 st.subheader("Live demo")
@@ -36,6 +30,8 @@ else:
         format_func=lambda n: by_name[n].mechanism.title,
     )
     demo = by_name[state.get(state.TEACH_MECH)]
+    said, row_is = teaching.spoken(demo.mechanism)
+    st.markdown(f"**What it does.** {md_escape(said, 1200)}")
     st.caption(
         f"Setting: the bundled Adult census sample (public), {teaching.N_MARGINALS} random "
         f"{teaching.K}-way marginals, ε = {teaching.EPSILON:g}, δ = 1/n². Settings: "
@@ -69,10 +65,7 @@ else:
             f"{md_escape(privacy.get('guarantee', '—'), 40)})"
         )
         trace = teaching.trace_frame(evaluation)
-        st.markdown(
-            "*The game, round by round* — each row is one round: the query the query player picked and how far the "
-            "synthetic data still is from the real data (internal figures: measured on the sample's rows)."
-        )
+        st.markdown(f"*Round by round* — {md_escape(row_is, 300)} (internal figures: measured on the sample's rows).")
         if trace.empty:
             st.caption("This mechanism has no rounds.")
         else:

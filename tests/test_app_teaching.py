@@ -84,3 +84,16 @@ def test_the_page_runs_a_demo_shows_the_game_and_labels_it(tmp_path, monkeypatch
         at.switch_page("pages/data.py").run()
         at.switch_page("pages/how_it_works.py").run()
         assert at.radio(key=state.TEACH_MECH).value == "fem"
+
+
+def test_each_demo_is_explained_in_its_own_spoken_words():
+    """Issue 24: the page explains in words a teacher can say aloud, and the projection (no game) is not described
+    with another mechanism's players."""
+    from dpcore.mechanisms import registry
+    from ui import teaching
+
+    said, row = teaching.spoken(registry.get("projection"))
+    assert "player" not in said.lower() and "player" not in row.lower() and "once" in said
+    for name in ("dualquery", "fem"):
+        assert "player" in teaching.spoken(registry.get(name))[0]
+    assert "[" not in teaching.INTRODUCTION  # plain words; paper references stay as links in the summaries

@@ -38,6 +38,67 @@ PLANNED_CALL_KEYS = ("oracle_calls", "oracle_calls_estimate", "oracle_calls_at_m
 PREFERRED = ("dualquery", "fem")
 
 
+#: What the page says of the mechanisms in general: words a teacher can say aloud.
+INTRODUCTION = (
+    "Every mechanism here makes fake records from a table of real people. It is given a privacy budget ε and a "
+    "set of questions — counts over two or three columns, such as how many women under thirty have a degree — "
+    "and it tries to make the fake records answer those questions the way the real ones do, while adding just "
+    "enough randomness that nobody can tell from the output whether any one person was in the table. The "
+    "solver (SCIP) does the hard search: finding the record that helps most."
+)
+#: Per mechanism: what it does, in plain spoken words, and what one row of its round-by-round table is.
+SPOKEN = {
+    "projection": (
+        "It looks at the real data once: it counts every chosen question with a little random noise added. "
+        "After that it never touches the real data again. It starts from a few records and, step by step, asks "
+        "the solver for the one record that most reduces the gap between the fake counts and the noisy counts, "
+        "and mixes it in. There is no game here, just a search that gets closer each step.",
+        "each row is one step of the search: how far the fake records' counts still are from the noisy counts",
+    ),
+    "projection_adaptive": (
+        "Instead of counting every question at once, it picks, a few at a time, the questions the fake data gets "
+        "most wrong — a noisy choice — counts only those with noise, and moves the fake records to match. Each "
+        "pick and each count spends a little of the budget.",
+        "each row is one round: the questions picked and how far the fake data still is",
+    ),
+    "dualquery": (
+        "Think of a game between two players. The question player looks at the real data, through noise, and "
+        "puts weight on the questions the fake data answers worst. The data player answers with one fake record "
+        "that does best on those questions, found by the solver. Round after round, the fake records pile up; "
+        "together they are the release.",
+        "each row is one round: the questions the question player weighted and how far the fake data still is",
+    ),
+    "dqrs": (
+        "The same game as DualQuery, played more thriftily: the question player reuses the questions it already "
+        "drew when they are still good ones, so each round costs less of the budget.",
+        "each row is one round: the questions in play and how far the fake data still is",
+    ),
+    "fem": (
+        "A game between two players. Each round the question player picks, with a noisy choice, the question the "
+        "fake data answers worst. The data player then asks the solver for a record that follows all the "
+        "questions picked so far, with random penalties added so that no single person tips the answer.",
+        "each row is one round: the question picked and how far the fake data still is",
+    ),
+    "sepfem": (
+        "Like FEM, but the data player's randomness is a set of made-up extra rows rather than penalties; the "
+        "question player still picks the worst-answered question each round with a noisy choice.",
+        "each row is one round: the question picked and how far the fake data still is",
+    ),
+    "mwem": (
+        "It keeps a weight on every possible record. Each round it picks, with a noisy choice, the question the "
+        "weights answer worst, counts it on the real data with noise, and shifts weight towards records that fit "
+        "that count.",
+        "each row is one round: the question picked and how far the weighted records still are",
+    ),
+}
+
+
+def spoken(mechanism) -> tuple[str, str]:
+    """(what the mechanism does, what a row of its trace is), in words a teacher can say aloud."""
+    default = (mechanism.summary or mechanism.title, "each row is one round of the mechanism")
+    return SPOKEN.get(mechanism.name, default)
+
+
 @dataclass
 class Demo:
     mechanism: type
