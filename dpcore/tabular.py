@@ -366,6 +366,12 @@ class PreparedTable:
 
 # ---------------------------------------------------------------------------- building attributes
 def _integer_edges(lo: float, hi: float, bins: int) -> tuple[float, ...]:
+    """Bin edges of a whole-number column over [lo, hi].  When the range holds at most ``bins`` whole numbers, one
+    bin per number, with edges halfway between them (the last bin is closed: whole edges would put hi - 1 and hi
+    in it together -- a 0/1 flag in one bin, classes 2 and 3 of 1-3 merged).  Otherwise whole edges."""
+    first, last = math.ceil(lo), math.floor(hi)
+    if last >= first and last - first + 1 <= bins:
+        return tuple(float(e) for e in np.arange(first, last + 2) - 0.5)
     return tuple(float(e) for e in np.unique(np.round(np.linspace(lo, hi, bins + 1))))
 
 
