@@ -238,6 +238,7 @@ def card_summary(card: dict) -> str:
             else "Privacy depends on the solver finding exact optima."
         ),
         f"Data: n = {card['data']['n']:,}; schema: {schema_provenance(card['data'])}.",
+        f"Columns: {kept_summary(card, None)['text']}.",
         f"Workload: {len(card['workload']['marginals'])} marginals, {card['workload']['n_queries']:,} queries.",
         f"Output: {card['output']['kind']}" + (f", {card['output']['rows']:,} rows" if card["output"]["rows"] else ""),
     ]
@@ -264,6 +265,169 @@ def schema_provenance(data: dict) -> str:
     if data.get("excluded"):
         text += f"; {len(data['excluded'])} column(s) excluded"
     return text
+
+
+# ---------------------------------------------------------------------------------------------- what was kept
+#: The released type of a kept column, as a person names it.
+KEPT_TYPES = ("categorical", "integer", "real", "date")
+
+
+def kept_text(kept: int, total: int) -> str:
+    """'kept 1 of 21 columns; 20 left out', or 'kept all 5 columns'."""
+    if kept == total and total:
+        return f"kept all {total} column{'' if total == 1 else 's'}"
+    return f"kept {kept} of {total} column{'' if total == 1 else 's'}; {total - kept} left out"
+
+
+def _released_type(entry: dict) -> str:
+    kind = entry.get("kind", "categorical")
+    if kind == "numeric":
+        return "integer" if entry.get("integer") else "real"
+    return "date" if kind == "datetime" else "categorical"
+
+
+def released_as(entry: dict) -> str:
+    """How finely a kept column is released: its values, or its bins and range (all public, from the card)."""
+    kind = entry.get("kind", "categorical")
+    extras = (["(other)"] if entry.get("other") else []) + (["empty"] if entry.get("missing") else [])
+    plus = f" + {' + '.join(extras)}" if extras else ""
+    if kind == "categorical":
+        n = len(entry.get("values") or ())
+        return f"{n} value{'' if n == 1 else 's'}{plus}"
+    edges = entry.get("edges") or ()
+    bins = entry.get("bins") or max(0, len(edges) - 1)
+    lower, upper = entry.get("lower"), entry.get("upper")
+    if kind == "numeric" and lower is not None and upper is not None:
+        return f"{bins} bin{'' if bins == 1 else 's'} over [{float(lower):g}, {float(upper):g}]{plus}"
+    if lower is not None and upper is not None:
+        return f"{bins} bin{'' if bins == 1 else 's'} from {lower} to {upper}{plus}"
+    return f"{bins} bin{'' if bins == 1 else 's'}{plus}"
+
+
+def _frame_shares(column) -> tuple[float, float]:
+    """Shares of ``(other)`` and of empty cells in a column of released rows (a DataFrame column, as decoded or
+    as read back from the CSV: an empty cell is NaN, None or blank text)."""
+    import pandas as pd
+
+    from .domain import OTHER_LABEL
+
+    values = column.to_numpy(dtype=object)
+    n = len(values)
+    absent = pd.isna(values)
+    text = pd.Series(values[~absent], dtype=object).astype(str).str.strip()
+    empty = int(absent.sum()) + int((text == "").sum())
+    other = int((text == OTHER_LABEL).sum())
+    return other / n, empty / n
+
+
+def _code_shares(entry: dict, codes: np.ndarray) -> tuple[float, float] | None:
+    """The same shares from the released integer codes of one column (exact for a release of any size)."""
+    from .domain import Attribute
+    from .errors import DomainError
+
+    try:
+        attr = Attribute.from_dict(dict(entry))
+    except (DomainError, TypeError, ValueError):
+        return None
+    counts = np.bincount(np.asarray(codes, dtype=np.int64), minlength=attr.size)
+    n = max(1, int(codes.shape[0]))
+    other = int(counts[attr.other_code]) if attr.other_code is not None else 0
+    empty = int(counts[attr.n_regular]) if attr.missing and attr.n_regular < counts.size else 0
+    return other / n, empty / n
+
+
+def kept_summary(card: dict, synthetic=None, source_columns: list[str] | None = None) -> dict:
+    """What a release kept of its table, from public inputs only: the release card and the released rows.
+
+    ``synthetic`` is the released rows as a table (decoded, or read back from the synthetic CSV: empty cells
+    blank or NaN), or their integer codes (n × kept columns, in the card's schema order), or None (answers-only
+    releases, or when only the counts are wanted).  ``source_columns`` names the columns of the source table;
+    without it the table had the kept plus the left-out columns of the card, and a source column the card names
+    neither way is left out "not chosen for this release".
+
+    Returns ``kept`` and ``total`` (columns), ``left_out`` (= total − kept), ``rows`` (released rows, or None),
+    ``columns`` (per kept column: ``name``, ``type`` (categorical / integer / real / date), ``detail`` (its values
+    or bins), ``other_share`` (share of ``(other)`` cells; None for a numeric or date column, which is clipped to
+    its bounds instead), ``empty_share``, ``renamed_from``), ``excluded`` (``name``, ``reason``) and ``text``
+    (one line: "kept 1 of 21 columns; 20 left out").  Shares are None without rows."""
+    data = card.get("data") or {}
+    schema = [dict(a) for a in data.get("schema") or []]
+    excluded = [
+        {"name": str(e.get("name")), "reason": str(e.get("reason") or "excluded")} for e in data.get("excluded") or []
+    ]
+    original = {str(r.get("name")): str(r.get("original")) for r in data.get("renamed") or [] if r.get("name")}
+    kept_names = [str(a.get("name")) for a in schema]
+    if source_columns is not None:
+        named = set(kept_names) | {e["name"] for e in excluded}
+        named |= {original[c] for c in named if c in original}
+        excluded += [
+            {"name": str(c), "reason": "not chosen for this release"} for c in source_columns if c not in named
+        ]
+
+    codes = None
+    frame = None
+    rows = None
+    if isinstance(synthetic, np.ndarray):
+        if synthetic.ndim == 2 and synthetic.shape[1] == len(schema):
+            codes, rows = synthetic, int(synthetic.shape[0])
+    elif synthetic is not None:
+        frame, rows = synthetic, int(len(synthetic))
+
+    columns = []
+    for j, entry in enumerate(schema):
+        name = kept_names[j]
+        shares: tuple[float, float] | None = None
+        if rows:
+            if codes is not None:
+                shares = _code_shares(entry, codes[:, j])
+            elif frame is not None and name in frame.columns:
+                shares = _frame_shares(frame[name])
+        categorical = entry.get("kind", "categorical") == "categorical"
+        columns.append(
+            {
+                "name": name,
+                "type": _released_type(entry),
+                "detail": released_as(entry),
+                "other_share": (shares[0] if categorical else None) if shares is not None else None,
+                "empty_share": shares[1] if shares is not None else None,
+                "renamed_from": original.get(name),
+            }
+        )
+    kept, total = len(columns), len(columns) + len(excluded)
+    return {
+        "kept": kept,
+        "total": total,
+        "left_out": total - kept,
+        "rows": rows,
+        "columns": columns,
+        "excluded": excluded,
+        "text": kept_text(kept, total),
+    }
+
+
+def _pct(share: float | None) -> str:
+    return "—" if share is None else f"{100 * share:.1f}%"
+
+
+def kept_lines(card: dict, synthetic=None) -> list[str]:
+    """:func:`kept_summary` as lines of plain text (the command line's release summary)."""
+    k = kept_summary(card, synthetic)
+    head = f"Columns: {k['text']}"
+    if k["left_out"]:
+        head += "; the error figures are measured on the kept columns only"
+    lines = [head + "."]
+    for c in k["columns"]:
+        shares = []
+        if c["other_share"] is not None:
+            shares.append(f"{_pct(c['other_share'])} (other)")
+        if c["empty_share"] is not None:
+            shares.append(f"{_pct(c['empty_share'])} empty")
+        was = f", was {c['renamed_from']!r}" if c["renamed_from"] else ""
+        lines.append(
+            f"  kept {c['name']!r} ({c['type']}, {c['detail']}{was})" + (f": {', '.join(shares)}" if shares else "")
+        )
+    lines += [f"  left out {e['name']!r}: {e['reason']}" for e in k["excluded"]]
+    return lines
 
 
 def _short(v) -> str:

@@ -297,6 +297,18 @@ class Progress:
                 raise Cancelled("The run was cancelled; nothing was released. Its privacy charge stays in the ledger.")
 
 
+def default_label(
+    mechanism: str, epsilon: float, table: str, created: float, kept: int | None = None, total: int | None = None
+) -> str:
+    """The label of a run its user did not name: mechanism, ε, table, the columns its release kept (once known)
+    and when it started -- so two runs of one mechanism at one ε can be told apart."""
+    parts = [f"{mechanism} ε={epsilon:g}", table]
+    if kept is not None and total is not None:
+        parts.append(f"{kept} of {total} columns")
+    parts.append(time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(created)))
+    return " · ".join(parts)
+
+
 def execute_release(
     workspace: Workspace,
     dataset,
@@ -334,6 +346,8 @@ def execute_release(
     ``dataset``) reuses a schema discovered in an earlier charged run: on the card, not charged again (see
     :func:`dpcore.release.run_release`).
 
+    An empty ``label`` gets :func:`default_label` (the kept columns are added when the run is done).
+
     Returns ``(release, internal, run_id)``.  Raises what the release raises (the run row says how it ended),
     :class:`DuplicateRequest` for a repeated ``request_key``."""
     from .data import table_digest
@@ -351,6 +365,10 @@ def execute_release(
     else:
         key, name, n = dataset.ledger_key, dataset.name, dataset.n
     workspace.register_dataset(key, name, n)
+    auto_label = not (label or "").strip()
+    started = time.time()
+    if auto_label:
+        label = default_label(mech_cls.name, float(epsilon), str(name), started)
     store.create(
         run_id=run_id,
         kind=kind,
@@ -411,8 +429,17 @@ def execute_release(
         raise
     files = release_files(release, internal)
     artifacts = store.write_artifacts(run_id, files)
+    done: dict[str, Any] = {}
+    if auto_label:
+        from .report import kept_summary
+
+        counts = kept_summary(release.card)
+        done["label"] = default_label(
+            mech_cls.name, float(epsilon), str(name), started, counts["kept"], counts["total"]
+        )
     store.update(
         run_id,
+        **done,
         status="done",
         finished=time.time(),
         seconds=release.seconds,

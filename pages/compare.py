@@ -6,6 +6,9 @@ from dpcore.report import INTERNAL_LABEL
 from ui import charts, results, state
 from ui.text import md_escape
 
+#: The schema whose runs the charts show, when the dataset's runs released several.
+COMPARE_SCHEMA = state.KEEP + "compare_schema"
+
 st.title("5 · Compare")
 st.checkbox(
     "Show demo (fixed-seed) runs",
@@ -40,19 +43,54 @@ st.selectbox(
 chosen_ds = state.get(state.COMPARE_DATASET)
 group = [r for r in runs if (r.get("dataset") or "?") == chosen_ds]
 table = results.compare_table(group)
-st.dataframe(
-    table.drop(columns=["id", "run", "demo"]),
-    hide_index=True,
-    column_config={
-        "label": st.column_config.TextColumn("run"),
-        "max_error": st.column_config.NumberColumn(
-            "max error", format="%.4f", help="Largest absolute error over the run's queries."
-        ),
-        "mean_error": st.column_config.NumberColumn("mean error", format="%.5f"),
-        "seconds": st.column_config.NumberColumn(format="%.1f"),
-        "delta": st.column_config.NumberColumn(format="%.2e"),
-    },
-)
+COLUMNS = {
+    "label": st.column_config.TextColumn("run"),
+    "kept columns": st.column_config.TextColumn(
+        help="Columns the release kept, of the table's: errors are measured on the kept columns only."
+    ),
+    "max_error": st.column_config.NumberColumn(
+        "max error", format="%.4f", help="Largest absolute error over the run's queries (on its kept columns)."
+    ),
+    "mean_error": st.column_config.NumberColumn("mean error", format="%.5f"),
+    "seconds": st.column_config.NumberColumn(format="%.1f"),
+    "delta": st.column_config.TextColumn(
+        "δ", help="The δ the run was given (its card's); (1/n²) marks the default, one over the squared row count."
+    ),
+    "epsilon": st.column_config.NumberColumn("ε"),
+}
+schemas = list(dict.fromkeys(table["schema"]))
+if len(schemas) > 1:
+    st.warning(
+        "**Different schemas: errors not comparable.** These runs released different columns (or different value "
+        "sets or bins), so their errors are measured on different queries: a run that kept fewer columns looks "
+        "better without being better. Each schema has its own table, and the charts below show one schema at a "
+        "time.",
+        icon=":material/compare_arrows:",
+    )
+for name in schemas:
+    part = table[table["schema"] == name]
+    if len(schemas) > 1:
+        st.markdown(
+            f"**{md_escape(name, 40)}** — kept {md_escape(part['kept columns'].iloc[0], 40)} columns · "
+            f"{len(part)} run{'' if len(part) == 1 else 's'}"
+        )
+        st.caption(md_escape(part["schema columns"].iloc[0], 600))
+    st.dataframe(
+        part.drop(columns=["id", "run", "demo", "schema", "schema columns"]), hide_index=True, column_config=COLUMNS
+    )
+
+if len(schemas) > 1:
+    if state.get(COMPARE_SCHEMA) not in schemas:
+        st.session_state[COMPARE_SCHEMA] = schemas[0]
+    st.radio(
+        "Schema to chart",
+        schemas,
+        key=COMPARE_SCHEMA,
+        horizontal=True,
+        format_func=lambda s: f"{s} (kept {table[table['schema'] == s]['kept columns'].iloc[0]} columns)",
+        help="Runs with different schemas answered different queries: they are never charted together.",
+    )
+    table = table[table["schema"] == state.get(COMPARE_SCHEMA)].reset_index(drop=True)
 st.markdown("Runs: " + " · ".join(md_escape(label, 80) for label in table["label"]))
 if table["queries"].nunique() > 1:
     st.caption(

@@ -274,7 +274,7 @@ run_clicked = st.button(
 if run_clicked:
     state.clicked_run()  # first: a second click on this same button (a double click) finds a new key
     seed = int(state.get(state.DEMO_SEED)) if state.get(state.FIX_SEED) else None
-    label = (state.get(state.RUN_LABEL) or "").strip() or f"{mech.name} ε={epsilon:g}"
+    label = (state.get(state.RUN_LABEL) or "").strip()  # unnamed: the run gets mechanism, ε, table, columns, time
     run_id = jobs.start_release(
         dataset=dataset,
         workload=workload,

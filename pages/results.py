@@ -29,9 +29,14 @@ with st.container(height=min(420, 60 + 34 * (len(runs[:SHOWN]) + len(by_dataset)
         st.markdown(f"**{md_escape(name, 80)}**")
         st.markdown(
             "\n".join(
-                f"- {md_escape(r.get('label') or r['mechanism'], 120)} — {md_escape(r['mechanism'], 40)}"
-                + ("" if r.get("epsilon") is None else f", ε = {r['epsilon']:g}")
-                + f" · {results.when(r.get('created'))}"
+                f"- {md_escape(r.get('label') or r['mechanism'], 120)}"
+                + (
+                    ""  # a default label already says what and when
+                    if results.default_labelled(r)
+                    else f" — {md_escape(r['mechanism'], 40)}"
+                    + ("" if r.get("epsilon") is None else f", ε = {r['epsilon']:g}")
+                    + f" · {results.when(r.get('created'))}"
+                )
                 + (" · **DEMO**" if r.get("demo") else "")
                 + ("" if r["status"] == "done" else f" · *{r['status']}*")
                 for r in group
@@ -84,6 +89,55 @@ if run["status"] != "done":
 
 card = run["card"] or {}
 ev = run["evaluation"] or {}
+kept = results.kept(run)
+
+# ---------------------------------------------------------------- what the release kept (public), before any error
+st.subheader("What this release kept")
+if not kept["total"]:
+    st.caption("This run's card does not list its columns (it was recorded by an older version).")
+elif kept["left_out"]:
+    st.warning(
+        f"**Kept {kept['kept']} of {kept['total']} columns.** {kept['left_out']} column(s) of the table are not in "
+        "this release (listed below with the reason). The synthetic table holds the kept columns only, and every "
+        "error figure on this page is measured on them alone.",
+        icon=":material/table_rows:",
+    )
+else:
+    st.success(f"**Kept all {kept['total']} columns** of the table.", icon=":material/table_rows:")
+if kept["columns"]:
+    st.dataframe(
+        results.kept_table(kept),
+        hide_index=True,
+        column_config={
+            "% (other)": st.column_config.TextColumn(
+                help="Share of released cells that are '(other)': a value the released schema does not list.",
+            ),
+            "% empty": st.column_config.TextColumn(help="Share of released cells that are empty."),
+        },
+    )
+mostly = results.mostly_other(kept)
+if mostly:
+    st.warning(
+        "Kept in name only: at least half the released cells of "
+        + ", ".join(f"**{md_escape(c, 80)}**" for c in mostly[:8])
+        + (" …" if len(mostly) > 8 else "")
+        + " are '(other)'. Declare their values (free) or raise ε to release more of them.",
+        icon=":material/warning:",
+    )
+released_rows = card.get("output", {}).get("rows")
+if kept["rows"] and released_rows and kept["rows"] < released_rows:
+    st.caption(f"Shares measured on a uniform sample of {kept['rows']:,} of the {released_rows:,} released rows.")
+if kept["rows"] is None and released_rows:
+    st.caption("The released rows are not in the workspace: no shares of '(other)' or empty cells.")
+elif kept["rows"] is None and kept["columns"]:
+    st.caption("This release has no rows (it releases answers): no shares of '(other)' or empty cells.")
+if kept["excluded"]:
+    st.markdown(f"**Left out ({kept['left_out']})**")
+    many = len(kept["excluded"]) > 10
+    with st.container(height=320 if many else "content", border=many):  # a long list scrolls, never collapses
+        st.markdown(
+            "\n".join(f"- **{md_escape(e['name'], 80)}**: {md_escape(e['reason'], 400)}" for e in kept["excluded"])
+        )
 
 # ---------------------------------------------------------------- the card (public)
 st.subheader("What this release promises")
@@ -197,6 +251,12 @@ with h4:
         with st.spinner("Computing the direct-Gaussian yardstick (internal what-if)…"):
             st.session_state[ys_key] = results.yardstick(run)
         st.rerun()
+if kept["left_out"]:
+    st.caption(
+        f"Errors are measured only on the {kept['kept']} kept column(s) of {kept['total']}: the left-out columns "
+        "are not in the release and not in these figures. A release that keeps fewer or coarser columns answers "
+        "fewer, easier queries, so its error looks smaller: compare it with care."
+    )
 st.dataframe(
     results.headline(ev, ys),
     hide_index=True,

@@ -529,7 +529,7 @@ def test_an_upload_goes_from_roles_to_a_private_schema_to_a_release(server, page
         pick(page, "Mechanism", "Direct Gaussian answers")
         set_number(page, "ε (epsilon)", 1)  # earlier tests of this module may have left another ε
         page.get_by_role("button", name="Run", exact=True).click()
-        page.get_by_text(re.compile(r"Run “gaussian ε=1” finished in")).first.wait_for()  # not the discovery's toast
+        page.get_by_text(re.compile(r"Run “gaussian ε=1 · [^”]*” finished in")).first.wait_for()  # not the discovery's
         TIMINGS["upload_roles_discover_release_s"] = round(time.monotonic() - t0, 2)
         shot(page, "17_release_of_an_upload")
         runs = [dict(r) for r in ws.query("SELECT id, kind, status, card FROM runs WHERE dataset = ?", (digest,))]

@@ -79,3 +79,29 @@ def test_wide_report_falls_back_to_worst_pairs():
     _spec(fidelity.pair_error_heatmap(report))
     _spec(fidelity.association_matrices(report))
     assert fidelity.ml_efficacy_bars(report) is None
+
+
+def test_charts_are_sized_per_bar_and_per_cell_so_they_stay_readable_at_any_width(report_and_tables):
+    """Issue 24: a faceted chart with offset bars drew hairlines, and a fixed-width heatmap with a long title collapsed
+    to one column under ``width="content"``: every panel is now sized by steps (pixels per bar or cell)."""
+    report, real, syn = report_and_tables
+    spec = _spec(fidelity.column_distributions(report, real, syn))
+    assert "facet" not in spec and len(spec["concat"]) == 4 and spec["columns"] == fidelity.PANEL_COLUMNS
+    for panel in spec["concat"]:
+        assert panel["height"] == {"step": fidelity.CELL_STEP} and panel["width"] == fidelity.PANEL_WIDTH
+        assert panel["encoding"]["y"]["type"] == "nominal" and panel["encoding"]["yOffset"]["field"] == "table"
+    assert {p["title"]["text"].split(" (TVD")[0] for p in spec["concat"]} == set(real.columns)
+
+    heat = _spec(fidelity.pair_error_heatmap(report))
+    assert heat["width"] == heat["height"] == {"step": 32}  # 4 columns: the largest cell
+    assert heat["encoding"]["x"]["sort"] == heat["encoding"]["y"]["sort"] == list(real.columns)
+    assert heat["encoding"]["x"]["axis"]["labelOverlap"] is False
+
+    ml = _spec(fidelity.ml_efficacy_bars(report))
+    assert [p["title"] for p in ml["hconcat"]] == ["accuracy", "auc"]
+    assert all(p["width"] == {"step": 56} for p in ml["hconcat"])
+
+
+@pytest.mark.parametrize("n, step", [(1, 32), (14, 32), (40, 12), (400, 12)])
+def test_a_matrix_cell_is_12_to_32_pixels(n, step):
+    assert fidelity._cell_step(n) == step

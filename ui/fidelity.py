@@ -42,28 +42,48 @@ def distribution_table(real: pd.DataFrame, synthetic: pd.DataFrame, columns: lis
     return pd.DataFrame(frames, columns=["column", "cell", "order", "table", "share"])
 
 
+#: Pixels per category (both tables' bars) in a distribution panel, and the width of its bars' axis.
+CELL_STEP = 9
+PANEL_WIDTH = 200
+#: Panels per row: two fit a normal window beside their labels.
+PANEL_COLUMNS = 2
+TABLES = ["real", "synthetic"]
+COLOURS = alt.Scale(domain=TABLES, range=["#4c78a8", "#f58518"])
+
+
 def column_distributions(
     report: dict, real: pd.DataFrame, synthetic: pd.DataFrame, schema=None, max_columns: int = 12
-) -> alt.Chart:
-    """Per-column distributions, real beside synthetic, the worst columns (largest 1-way TVD) first."""
+) -> alt.ConcatChart:
+    """Per-column distributions, real beside synthetic, the worst columns (largest 1-way TVD) first.
+
+    One panel per column with horizontal bars: category labels stay readable, and each panel's height follows
+    its number of categories (a faceted chart with offset bars drew them as hairlines at normal widths)."""
     worst = [c["column"] for c in report["one_way_tvd"]["columns"]][:max_columns]
     df = distribution_table(real, synthetic, worst, schema)
     tvd = {c["column"]: c["tvd"] for c in report["one_way_tvd"]["columns"]}
-    df["title"] = [f"{c} (TVD {tvd[c]:.3f})" for c in df["column"]]
-    return (
-        alt.Chart(df)
-        .mark_bar()
-        .encode(
-            x=alt.X("cell:N", sort=alt.SortField("order"), title=None, axis=alt.Axis(labelLimit=90)),
-            xOffset=alt.XOffset("table:N"),
-            y=alt.Y("share:Q", title="share of rows", axis=alt.Axis(format="%")),
-            color=alt.Color("table:N", title="table", scale=alt.Scale(range=["#4c78a8", "#f58518"])),
-            tooltip=["column:N", "cell:N", "table:N", alt.Tooltip("share:Q", format=".2%")],
+    panels = []
+    for col in worst:
+        part = df[df["column"] == col]
+        if part.empty:
+            continue
+        panels.append(
+            alt.Chart(part)
+            .mark_bar()
+            .encode(
+                y=alt.Y("cell:N", sort=alt.SortField("order"), title=None, axis=alt.Axis(labelLimit=140)),
+                yOffset=alt.YOffset("table:N", sort=TABLES),
+                x=alt.X("share:Q", title="share of rows", axis=alt.Axis(format="%", tickCount=4)),
+                color=alt.Color("table:N", title="table", scale=COLOURS),
+                tooltip=["column:N", "cell:N", "table:N", alt.Tooltip("share:Q", format=".2%")],
+            )
+            .properties(
+                width=PANEL_WIDTH,
+                height=alt.Step(CELL_STEP),
+                title=alt.Title(f"{col} (TVD {tvd[col]:.3f})", fontSize=12, anchor="start"),
+            )
         )
-        .properties(width=220, height=140)
-        .facet(facet=alt.Facet("title:N", title=None, sort=[f"{c} (TVD {tvd[c]:.3f})" for c in worst]), columns=3)
-        .resolve_scale(x="independent", y="independent")
-        .properties(title=f"Column distributions, worst first ({INTERNAL})")
+    return alt.concat(*panels, columns=PANEL_COLUMNS).properties(
+        title=f"Column distributions, worst first ({INTERNAL})"
     )
 
 
@@ -83,22 +103,33 @@ def pair_error_heatmap(report: dict) -> alt.Chart:
     subtitle = f"{two.get('pairs_evaluated', len(df) // 2)} of {two.get('pairs_total', len(df) // 2)} pairs" + (
         "" if two.get("all") else " (the worst pairs only: the table is too wide for the full matrix)"
     )
+    shown = [c for c in order if c in set(df["a"])] + sorted(set(df["a"]) - set(order))
+    step = _cell_step(len(shown))
     return (
         alt.Chart(df)
         .mark_rect()
         .encode(
-            x=alt.X("a:N", sort=order, title=None),
-            y=alt.Y("b:N", sort=order, title=None),
+            x=alt.X("a:N", sort=shown, title=None, axis=alt.Axis(labelAngle=-90, labelLimit=140, labelOverlap=False)),
+            y=alt.Y("b:N", sort=shown, title=None, axis=alt.Axis(labelLimit=140, labelOverlap=False)),
             color=alt.Color("tvd:Q", title="2-way TVD", scale=alt.Scale(scheme="orangered", domainMin=0)),
             tooltip=["a:N", "b:N", alt.Tooltip("tvd:Q", format=".4f")],
         )
+        # Sized per cell, not as a fixed width: a fixed width with a title longer than the matrix collapsed it to
+        # one column in the page (Streamlit's width="content").
         .properties(
-            width=420, height=420, title=alt.Title(f"2-way total-variation distance ({INTERNAL})", subtitle=subtitle)
+            width=alt.Step(step),
+            height=alt.Step(step),
+            title=alt.Title(f"2-way total-variation distance ({INTERNAL})", subtitle=subtitle, anchor="start"),
         )
     )
 
 
-def association_matrices(report: dict) -> alt.Chart:
+def _cell_step(n: int, target: int = 480) -> int:
+    """Pixels per cell of an n × n matrix: about ``target`` pixels across, each cell 12 to 32 pixels."""
+    return int(min(32, max(12, target // max(1, n))))
+
+
+def association_matrices(report: dict) -> alt.Chart | alt.HConcatChart:
     """Association matrices of the real and the synthetic table side by side (Cramér's V / Spearman's ρ)."""
     mats = report["association_diff"].get("matrices")
     if not mats:
@@ -120,7 +151,7 @@ def association_matrices(report: dict) -> alt.Chart:
                 color=alt.Color("table:N"),
                 tooltip=["pair:N", "table:N", "measure:N", alt.Tooltip("value:Q", format=".3f")],
             )
-            .properties(width=420, title=f"Largest association differences ({INTERNAL})")
+            .properties(width=420, height=alt.Step(CELL_STEP), title=f"Largest association differences ({INTERNAL})")
         )
     cols = mats["columns"]
     frames = []
@@ -133,6 +164,7 @@ def association_matrices(report: dict) -> alt.Chart:
             )
         )
     df = pd.concat(frames, ignore_index=True).dropna(subset=["value"])
+    step = _cell_step(len(cols), 300)
     base = (
         alt.Chart(df)
         .mark_rect()
@@ -144,7 +176,7 @@ def association_matrices(report: dict) -> alt.Chart:
             ),
             tooltip=["a:N", "b:N", alt.Tooltip("value:Q", format=".3f")],
         )
-        .properties(width=300, height=300)
+        .properties(width=alt.Step(step), height=alt.Step(step))
     )
     return (
         alt.hconcat(
@@ -161,7 +193,7 @@ def association_matrices(report: dict) -> alt.Chart:
     )
 
 
-def ml_efficacy_bars(report: dict) -> alt.Chart | None:
+def ml_efficacy_bars(report: dict) -> alt.HConcatChart | None:
     """Accuracy and AUC of models trained on real vs on synthetic rows (None when ML efficacy was skipped)."""
     ml = report.get("ml_efficacy") or {}
     if ml.get("skipped") or not ml.get("models"):
@@ -174,16 +206,20 @@ def ml_efficacy_bars(report: dict) -> alt.Chart | None:
         if res[side].get(metric) is not None
     ]
     title = f"ML efficacy for {ml['target']} ({INTERNAL})"
-    return (
-        alt.Chart(pd.DataFrame(rows))
+    df = pd.DataFrame(rows)
+    # One panel per metric, each bar a fixed width (a column facet with offset bars drew hairlines).
+    panels = [
+        alt.Chart(df[df["metric"] == metric])
         .mark_bar()
         .encode(
-            x=alt.X("model:N", title=None),
-            xOffset="trained on:N",
-            y=alt.Y("value:Q", scale=alt.Scale(domain=[0, 1])),
-            color=alt.Color("trained on:N"),
-            column=alt.Column("metric:N", title=None),
+            x=alt.X("model:N", title=None, axis=alt.Axis(labelAngle=0)),
+            xOffset=alt.XOffset("trained on:N", sort=TABLES),
+            y=alt.Y("value:Q", title=metric, scale=alt.Scale(domain=[0, 1])),
+            color=alt.Color("trained on:N", scale=COLOURS),
             tooltip=["model:N", "trained on:N", "metric:N", alt.Tooltip("value:Q", format=".3f")],
         )
-        .properties(width=200, height=200, title=title)
-    )
+        .properties(width=alt.Step(56), height=200, title=metric)
+        for metric in ("accuracy", "auc")
+        if (df["metric"] == metric).any()
+    ]
+    return alt.hconcat(*panels).properties(title=title)

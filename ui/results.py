@@ -55,7 +55,10 @@ def list_runs(kinds=KINDS, include_demo: bool = True, dataset: str | None = None
         "json_extract(evaluation, '$.max_error') AS max_error, json_extract(evaluation, '$.mean_error') AS "
         "mean_error, json_extract(evaluation, '$.n_queries') AS queries, json_extract(card, '$.privacy.epsilon_spent')"
         " AS epsilon_spent, json_extract(card, '$.output.rows') AS rows_released, "
-        "json_array_length(card, '$.workload.marginals') AS marginals, json_extract(card, '$.output.kind') AS output "
+        "json_array_length(card, '$.workload.marginals') AS marginals, json_extract(card, '$.output.kind') AS output, "
+        "json_extract(card, '$.privacy.delta') AS delta_used, json_extract(card, '$.privacy.delta_choice') AS "
+        "delta_choice, json_array_length(card, '$.data.schema') AS kept_columns, json_array_length(card, "
+        "'$.data.excluded') AS left_out, json_extract(card, '$.data.schema') AS schema_json "
         f"FROM runs WHERE {' AND '.join(where)} ORDER BY created DESC"
     )
     out = []
@@ -76,6 +79,12 @@ def when(ts: float | None) -> str:
     return "—" if not ts else _dt.datetime.fromtimestamp(ts).strftime("%Y-%m-%d %H:%M")
 
 
+def default_labelled(run: dict) -> bool:
+    """Whether the run's label is :func:`dpcore.runs.default_label`'s (it already says what, where and when)."""
+    label = run.get("label") or ""
+    return label.startswith(f"{run.get('mechanism')} ε=") and f" · {run.get('dataset_name') or '?'} · " in label
+
+
 def run_title(run: dict) -> str:
     """One line naming a run: its label first (the user's words), then what and when."""
     eps = "" if run.get("epsilon") is None else f", ε = {run['epsilon']:g}"
@@ -83,6 +92,8 @@ def run_title(run: dict) -> str:
     status = "" if run.get("status") == "done" else f" · {run.get('status')}"
     label = run.get("label") or run.get("mechanism") or run["id"]
     where = run.get("dataset_name") or "?"
+    if default_labelled(run):
+        return f"{label}{demo}{status}"  # it already says what, on which table and when
     return f"{label} — {run.get('mechanism')}{eps} · {where} · {when(run.get('created'))}{demo}{status}"
 
 
@@ -245,6 +256,55 @@ def preview(run: dict, rows: int = PREVIEW_ROWS) -> pd.DataFrame | None:
 
 def file_size(path: Path | None) -> int:
     return 0 if path is None else path.stat().st_size
+
+
+# ---------------------------------------------------------------------------------------------- what was kept
+_KEPT_CACHE = "kept_cache"
+
+
+def kept(run: dict) -> dict:
+    """What the run's release kept (:func:`dpcore.report.kept_summary`): from its public card and its released
+    rows (the sample kept beside a large release), cached in this session (a finished run's files never change)."""
+    from dpcore.report import kept_summary
+
+    cache = st.session_state.setdefault(_KEPT_CACHE, {})
+    if run["id"] not in cache:
+        rows = synthetic_sample(run) if (run.get("card") or {}).get("output", {}).get("rows") else None
+        cache[run["id"]] = kept_summary(run.get("card") or {}, rows)
+        while len(cache) > 4 * _CACHE_SIZE:
+            cache.pop(next(iter(cache)))
+    return cache[run["id"]]
+
+
+def kept_table(summary: dict) -> pd.DataFrame:
+    """One row per kept column: its released type and values or bins, and the shares of ``(other)`` and of empty
+    cells in the released rows, as text ("12.5%"; "—" and why where there is none)."""
+
+    def pct(share, why: str) -> str:
+        return why if share is None else f"{100.0 * share:.1f}%"
+
+    no_rows = "— (no rows)" if summary.get("rows") is None else None
+
+    return pd.DataFrame(
+        [
+            {
+                "column": c["name"] + (f" (was {c['renamed_from']})" if c.get("renamed_from") else ""),
+                "type": c["type"],
+                "released as": c["detail"],
+                "% (other)": pct(
+                    c["other_share"], no_rows or ("— (clipped to bounds)" if c["type"] != "categorical" else "—")
+                ),
+                "% empty": pct(c["empty_share"], no_rows or "—"),
+            }
+            for c in summary["columns"]
+        ],
+        columns=["column", "type", "released as", "% (other)", "% empty"],
+    )
+
+
+def mostly_other(summary: dict, share: float = 0.5) -> list[str]:
+    """Kept columns at least ``share`` of whose released cells are ``(other)``: kept in name only."""
+    return [c["name"] for c in summary["columns"] if (c["other_share"] or 0.0) >= share]
 
 
 # ---------------------------------------------------------------------------------------------- internal answers
@@ -428,28 +488,104 @@ def fidelity(run: dict, target: str | None = None) -> tuple[dict | None, pd.Data
 
 
 # ---------------------------------------------------------------------------------------------- compare
-def compare_table(runs: list[dict]) -> pd.DataFrame:
-    rows = []
+UNKNOWN_SCHEMA = "?"
+
+
+def schema_key(run: dict) -> str:
+    """A fingerprint of the schema a run released (names, types, values and bins; not where they came from):
+    runs with different keys answered different queries, so their errors do not compare."""
+    import hashlib
+
+    text = run.get("schema_json")
+    if text is None and run.get("card"):
+        text = json.dumps((run["card"].get("data") or {}).get("schema"))
+    schema = json.loads(text) if isinstance(text, str) else text
+    if not schema:
+        return UNKNOWN_SCHEMA
+    bare = [{k: v for k, v in a.items() if k != "source"} for a in schema]
+    return hashlib.sha1(json.dumps(bare, sort_keys=True, default=str).encode()).hexdigest()[:12]
+
+
+def kept_columns(run: dict) -> str:
+    """'1 of 21' (columns kept of the source table's), from the card's schema and excluded columns."""
+    k, out = run.get("kept_columns"), run.get("left_out")
+    if k is None:
+        return "—"
+    return f"{int(k)} of {int(k) + int(out or 0)}"
+
+
+def delta_text(run: dict) -> str:
+    """The δ the run was given: the card's (the run's row holds None when δ defaulted to 1/n²)."""
+    from .text import fmt_delta
+
+    delta = run.get("delta_used", run.get("delta"))
+    if delta is None:
+        return "— (not on this run's card)"
+    if (run.get("delta_choice") or "").startswith("default") or (run.get("delta") is None and delta):
+        return f"{fmt_delta(delta)} (1/n²)"
+    return fmt_delta(delta)
+
+
+def schema_description(run: dict, limit: int = 6) -> str:
+    """The kept columns of a run's schema and how each is released ("sex (2 values + (other))"), the first
+    ``limit`` of them: what tells two schemas with the same number of columns apart."""
+    from dpcore.report import released_as
+
+    text = run.get("schema_json")
+    schema = json.loads(text) if isinstance(text, str) else ((run.get("card") or {}).get("data") or {}).get("schema")
+    if not schema:
+        return "schema unknown"
+    parts = [f"{a.get('name')} ({released_as(a)})" for a in schema[:limit]]
+    return "; ".join(parts) + (f"; and {len(schema) - limit} more" if len(schema) > limit else "")
+
+
+def schema_names(runs: list[dict]) -> dict[str, str]:
+    """A short name per schema fingerprint, in order of first appearance: "schema A", "schema B", …"""
+    names: dict[str, str] = {}
     for r in runs:
-        if r.get("status") != "done" or r.get("max_error") is None:
-            continue
+        key = schema_key(r)
+        if key not in names:
+            names[key] = "unknown schema" if key == UNKNOWN_SCHEMA else f"schema {_letters(len(names))}"
+    return names
+
+
+def _letters(i: int) -> str:
+    out = ""
+    i += 1
+    while i:
+        i, rem = divmod(i - 1, 26)
+        out = chr(ord("A") + rem) + out
+    return out
+
+
+def compare_table(runs: list[dict]) -> pd.DataFrame:
+    """Finished runs with their errors, each beside the columns its release kept and the schema it released
+    (``schema``: runs with different schemas are not comparable)."""
+    done = [r for r in runs if r.get("status") == "done" and r.get("max_error") is not None]
+    names = schema_names(done)
+    rows = []
+    for r in done:
         rows.append(
             {
                 "run": run_title(r),
                 "id": r["id"],
                 "label": r.get("label") or r["mechanism"],
+                "schema": names[schema_key(r)],
+                "schema columns": schema_description(r),
+                "kept columns": kept_columns(r),
+                "max_error": r["max_error"],
+                "mean_error": r.get("mean_error"),
                 "mechanism": r["mechanism"],
                 "kind": r["kind"],
                 "demo": bool(r["demo"]),
                 "dataset": r.get("dataset_name") or "?",
                 "epsilon": r["epsilon"],
-                "delta": r["delta"],
+                "delta": delta_text(r),
                 "epsilon spent": r.get("epsilon_spent"),
                 "marginals": r.get("marginals"),
                 "queries": r.get("queries"),
-                "max_error": r["max_error"],
-                "mean_error": r.get("mean_error"),
                 "seconds": r.get("seconds"),
+                "when": when(r.get("created")),
                 "output": f"{int(r['rows_released']):,} rows" if r.get("rows_released") else "answers",
             }
         )

@@ -231,9 +231,11 @@ def run(args) -> int:
             print(f"warning: {w}", file=sys.stderr)
     ev = internal.report
     if not args.quiet:
-        for e in rel.card["data"].get("excluded", []):
-            print(f"excluded column {e['name']!r}: {e['reason']}", file=sys.stderr)
         rows = rel.card["output"].get("rows_rule")
+        from ..report import kept_lines  # what the release kept: its error figures are measured on these only
+
+        for line in kept_lines(rel.card, rel.rows):
+            print(line)
         print(
             f"{mech_cls.title}: ε = {rel.card['privacy']['epsilon_spent']:.4g} spent of {rel.budget.epsilon:g}, "
             f"δ = {rel.budget.delta:.3g}{' (default 1/n²)' if rel.delta_defaulted else ''}; "

@@ -33,6 +33,18 @@ def run(args) -> int:
         print(f"deleted run {args.delete} and its files; its ledger entry stays")
         return 0
     runs = store.list(include_deleted=args.all, light=True)
+    # What each release kept, from its public card (k of the source table's columns): errors are measured on it.
+    kept = {
+        r["id"]: (r["kept"], r["left_out"])
+        for r in ws.query(
+            "SELECT id, json_array_length(card, '$.data.schema') AS kept, "
+            "json_array_length(card, '$.data.excluded') AS left_out FROM runs WHERE card IS NOT NULL"
+        )
+    }
+    for r in runs:
+        k, out = kept.get(r["id"], (None, None))
+        r["kept_columns"] = k
+        r["total_columns"] = None if k is None else k + (out or 0)
     if args.json:
         print(json.dumps({"workspace": str(ws.path), "runs": runs}, default=float))
         return 0
@@ -45,7 +57,9 @@ def run(args) -> int:
         flags = " DEMO" if r["demo"] else ""
         flags += " (deleted)" if r["deleted"] else ""
         label = f" “{r['label']}”" if r["label"] else ""
+        columns = "" if r["kept_columns"] is None else f" (kept {r['kept_columns']} of {r['total_columns']} columns)"
         print(
-            f"  {r['id']}  {when}  {r['status']:<11} {r['mechanism']:<20} {eps:<10} {r['dataset_name']}{label}{flags}"
+            f"  {r['id']}  {when}  {r['status']:<11} {r['mechanism']:<20} {eps:<10} {r['dataset_name']}{columns}"
+            f"{label}{flags}"
         )
     return 0
