@@ -9,8 +9,8 @@ So every attribute records, **field by field**, where its definition came from
 * ``"declared"`` -- written by the data owner from public knowledge (typed in the app,
   a schema JSON, a codebook, the bundled sample's documentation); costs nothing;
 * ``"dp"`` -- released under differential privacy by :mod:`dpcore.discovery` from a
-  share of the run's ε (thresholded partition selection for value sets, DP quantiles
-  for bounds, noisy counts for the role);
+  share of the run's ε (thresholded partition selection for value sets, a noisy histogram
+  over public bins for bounds, noisy counts for the role);
 * ``"inferred"`` -- read off the private table without DP (:func:`infer_domain`, or the
   explicit ``schema_from_data=True`` mode of :func:`dpcore.tabular.prepare_table`).  Not
   private; the release card's guarantee must say so.
