@@ -695,6 +695,37 @@ def discovery_warnings(report: dict, n: int) -> list[str]:
     return out
 
 
+@dataclass
+class _PublicFigures:
+    """What a run's discovery will be, from public inputs only (shared by the outlook and the plan)."""
+
+    columns: list[str]
+    known: dict[str, Role]
+    undecided: list[str]
+    to_discover: list[str]
+    plan: DiscoveryPlan | None
+    threshold: int | None  # partition selection's τ when every column to discover is a category
+    locatable: bool  # numeric and date bounds expected to be locatable
+
+
+def _public_figures(columns, n, epsilon, delta, schema, roles, unlisted, schema_share, joint) -> _PublicFigures:
+    from .discovery import partition_threshold
+
+    columns, _ = unique_column_names(list(columns))
+    specs, complete = parse_schema(schema)
+    policy = _unlisted_policy(schema, unlisted, complete)
+    user_roles = confirmed(roles) if roles else {}
+    known, undecided = _resolve(columns, specs, user_roles, policy)
+    cols = columns_to_discover(columns, schema=schema, roles=roles, unlisted=policy)
+    if not cols or n < 1:
+        return _PublicFigures(columns, known, undecided, cols, None, None, True)
+    plan = discovery_plan_for(epsilon, delta, len(cols), len(undecided), schema_share, joint)
+    rho_col = plan.rho_values / len(cols)
+    threshold = partition_threshold(1.0 / math.sqrt(rho_col), plan.delta_threshold / len(cols))
+    locatable = bounds_locatable("numeric", True, None, rho_col, 2, n)
+    return _PublicFigures(columns, known, undecided, cols, plan, threshold, locatable)
+
+
 def discovery_outlook(
     columns,
     n: int,
@@ -710,26 +741,16 @@ def discovery_outlook(
     """:func:`discovery_warnings` before the run, from public inputs only (the header, the declarations, ε, δ and
     n): the role noise exactly, the category threshold as it is when every column to discover is kept as a
     category (the private role decisions may keep fewer, which lowers it a little)."""
-    from .discovery import partition_threshold
     from .ingest import role_noise
 
-    specs, complete = parse_schema(schema)
-    policy = _unlisted_policy(schema, unlisted, complete)
-    user_roles = confirmed(roles) if roles else {}
-    cols = columns_to_discover(columns, schema=schema, roles=roles, unlisted=policy)
-    if not cols or n < 1:
+    fig = _public_figures(columns, n, epsilon, delta, schema, roles, unlisted, schema_share, joint)
+    if fig.plan is None:
         return []
-    _, undecided = _resolve(list(columns), specs, user_roles, policy)
-    plan = discovery_plan_for(epsilon, delta, len(cols), len(undecided), schema_share, joint)
-    report: dict = {}
-    if undecided:
-        report["roles"] = {"sigma": role_noise(plan.rho_roles, len(undecided))[0]}
-    rho_col = plan.rho_values / len(cols)
-    report["categories"] = {
-        "threshold": partition_threshold(1.0 / math.sqrt(rho_col), plan.delta_threshold / len(cols))
-    }
+    report: dict = {"categories": {"threshold": fig.threshold}}
+    if fig.undecided:
+        report["roles"] = {"sigma": role_noise(fig.plan.rho_roles, len(fig.undecided))[0]}
     out = discovery_warnings(report, n)
-    if not bounds_locatable("numeric", True, None, rho_col, 2, n):
+    if not fig.locatable:
         out.append(
             f"Numeric and date bounds cannot be located at this budget on {n:,} rows: numeric and date columns will "
             "be left out. Declare their bounds (free), or give a larger ε or schema share."
@@ -850,26 +871,14 @@ def schema_plan(
     joint: bool = False,
 ) -> SchemaPlan:
     """The :class:`SchemaPlan` of a run: public (nothing is read from the data)."""
-    from .discovery import partition_threshold
-
-    columns, _ = unique_column_names(list(columns))
-    specs, complete = parse_schema(schema)
-    policy = _unlisted_policy(schema, unlisted, complete)
-    user_roles = confirmed(roles) if roles else {}
-    known, undecided = _resolve(columns, specs, user_roles, policy)
-    cols = columns_to_discover(columns, schema=schema, roles=roles, unlisted=policy)
-    threshold, locatable = None, True
-    if cols and n >= 1:
-        plan = discovery_plan_for(epsilon, delta, len(cols), len(undecided), schema_share, joint)
-        rho_col = plan.rho_values / len(cols)
-        threshold = partition_threshold(1.0 / math.sqrt(rho_col), plan.delta_threshold / len(cols))
-        locatable = bounds_locatable("numeric", True, None, rho_col, 2, n)
+    fig = _public_figures(columns, n, epsilon, delta, schema, roles, unlisted, schema_share, joint)
+    threshold, locatable, cols = fig.threshold, fig.locatable, fig.to_discover
     expect: dict[str, str] = {}
-    for c in columns:
-        if c in undecided:
+    for c in fig.columns:
+        if c in fig.undecided:
             expect[c] = "undecided"
             continue
-        role = known[c]
+        role = fig.known[c]
         if not role.kept:
             expect[c] = "excluded"
         elif c not in cols:

@@ -146,24 +146,17 @@ SCHEMA_DELTA_SHARE = 0.2
 def learning_source(args) -> dict:
     """What ``--data`` names, without reading more than the header and the row count: ``{"dataset"}`` when the
     schema is complete and declared (bundled Adult, an integer-coded pair), else ``{"table", "schema"}``."""
-    from .common import is_coded, load_schema_arg
+    from .common import open_source
 
-    data = str(args.data)
-    if data in ("adult", "adult_census", "bundled") and args.domain is None or is_coded(data, args.domain):
-        from ..data import load_any
+    source = open_source(args)
+    if source["table"] is None:  # integer-coded, with its schema
+        return {k: v for k, v in source.items() if k != "table"}
+    if source["name"] == "adult_census" and args.domain is None:  # the bundled sample: its codebook is declared
+        from ..data import bundled_adult
 
-        ds = load_any(data, args.domain)
+        ds = bundled_adult()
         return {"dataset": ds, "n": ds.n, "key": ds.ledger_key, "name": ds.name}
-    from ..data import bundled_path, read_table
-
-    df = read_table(bundled_path("adult_census.csv") if data in ("adult", "adult_census", "bundled") else data)
-    return {
-        "table": df,
-        "schema": load_schema_arg(args.domain),
-        "n": len(df),
-        "key": df.attrs["source_digest"],
-        "name": df.attrs.get("name", "table"),
-    }
+    return source
 
 
 def schema_cost(source: dict, args) -> tuple[float, float, list[str]]:
