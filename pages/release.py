@@ -295,6 +295,6 @@ if run_clicked:
     st.rerun()
 
 progress.live_panels("release")
-snap = progress.outcome(st.session_state.get(state.LAST_RUN))
+snap = progress.outcome(st.session_state.get(state.LAST_RUN), release=True)
 if snap is not None and snap["status"] == "done":
     st.page_link("pages/results.py", label="See the results", icon=":material/bar_chart:")

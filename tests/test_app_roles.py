@@ -307,3 +307,26 @@ def test_a_small_wide_table_is_refused_until_its_proposal_is_declared_and_then_r
         src = a["source"]
         assert set(src.values() if isinstance(src, dict) else [src]) == {"declared"}, a
     assert "schema_discovery" not in run["card"]["data"]
+
+
+def test_a_tables_run_outcome_stays_on_that_table_and_results_opens_the_run_shown(at):
+    """Issue 24: a success banner of one table's run appeared on the next table's pages, and "See the results" once
+    opened another table's run.  The outcome belongs to the table it ran on; the link opens the run it announces."""
+    from .test_schema_plan import _survey
+
+    df = _survey(1000)
+    upload(at, "survey.csv", df.to_csv(index=False).encode())
+    next(b for b in at.button if b.label == "Declare the proposed values and bounds as public").click().run()
+    first = release(at)  # on the upload
+    at.run()
+    assert any("finished in" in s.value for s in at.success)  # its outcome, on its table's Release page
+    assert at.session_state[state.RESULT_RUN] == first["id"]
+    at.switch_page("pages/data.py").run()
+    at.radio(key=state.SOURCE).set_value("bundled").run()
+    at.switch_page("pages/release.py").run()
+    assert not any("finished in" in s.value for s in at.success)  # the upload's run is not this table's
+    second = release(at)  # on the bundled sample
+    at.run()
+    assert at.session_state[state.RESULT_RUN] == second["id"] != first["id"]
+    at.switch_page("pages/results.py").run()
+    assert at.session_state[state.RESULT_RUN] == second["id"]

@@ -175,6 +175,12 @@ def current_source() -> tuple[str, str, pd.DataFrame, Domain | None] | None:
     return "bundled", BUNDLED_NAME, bundled_table(), bundled_domain()
 
 
+def current_key() -> str | None:
+    """The workspace's (and ledger's) key of the table in use, or None when nothing is loaded."""
+    src = current_source()
+    return None if src is None else _digest_of(src[0])
+
+
 def _digest_of(source_key: str) -> str:
     """The workspace's key of a source: the digest of its bytes (the ledger's key too)."""
     if source_key == "bundled":

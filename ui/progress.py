@@ -57,6 +57,15 @@ def panel(snap: dict, *, key_prefix: str) -> None:
         )
 
 
+def _this_table(snap: dict) -> bool:
+    """Whether a run belongs to the table this session works on (its outcome and Results link are shown only
+    then: another table's run ending must not put its banner on this table's pages)."""
+    from . import datasource
+
+    key = datasource.current_key()
+    return snap.get("dataset") is None or key is None or snap.get("dataset") == key
+
+
 def live_panels(kind: str, poll_seconds: float = 0.5, key_prefix: str = "progress") -> list[str]:
     """Progress of every unfinished run of ``kind`` in the workspace (started here, in another tab, before a
     reload, or by the CLI), refreshed every ``poll_seconds``; the page reruns when one ends."""
@@ -69,8 +78,10 @@ def live_panels(kind: str, poll_seconds: float = 0.5, key_prefix: str = "progres
         for run_id in running:
             snap = jobs.snapshot(run_id)
             if snap["done"]:
-                # This session watched it end (maybe after a reload): the page says how it ended.
-                st.session_state[state.LAST_RUN] = run_id
+                # This session watched a release end (maybe after a reload): if it is this table's, the Release
+                # page says how it ended; another table's run, or another kind, only leaves the list.
+                if kind == "release" and _this_table(snap):
+                    st.session_state[state.LAST_RUN] = run_id
                 st.rerun()  # the whole page: the outcome, the Results link, the sidebar ledger
             with st.container(border=True):
                 panel(snap, key_prefix=key_prefix)
@@ -79,13 +90,19 @@ def live_panels(kind: str, poll_seconds: float = 0.5, key_prefix: str = "progres
     return running
 
 
-def outcome(run_id: str | None) -> dict | None:
-    """How the run this session started ended (a toast the first time), or None while it runs."""
+def outcome(run_id: str | None, *, release: bool = False) -> dict | None:
+    """How the run this session started ended (a toast the first time), or None while it runs.  ``release``: the
+    Release page's run -- shown only while the session works on that run's table, and the Results page then opens
+    that run."""
     if not run_id:
         return None
     snap = jobs.snapshot(run_id)
     if not snap["done"]:
         return None
+    if release and not _this_table(snap):  # the session moved to another table: not this table's outcome
+        return None
+    if release and snap["status"] == "done":
+        st.session_state[state.RESULT_RUN] = run_id  # "See the results" opens the run whose outcome is shown
     name = md_escape(snap.get("label") or snap.get("mechanism") or run_id, 120)
     status = snap["status"]
     announced = st.session_state.setdefault(state.ANNOUNCED, set())
