@@ -294,6 +294,21 @@ def schema_in_use(status) -> None:
         "(released under differential privacy) or inferred (read from the data without privacy)."
     )
     st.dataframe(datasource.domain_table(domain), hide_index=True)
+    kept_anyway = datasource.proposed_excluded_but_kept(domain)
+    if kept_anyway:
+        show_warning(
+            "The roles table proposed excluding "
+            + ", ".join(kept_anyway[:10])
+            + " (from exact counts, for your eyes only), but a proposal is not a decision: the private discovery "
+            "decided to keep them. Declaring them excluded is a public choice, free; it applies to the next "
+            "discovery or release."
+        )
+        st.button(
+            "Leave them out (declare excluded)",
+            on_click=datasource.declare_excluded,
+            args=(kept_anyway,),
+            icon=":material/block:",
+        )
     excluded = (status.card_data or {}).get("excluded") or []
     if excluded:
         with st.expander(f"Excluded columns ({len(excluded)})"):

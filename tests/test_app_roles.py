@@ -330,3 +330,28 @@ def test_a_tables_run_outcome_stays_on_that_table_and_results_opens_the_run_show
     assert at.session_state[state.RESULT_RUN] == second["id"] != first["id"]
     at.switch_page("pages/results.py").run()
     assert at.session_state[state.RESULT_RUN] == second["id"]
+
+
+def test_a_column_proposed_excluded_but_kept_by_the_discovery_is_said_and_can_be_left_out(at):
+    """Issue 24: a constant column shown as 'excluded' on the Data page was released anyway.  A proposal from exact
+    counts is not a decision (honouring it would publish an exact-count decision): the page says the discovery kept
+    it, and one click declares it excluded, after which the release leaves it out."""
+    rng = np.random.default_rng(0)
+    n = 3000
+    df = pd.DataFrame(
+        {"grade": rng.choice(list("abc"), n), "sex": rng.choice(["F", "M"], n), "site": ["north"] * n,
+         "age": rng.integers(18, 90, n)}
+    )  # fmt: skip
+    upload(at, "t.csv", df.to_csv(index=False).encode())
+    assert table_of(at).at["site", "role"] == "excluded" and "not a decision" in table_of(at).at["site", "note"]
+    found = discover(at, 1.0)
+    at.switch_page("pages/data.py").run()
+    kept = "site" in [a["name"] for a in found["card"]["data"]["schema"]]
+    said = any("proposed excluding site" in plain(w.value) for w in at.warning)
+    assert said == kept  # said exactly when the discovery kept it
+    if kept:
+        next(b for b in at.button if b.label == "Leave them out (declare excluded)").click().run()
+        assert table_of(at).at["site", "source"] != "not declared: discovered"
+        discover(at, 1.0)
+    run = release(at)
+    assert "site" not in [a["name"] for a in run["card"]["data"]["schema"]]

@@ -175,6 +175,27 @@ def current_source() -> tuple[str, str, pd.DataFrame, Domain | None] | None:
     return "bundled", BUNDLED_NAME, bundled_table(), bundled_domain()
 
 
+def proposed_excluded_but_kept(domain: Domain) -> list[str]:
+    """Columns the roles table shows as excluded by an (exact, owner-only) proposal the owner did not declare, that
+    the schema in use keeps: the private discovery decides those, and may keep them (issue 24)."""
+    table = state.get(state.SCHEMA_TABLE)
+    if table is None:
+        return []
+    out = []
+    for row in table.to_dict("records"):
+        undeclared = "role" not in roles.declared_fields(row) and not row.get("rule")
+        if row.get("role") == "excluded" and undeclared and row["column"] in domain.names:
+            out.append(str(row["column"]))
+    return out
+
+
+def declare_excluded(columns: list[str]) -> None:
+    """Declare the shown 'excluded' role of ``columns`` (a public choice: they are left out of every release)."""
+    table = roles.declare_roles(st.session_state[state.SCHEMA_TABLE], columns)
+    _replace_schema_table(table, state.get(state.SCHEMA_FOR))
+    save_schema_table()
+
+
 def current_key() -> str | None:
     """The workspace's (and ledger's) key of the table in use, or None when nothing is loaded."""
     src = current_source()

@@ -171,6 +171,8 @@ def roles_table(columns, proposals: list[Role], declared: Domain | None = None) 
         elif prop is not None:
             row["role"], row["format"] = role_of(prop)
             row["note"] = prop.reason
+            if prop.role == "excluded":  # a proposal from exact counts: the private discovery decides unless declared
+                row["note"] = f"proposed: {prop.reason}; not a decision until you declare it (set the role)"
         else:
             row["role"] = "categorical"
         row["source"] = source_text(row)
@@ -223,6 +225,17 @@ def fold_edits(table: pd.DataFrame, edits: dict) -> pd.DataFrame:
                     fields.update(("role", col))
         _set_declared(row, fields)
         row["source"] = source_text(row)
+    return frame(rows)
+
+
+def declare_roles(table: pd.DataFrame, columns) -> pd.DataFrame:
+    """The roles of ``columns`` as shown become declared (a public choice); other rows are left as they are."""
+    wanted = set(map(str, columns))
+    rows = table.to_dict("records")
+    for row in rows:
+        if str(row["column"]) in wanted:
+            _set_declared(row, declared_fields(row) | {"role"})
+            row["source"] = source_text(row)
     return frame(rows)
 
 
