@@ -57,7 +57,8 @@ def test_proposals_header_rules_and_exact_counts_for_the_owner(sink):
     _, table = sink
     assert row(table, "person_id")["rule"] == "header" and "identifier" in row(table, "person_id")["note"]
     assert row(table, "notes")["source"] == "excluded by its header (public rule)"
-    assert row(table, "empty")["role"] == "excluded" and row(table, "empty")["note"].startswith("proposed: empty: no values")
+    empty = row(table, "empty")
+    assert empty["role"] == "excluded" and empty["note"].startswith("proposed: empty: no values")
     released = row(table, "released")
     assert (released["role"], released["format"]) == ("date", "%d/%m/%Y %H:%M")
     assert row(table, "country")["seen"] == "2,000 filled · 6 distinct"
