@@ -52,7 +52,9 @@ bounds are the outer edges of the outermost bins whose noisy count clears the pu
 T = σ·Φ^-1(1 - :data:`BIN_FALSE_POSITIVE` / bins) (noise alone lifts some empty bin over T with probability about
 BIN_FALSE_POSITIVE), widened by the bin next to each end when its noisy count reaches :data:`ADJACENT_Z`·σ (thin
 edge bins of the bulk; a false positive there widens the range by one power of two only), so they hold the bulk
-of the rows and tails thinner than that are clipped (counted, never dropped).
+of the rows and tails thinner than that are clipped (counted, never dropped).  A positive range that spans three
+octaves above :data:`ZERO_REACH` reaches down to 0 (its thin low bins are together a real share; mirrored for
+negative ranges).
 A column where no bin clears T gets no bounds: :func:`dpcore.tabular.prepare_table` leaves it out with
 the reason.  Post-processing of the noisy counts, at no further cost.  Public test before the run
 (:func:`bounds_locatable`): T ≤ :data:`BULK_SHARE`·n, i.e. a column whose rows lie in at most 1/BULK_SHARE bins
@@ -95,6 +97,8 @@ POWER_RANGE = (-10, 50)
 BIN_FALSE_POSITIVE = 0.001
 #: A bin next to the located range joins it when its noisy count reaches this many σ (one-sided 5%).
 ADJACENT_Z = 1.645
+#: A located positive range [lo, hi] with lo ≥ ZERO_REACH and hi ≥ ZERO_REACH·lo reaches down to 0 (mirrored).
+ZERO_REACH = 8.0
 #: Bounds are expected to be locatable when the threshold is at most this share of the rows (the plan).
 BULK_SHARE = 0.25
 #: The public search range of date bounds.
@@ -427,7 +431,17 @@ def histogram_bounds(
         first -= 1
     if last < len(noisy) - 1 and last != zero and noisy[last + 1] >= near:
         last += 1
-    return float(lower_edges[first]), float(upper_edges[last]), report
+    lo, hi = float(lower_edges[first]), float(upper_edges[last])
+    if kind == "numeric":
+        # The bins below a wide positive range hold few rows each (uniform incomes from 0: [8192, 16384) holds 4%),
+        # so none clears the threshold although together they are a real share; reaching down to 0 then costs
+        # the range almost no resolution.  Post-processing of the released edges (mirrored for negative ranges).
+        step = 1.0 if integer else 0.0  # whole-number bins end one below the power of two
+        if lo >= ZERO_REACH and hi + step >= ZERO_REACH * lo:
+            lo = 0.0
+        elif hi <= -ZERO_REACH and lo - step <= ZERO_REACH * hi:
+            hi = 0.0
+    return lo, hi, report
 
 
 def sorted_present(column: pd.Series, kind: str, granularity: str | None = None, fmt: str | None = None) -> np.ndarray:

@@ -542,5 +542,65 @@ def test_an_upload_goes_from_roles_to_a_private_schema_to_a_release(server, page
         assert "inferred" not in json.dumps(card["data"]["schema"])
         charged = {r["run"] for r in ws.query("SELECT run FROM ledger WHERE dataset = ?", (digest,))}
         assert charged == {schema["id"], rel["id"]}
+        # Results opens this run and says first what it kept (issue 24); Compare shows it beside the errors
+        page.get_by_role("link", name="See the results").click()
+        page.get_by_text("What this release kept").wait_for()
+        kept = len(card["data"]["schema"])
+        total = kept + len(card["data"]["excluded"])
+        page.get_by_text(re.compile(rf"Kept {kept} of {total} columns|Kept all {total} columns")).first.wait_for()
+        shot(page, "17c_results_kept_panel")
+        go(page, "Compare", "5 · Compare")
+        page.get_by_text(f"{kept} of {total}").first.wait_for()
+        shot(page, "17d_compare_kept_columns")
+    finally:
+        ws.close()
+
+
+def test_a_small_wide_upload_is_refused_before_any_spend_until_its_proposal_is_declared(
+    server, page, workspace_dir, tmp_path
+):
+    """Issue 22 in the app: a 1,000-row × 21-column upload shows the plan and a disabled discovery before any
+    spend; declaring the proposed values and bounds as public makes the schema free; the release keeps all 21
+    columns, its card lists them as declared, and Results says so."""
+    from dpcore.workspace import Workspace
+
+    from .test_schema_plan import _survey
+
+    upload = tmp_path / "survey.csv"
+    _survey(1000).to_csv(upload, index=False)
+    page.goto(server[0])
+    page.get_by_text("Upload a CSV or Parquet file").wait_for()
+    wait_idle(page)
+    page.get_by_text("Upload a CSV or Parquet file").click()
+    uploader = page.get_by_test_id("stFileUploader").filter(has_text="CSV (comma, semicolon")
+    uploader.wait_for()
+    uploader.locator('input[type="file"]').set_input_files(str(upload))
+    page.get_by_text("survey.csv").first.wait_for()
+    page.get_by_text("This discovery charges").wait_for()
+    wait_idle(page)
+    set_number(page, "ε for the schema", 0.2)  # the default (an earlier test of this module may have left another)
+    page.get_by_text("This discovery is expected to keep 0 usable").wait_for()
+    assert page.get_by_role("button", name=re.compile("Discover the schema privately")).is_disabled()
+    shot(page, "18_plan_refuses_the_discovery")
+    ws = Workspace(workspace_dir)
+    try:
+        digest = ws.get_state("app.upload")["digest"]
+        assert not ws.query("SELECT 1 FROM ledger WHERE dataset = ?", (digest,))  # nothing spent
+        page.get_by_role("button", name="Declare the proposed values and bounds as public").click()
+        page.get_by_text("the schema costs nothing").wait_for()
+        wait_idle(page)
+        go(page, "Release", "3 · Release")
+        wait_idle(page)
+        pick(page, "Mechanism", "Direct Gaussian answers")
+        set_number(page, "ε (epsilon)", 1)
+        page.get_by_role("button", name="Run", exact=True).click()
+        page.get_by_text(re.compile(r"Run “gaussian ε=1 · survey[^”]*” finished in")).first.wait_for()
+        rel = next(dict(r) for r in ws.query("SELECT card FROM runs WHERE dataset = ? AND kind = 'release'", (digest,)))
+        card = json.loads(rel["card"])
+        assert len(card["data"]["schema"]) == 21 and "schema_discovery" not in card["data"]
+        assert all("dp" not in json.dumps(a["source"]) for a in card["data"]["schema"])
+        page.get_by_role("link", name="See the results").click()
+        page.get_by_text("Kept all 21 columns").first.wait_for()
+        shot(page, "18b_declared_release_kept_all")
     finally:
         ws.close()
