@@ -27,7 +27,7 @@ import pandas as pd
 
 from .errors import BudgetError, DataError, DPCoreError
 from .mechanisms import registry
-from .mechanisms.base import Budget, MechanismResult, RunContext
+from .mechanisms.base import Budget, MechanismResult, RunContext, SpendRecord
 from .privacy import check_budget, default_delta
 from .privacy.ledger import new_run_id
 from .privacy.samplers import Randomness
@@ -351,7 +351,6 @@ def run_release(
 def _schema_part(schema_release: dict, dataset, budget: Budget, schema_from_data: bool):
     """The card's data section, the whole (ε, δ) for the card, the schema part's spends, the discovery's run id
     and its guarantee, from a schema discovered in an earlier, separately charged run."""
-    from .mechanisms.base import SpendRecord
     from .privacy.samplers import GUARANTEE_DP, GUARANTEE_NONE
 
     if not isinstance(schema_release, dict) or not isinstance(schema_release.get("card_data"), dict):
@@ -466,19 +465,24 @@ def release_table(
     label = name or str(df.attrs.get("name") or "table")
     ledger = _reserve(ledger, df.attrs["source_digest"], label, n, run_id, mech_cls, budget, budget_cap, seed)
     noise = Randomness(seed)
-    prep = prepare_table(
-        df,
-        schema=schema,
-        roles=roles,
-        schema_from_data=schema_from_data,
-        epsilon=budget.epsilon,
-        delta=budget.delta,
-        noise=noise,
-        schema_share=share,
-        name=label,
-        joint=joint,
-        ledger=None,  # reserved above, with the mechanism's part
-    )
+    try:
+        prep = prepare_table(
+            df,
+            schema=schema,
+            roles=roles,
+            schema_from_data=schema_from_data,
+            epsilon=budget.epsilon,
+            delta=budget.delta,
+            noise=noise,
+            schema_share=share,
+            name=label,
+            joint=joint,
+            ledger=None,  # reserved above, with the mechanism's part
+        )
+    except DPCoreError:
+        if ledger is not None and eps_d > 0:  # the discovery read the data; the mechanism never ran
+            ledger.settle(run_id, [SpendRecord(eps_d, delta_d, None, "schema discovery; the release stopped")])
+        raise
     warnings += prep.warnings
     if len(prep.dataset.domain) < 2 and not force and prep.spends:
         # The plan expected more; the released schema keeps one column: stop before the mechanism reads anything.

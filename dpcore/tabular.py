@@ -595,11 +595,17 @@ def prepare_table(
         and a.field_sources.get("values") == "dp"
         and a.field_sources.get("kind") != "declared"  # a role the user chose stays, even as "(other)" only
     }
-    if empty and len(empty) < len(attrs):
+    if empty:
         attrs = [a for a in attrs if a.name not in empty]
         all_roles = [
             replace(r, role="excluded", reason=NO_FREQUENT_VALUE_REASON) if r.name in empty else r for r in all_roles
         ]
+        if not attrs:  # nothing but '(other)' anywhere: a release of nothing, and numbers would come back as text
+            raise DataError(
+                "No column could be kept: no value of any column is held by enough rows to be released privately "
+                f"at this budget on {len(df):,} rows. Declare the roles, value sets and bounds (free: dpcore schema "
+                "FILE proposes them), choose fewer columns, or raise ε."
+            )
     domain = Domain(tuple(attrs))
     codes, clipped = domain.encode(df)
     dataset = Dataset(codes, domain, name or str(df.attrs.get("name", "data")), clipped, df.attrs.get("source_digest"))

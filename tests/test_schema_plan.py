@@ -157,3 +157,45 @@ def test_a_7000_row_extract_with_ten_chosen_columns_keeps_numbers_as_numbers(tmp
     big = {v for v, share in RACE_SHARES.items() if share >= 0.3}
     assert big <= set(schema["race"]["values"])
     assert {"Male", "Female"} <= set(schema["sex"]["values"])
+
+
+def test_a_118_row_exam_table_keeps_numbers_as_numbers_or_leaves_them_out_with_the_reason(tmp_path):
+    """Issue 22: on 118 rows of exam scores the scores came back as '(other)'.  Run anyway (--force), every numeric
+    column is released as numbers within its bounds or left out with its reason -- never text."""
+    rng = np.random.default_rng(6)
+    n = 118
+    real = pd.DataFrame(
+        {
+            "student": [f"S{i:04d}" for i in range(n)],
+            "class": rng.choice(["A", "B"], n),
+            "maths": np.clip(np.round(rng.normal(62, 14, n)), 0, 100).astype(int),
+            "reading": np.clip(np.round(rng.normal(70, 11, n)), 0, 100).astype(int),
+            "hours": np.round(rng.gamma(2.0, 3.0, n), 1),
+        }
+    )
+    path = tmp_path / "exams.csv"
+    real.to_csv(path, index=False)
+    out, card, ws = tmp_path / "o.csv", tmp_path / "card.json", tmp_path / "ws"
+    argv = ["release", "--data", str(path), "--epsilon", "1", "--seed", "4", "--force", "--quiet"]
+    argv += ["--workspace", str(ws), "--out", str(out), "--card", str(card)]
+    # Every role undecidable on 118 rows and no value frequent enough: nothing is released (not five '(other)'
+    # columns), and only the discovery's share is charged.
+    assert main(argv) == 2 and not out.exists()
+    [entry] = Ledger(Workspace(ws)).entries()
+    assert 0 < entry["epsilon"] < 1.0 and "schema discovery" in entry["note"]
+    # With the roles confirmed (public, free) the bounds are discovered: numbers, or left out with the reason.
+    assert main([*argv, "--roles", "student=excluded,class=categorical,maths=integer,reading=integer,hours=real"]) == 0
+    c = json.loads(card.read_text())
+    kept = {a["name"]: a for a in c["data"]["schema"]}
+    left = {e["name"]: e["reason"] for e in c["data"]["excluded"]}
+    back = pd.read_csv(out, dtype=str, keep_default_na=False)
+    for col in ("maths", "reading", "hours"):
+        assert (col in kept) != (col in left), col
+        if col in left:
+            assert "bounds" in left[col], left[col]  # said why
+            continue
+        assert kept[col]["kind"] == "numeric", kept[col]
+        cells = back[col][back[col] != ""]
+        numbers = pd.to_numeric(cells, errors="coerce")
+        assert numbers.notna().all(), cells[numbers.isna()].head()  # never '(other)' or any text
+        assert numbers.between(kept[col]["lower"], kept[col]["upper"]).all()

@@ -211,10 +211,16 @@ def test_everything_declared_costs_nothing():
 
 
 # ------------------------------------------------------------------ tables of every size
-def test_a_100_row_table_runs_with_the_defaults_and_says_what_it_cannot_resolve():
+def test_a_100_row_table_with_the_defaults_keeps_nothing_and_says_so_and_with_its_roles_confirmed_runs():
+    """At ε = 1 on 100 rows no value clears partition selection's threshold: nothing is released (not a table of
+    '(other)'), with the reason; declaring the roles and value sets makes it run."""
     df = small_table(100)
-    prep = prepare_table(df, epsilon=1.0, delta=1e-4, noise=Randomness(4))
-    assert prep.dataset.n == 100 and prep.warnings  # at ε = 1 noise on 100 rows is large: said, publicly
+    with pytest.raises(DataError, match="No column could be kept"):
+        prepare_table(df, epsilon=1.0, delta=1e-4, noise=Randomness(4), ledger=None)
+    schema = [{"name": c, "kind": "categorical", "values": sorted(map(str, df[c].dropna().unique()))}
+              for c in ("group", "flag")]  # fmt: skip
+    prep = prepare_table(df, schema=schema, unlisted="exclude", epsilon=1.0, delta=1e-4, noise=None)
+    assert prep.dataset.n == 100 and prep.domain.names == [e["name"] for e in schema]
     wl = default_workload(prep.domain, prep.dataset.n)
     assert wl.n_marginals >= len(prep.domain)
     out = prep.to_table(prep.dataset.codes, np.random.default_rng(0))
@@ -343,11 +349,9 @@ def test_the_discovery_outlook_says_before_the_run_what_the_budget_cannot_resolv
     )
     small = discovery_outlook(df.columns, n, epsilon=1.0, delta=1 / n**2)
     assert any(w.startswith("No category can be discovered") for w in small)
-    prep = prepare_table(df, epsilon=1.0, delta=1 / n**2, noise=Randomness(5))
-    said = [w for w in small if "σ ≈" in w]
-    assert len(said) == 1 and [w for w in prep.warnings if "σ ≈" in w] == said  # the run's own role noise
-    # the run's threshold is at most the outlook's (privately typed numbers leave fewer category columns)
-    assert any("No category" in w or "Only values held by" in w for w in prep.warnings)
+    with pytest.raises(DataError, match="No column could be kept"):  # as the outlook said: nothing can be kept
+        prepare_table(df, epsilon=1.0, delta=1 / n**2, noise=Randomness(5), ledger=None)
+    assert any("σ ≈" in w for w in small)
     big = pd.concat([df] * 100, ignore_index=True)
     roles = {"priors": "numeric"}
     before = discovery_outlook(big.columns, len(big), epsilon=1.0, delta=1e-10, roles=roles)

@@ -305,6 +305,10 @@ def run(args) -> int:
         # a discovered schema was released (it read the data): it stays charged; the learning ran nothing
         if charge_eps > 0:
             done = list(getattr(prepared, "spends", []))
+            if prepared is None and eps_d > 0:  # the discovery itself stopped after reading the data
+                from ..mechanisms.base import SpendRecord
+
+                done = [SpendRecord(eps_d, delta_d, None, "schema discovery; the evaluation stopped")]
             ledger.settle(run_id, done, "schema discovery only: the learning did not start")
         raise
     schema_spends = list(getattr(prepared, "spends", []))
