@@ -591,17 +591,24 @@ def test_a_small_wide_upload_is_refused_before_any_spend_until_its_proposal_is_d
         wait_idle(page)
         go(page, "Release", "3 · Release")
         wait_idle(page)
-        pick(page, "Mechanism", "Direct Gaussian answers")
+        pick(page, "Mechanism", "Projection onto records")
         set_number(page, "ε (epsilon)", 1)
         page.get_by_role("button", name="Run", exact=True).click()
-        page.get_by_text(re.compile(r"Run “gaussian ε=1 · survey[^”]*” finished in")).first.wait_for()
+        page.get_by_text(re.compile(r"Run “projection ε=1 · survey[^”]*” finished in")).first.wait_for(timeout=180_000)
         rel = next(dict(r) for r in ws.query("SELECT card FROM runs WHERE dataset = ? AND kind = 'release'", (digest,)))
         card = json.loads(rel["card"])
         assert len(card["data"]["schema"]) == 21 and "schema_discovery" not in card["data"]
         assert all("dp" not in json.dumps(a["source"]) for a in card["data"]["schema"])
+        assert all(not a.get("missing") and not a.get("other") for a in card["data"]["schema"])  # as declared
         page.get_by_role("link", name="See the results").click()
         page.get_by_text("Kept all 21 columns").first.wait_for()
         shot(page, "18b_declared_release_kept_all")
+        # the declared-complete case: the panel's shares of (other) and of empty cells are 0 for every column shown
+        table = page.get_by_test_id("stDataFrame").filter(has=page.locator('[role="gridcell"]', has_text="q0")).first
+        table.wait_for()
+        texts = [t.strip() for t in table.locator('[role="gridcell"]').all_text_contents()]
+        shares = [t for t in texts if t.endswith("%") or t.startswith("—")]
+        assert len(shares) >= 2 * 8 and set(shares) == {"0.0%"}, texts[:40]
     finally:
         ws.close()
 

@@ -91,8 +91,15 @@ def declared_fields(row: dict) -> set[str]:
     return {f for f in str(row.get("declared") or "").split(",") if f}
 
 
+#: A declared field with no cell of its own: the owner states the column has no missing cells (its release then
+#: has no missing code, so it comes back with no empty cell).
+NO_MISSING = "nomissing"
+#: Likewise: the declared value list is complete (every value of the column), so no "(other)" code is kept.
+COMPLETE = "complete"
+
+
 def _set_declared(row: dict, fields: set[str]) -> None:
-    row["declared"] = ",".join(f for f in ("role", "values", "lower", "upper") if f in fields)
+    row["declared"] = ",".join(f for f in ("role", "values", "lower", "upper", NO_MISSING, COMPLETE) if f in fields)
 
 
 def role_of(role: Role) -> tuple[str, str]:
@@ -213,6 +220,7 @@ def fold_edits(table: pd.DataFrame, edits: dict) -> pd.DataFrame:
             if col in ("role", "format", "bins"):
                 fields.add("role")
             elif col == "values":
+                fields.discard(COMPLETE)  # an edited list is the owner's own: "(other)" keeps what it leaves out
                 if _blank(value):
                     fields.discard("values")
                 else:
@@ -256,21 +264,35 @@ def declare_proposal(table: pd.DataFrame, proposal: dict) -> pd.DataFrame:
     rare = proposal.get("review", {}).get("rare_values", {})
     edits: dict[int, dict] = {}
     notes: dict[int, str] = {}
+    no_missing: set[int] = set()
+    complete: set[int] = set()
     for i, row in enumerate(table.to_dict("records")):
         entry = by_name.get(row["column"])
         if entry is None or row.get("role") == "excluded" or declared_fields(row) - {"role"}:
             continue
         kind = entry["kind"]
+        if entry.get("missing") is False:  # the file has no missing cell here: declared with the rest
+            no_missing.add(i)
         if kind == "categorical" and row.get("role") == "categorical":
             left_out = set(rare.get(row["column"], []))
             values = [v for v in entry["values"] if v not in left_out]
             if values:
                 edits[i] = {"values": VALUE_SEP.join(values)}
+                if not left_out:
+                    complete.add(i)
             if left_out:
                 notes[i] = "rare values left out (they come back as (other)): " + ", ".join(sorted(left_out))[:200]
         elif kind in ("numeric", "datetime") and row.get("role") in ("integer", "real", "date"):
             edits[i] = {"lower": _bound_text(entry["lower"]), "upper": _bound_text(entry["upper"])}
     out = fold_edits(table, {"edited_rows": edits})
+    rows = out.to_dict("records")
+    for i in edits:
+        extra = ({NO_MISSING} if i in no_missing else set()) | ({COMPLETE} if i in complete else set())
+        if extra:
+            _set_declared(rows[i], declared_fields(rows[i]) | extra)
+            said = [w for f, w in ((COMPLETE, "every value listed"), (NO_MISSING, "no missing cells")) if f in extra]
+            notes[i] = "; ".join(x for x in (notes.get(i), " and ".join(said) + " (declared)") if x)
+    out = frame(rows)
     for i, note in notes.items():
         out.at[out.index[i], "note"] = note
     return out
@@ -358,6 +380,10 @@ def _entry(row: dict, spec: dict) -> dict | None:
             if kind == "numeric" and unchanged and _same(bins, base.get("bins", len(base["edges"]) - 1)):
                 entry["edges"] = list(base["edges"])  # the schema's own bins, not equal-width ones
     entry["source"] = {f: DECLARED for f in ("kind", "values", "lower", "upper") if f in entry}
+    if NO_MISSING in have:
+        entry["missing"] = False
+    if COMPLETE in have and kind == "categorical":
+        entry["other"] = False
     return entry
 
 
