@@ -291,7 +291,7 @@ if run_clicked:
         **datasource.release_options(),  # the schema's discovery (on the card, not charged again)
     )
     st.session_state[state.LAST_RUN] = run_id
-    st.session_state[state.RESULT_RUN] = run_id
+    state.keep(state.RESULT_RUN, run_id)
     st.rerun()
 
 progress.live_panels("release")

@@ -48,7 +48,7 @@ if len(runs) > SHOWN:
 ids = [r["id"] for r in runs]
 titles = {r["id"]: results.run_title(r) for r in runs}
 if state.get(state.RESULT_RUN) not in ids:
-    st.session_state[state.RESULT_RUN] = ids[0]
+    state.keep(state.RESULT_RUN, ids[0])
 st.selectbox("Run", ids, key=state.RESULT_RUN, format_func=titles.get)
 run = results.get_run(state.get(state.RESULT_RUN))
 if run is None:

@@ -102,7 +102,7 @@ def outcome(run_id: str | None, *, release: bool = False) -> dict | None:
     if release and not _this_table(snap):  # the session moved to another table: not this table's outcome
         return None
     if release and snap["status"] == "done":
-        st.session_state[state.RESULT_RUN] = run_id  # "See the results" opens the run whose outcome is shown
+        state.keep(state.RESULT_RUN, run_id)  # "See the results" opens the run whose outcome is shown
     name = md_escape(snap.get("label") or snap.get("mechanism") or run_id, 120)
     status = snap["status"]
     announced = st.session_state.setdefault(state.ANNOUNCED, set())

@@ -124,6 +124,13 @@ def keep_choices() -> None:
             kept[key] = st.session_state[key]
 
 
+def keep(key: str, value) -> None:
+    """Set a kept choice from code (not a widget) -- and its copy, or :func:`keep_choices` would bring the old value
+    back when the widget's page runs next ("See the results" opened the run chosen before)."""
+    st.session_state[key] = value
+    st.session_state.setdefault(KEPT, {})[key] = value
+
+
 def forget(key: str) -> None:
     """Drop a kept choice on purpose (it does not come back from the copy :func:`keep_choices` keeps)."""
     st.session_state.pop(key, None)
