@@ -29,7 +29,7 @@ from .errors import BudgetError, DataError, DPCoreError
 from .mechanisms import registry
 from .mechanisms.base import Budget, MechanismResult, RunContext, SpendRecord
 from .privacy import check_budget, default_delta
-from .privacy.ledger import new_run_id
+from .privacy.ledger import DEFAULT_LEDGER, new_run_id, resolve_ledger
 from .privacy.samplers import Randomness
 from .report import INTERNAL_LABEL, data_section, evaluation_report, release_card
 from .workload import Workload, uniform_baseline
@@ -193,16 +193,6 @@ def plan_release(
     return mech_cls().plan(dataset_n, workload, budget, mech_cls.validate_params(params))
 
 
-#: Marker for "use the ledger of the default workspace" (``--workspace`` / $DPCORE_WORKSPACE / user folder).
-DEFAULT_LEDGER: Any = object()
-
-
-def default_ledger():
-    from .privacy.ledger import Ledger
-
-    return Ledger()
-
-
 def _prepare_mechanism(mechanism: str, params: dict | None, n_rows: int | None, class_width: int | None):
     """The mechanism class and its validated parameters (public inputs only)."""
     mech_cls = registry.get(mechanism)
@@ -229,8 +219,7 @@ def _reserve(
     seed: int | None,
 ):
     """Charge the whole (ε, δ) before the data is touched; returns the ledger actually used (or None)."""
-    if ledger is DEFAULT_LEDGER:
-        ledger = default_ledger()
+    ledger = resolve_ledger(ledger)
     if ledger is not None:
         ledger.reserve(
             dataset=dataset_key,

@@ -74,6 +74,7 @@ from .errors import BudgetError, DataError, DomainError
 from .ingest import Role, confirmed, header_role, private_roles, propose_roles
 from .mechanisms.base import SpendRecord
 from .output import to_table as _to_table
+from .privacy.ledger import DEFAULT_LEDGER, new_run_id, resolve_ledger
 
 NO_BOUNDS_REASON = (
     "the budget cannot locate its bounds on this many rows: declare its bounds (free: nothing is read from the "
@@ -279,13 +280,11 @@ def columns_to_discover(columns, *, schema=None, roles=None, unlisted: str | Non
     specs, complete = parse_schema(schema)
     user_roles = confirmed(roles) if roles else {}
     known, undecided = _resolve(columns, specs, user_roles, _unlisted_policy(schema, unlisted, complete))
-    out = []
-    for c in columns:
-        if c in undecided:
-            out.append(c)
-        elif known[c].kept and any(_needs(known[c], specs.get(c))):
-            out.append(c)
-    return out
+    return _to_discover(columns, specs, known, undecided)
+
+
+def _to_discover(columns, specs, known: dict[str, Role], undecided: list[str]) -> list[str]:
+    return [c for c in columns if c in undecided or (known[c].kept and any(_needs(known[c], specs.get(c))))]
 
 
 def discovery_budget(
@@ -484,13 +483,13 @@ def prepare_table(
     bins: int = DEFAULT_BINS,
     name: str | None = None,
     joint: bool = False,
-    ledger: Any = "default",
+    ledger: Any = DEFAULT_LEDGER,
 ) -> PreparedTable:
     """Roles, a completed schema and the encoded Dataset of a raw table (see the module docstring).
 
     ``noise`` is the run's :class:`~dpcore.privacy.samplers.Randomness` (every discovery draw goes through it).
     ``epsilon``/``delta`` are the run's whole budget: discovery spends :func:`discovery_budget`'s share of it,
-    charged to ``ledger`` before the data is read ("default": the default workspace's ledger; None: the caller
+    charged to ``ledger`` before the data is read (default: the default workspace's ledger; None: the caller
     has reserved it already -- for the engine's own callers and tests).
     Raises :class:`~dpcore.errors.DataError` / :class:`~dpcore.errors.DomainError` /
     :class:`~dpcore.errors.BudgetError` with a message the user can act on.
@@ -517,7 +516,7 @@ def prepare_table(
         raise DomainError(f"The table has no column(s) {unknown} that the schema describes.")
 
     known, undecided = _resolve(columns, specs, user_roles, policy)
-    to_discover = columns_to_discover(columns, schema=schema, roles=roles, unlisted=policy)
+    to_discover = _to_discover(columns, specs, known, undecided)
     if to_discover and not schema_from_data and noise is None:
         raise BudgetError(
             f"Columns {to_discover[:5]} need schema discovery, which draws privacy noise: pass noise=Randomness()."
@@ -533,6 +532,7 @@ def prepare_table(
         if to_discover:
             plan = discovery_plan_for(epsilon, delta, len(to_discover), len(undecided), schema_share, joint)
             spends.append(plan.spend())
+            ledger = resolve_ledger(ledger)
             run_id = _charge_discovery(ledger, df, name, plan, noise)
         decided = {}
         if undecided:
@@ -614,9 +614,7 @@ def prepare_table(
     card = card_data(dataset, excluded, renamed, plan, report, note)
     warnings = discovery_warnings(report, len(df))
     if run_id is not None:
-        from .privacy.ledger import Ledger
-
-        (Ledger() if ledger == "default" else ledger).settle(run_id, spends)
+        ledger.settle(run_id, spends)
     guarantee = None if noise is None or plan is None else noise.guarantee
     return PreparedTable(
         dataset, all_roles, spends, excluded, renamed, card, note, plan, report, warnings, run_id, guarantee
@@ -628,10 +626,6 @@ def _charge_discovery(ledger, df: pd.DataFrame, name: str | None, plan: Discover
     charged it)."""
     if ledger is None:
         return None
-    from .privacy.ledger import Ledger, new_run_id
-
-    if ledger == "default":
-        ledger = Ledger()
     digest = df.attrs.get("source_digest")
     if not digest:
         from .data import table_digest
@@ -722,7 +716,7 @@ def _public_figures(columns, n, epsilon, delta, schema, roles, unlisted, schema_
     policy = _unlisted_policy(schema, unlisted, complete)
     user_roles = confirmed(roles) if roles else {}
     known, undecided = _resolve(columns, specs, user_roles, policy)
-    cols = columns_to_discover(columns, schema=schema, roles=roles, unlisted=policy)
+    cols = _to_discover(columns, specs, known, undecided)
     if not cols or n < 1:
         return _PublicFigures(columns, known, undecided, cols, None, None, True)
     plan = discovery_plan_for(epsilon, delta, len(cols), len(undecided), schema_share, joint)

@@ -29,6 +29,7 @@ import math
 import time
 import uuid
 from dataclasses import dataclass
+from typing import Any
 
 from ..errors import BudgetError
 from ..workspace import Workspace
@@ -60,6 +61,15 @@ def zcdp_rho(entries) -> float | None:
         else:
             return None
     return rho
+
+
+#: Marker for "use the ledger of the default workspace" (``--workspace`` / $DPCORE_WORKSPACE / user folder).
+DEFAULT_LEDGER: Any = object()
+
+
+def resolve_ledger(ledger):
+    """``ledger`` itself, the default workspace's for :data:`DEFAULT_LEDGER`, or None (charge nothing)."""
+    return Ledger() if ledger is DEFAULT_LEDGER else ledger
 
 
 def new_run_id() -> str:
