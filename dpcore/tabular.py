@@ -305,6 +305,18 @@ def discovery_budget(
     return eps_d, delta_d, cols
 
 
+#: A discovery run of its own (the app's Data page, ``dpcore learn``): the ε it offers first (the engine's schema
+#: share of the default ε = 1) and its δ as a multiple of 1/n² (the same share of the default δ).
+STANDALONE_EPSILON = 0.2
+STANDALONE_DELTA_SHARE = 0.2
+
+
+def standalone_budget(epsilon_d: float, delta_d: float) -> dict:
+    """:func:`prepare_table`'s ``epsilon``, ``delta`` and ``schema_share`` for a discovery that spends exactly
+    (ε_d, δ_d): it spends share·(ε, δ) of what it is given, and with share 1/2 the doubled budget halves back."""
+    return {"epsilon": 2.0 * float(epsilon_d), "delta": 2.0 * float(delta_d), "schema_share": 0.5}
+
+
 def discovery_plan_for(
     epsilon: float, delta: float, n_columns: int, n_role_columns: int, schema_share: float, joint: bool
 ) -> DiscoveryPlan:

@@ -63,3 +63,10 @@ def test_learn_on_a_raw_table_never_publishes_a_one_row_value_as_private(tmp_pat
         "covered": False,
         "note": explicit["schema"]["note"],
     }  # ... and the file says it is not covered
+
+
+def test_learns_default_schema_epsilon_is_the_engines_standalone_discovery():
+    from dpcore.cli import learn
+    from dpcore.tabular import STANDALONE_EPSILON
+
+    assert learn.STANDALONE_EPSILON == STANDALONE_EPSILON

@@ -35,6 +35,7 @@ import streamlit as st
 from dpcore.data import Dataset, bundled_adult_domain, bundled_adult_table, load_dataset, read_table
 from dpcore.domain import Domain
 from dpcore.errors import BudgetError, DataError, DomainError, DPCoreError
+from dpcore.tabular import STANDALONE_DELTA_SHARE, STANDALONE_EPSILON, standalone_budget
 
 from . import roles, state
 
@@ -59,12 +60,9 @@ RESTORE_TRIED = "upload_restore_tried"
 SCHEMA_RUN = "schema_run"  # id of the discovery run this session last started
 STATUS = "schema_status"  # (key, SchemaStatus) of the source in use, cached in this session
 SCHEMA_EPS = state.KEEP + "schema_epsilon"  # ε offered for a discovery (a persisted choice)
-#: The ε a discovery offers first: the engine's schema share of the Release page's default ε (as the CLI spends).
-DEFAULT_SCHEMA_EPSILON = 0.2
-#: δ of a discovery, as a multiple of 1/n² (the engine's schema share of the default δ).
-SCHEMA_DELTA_SHARE = 0.2
-#: prepare_table spends share·(ε, δ) of what it is given; with share 1/2 the doubled budget halves back exactly.
-_SHARE = 0.5
+#: The ε a discovery offers first, and its δ as a multiple of 1/n² (dpcore.tabular's standalone discovery).
+DEFAULT_SCHEMA_EPSILON = STANDALONE_EPSILON
+SCHEMA_DELTA_SHARE = STANDALONE_DELTA_SHARE
 
 
 @st.cache_resource(show_spinner="Loading the bundled Adult sample…")
@@ -615,8 +613,8 @@ def _discovery_args(epsilon: float, delta: float) -> tuple[pd.DataFrame, dict]:
     share of one half, so all of (ε, δ) goes to the schema."""
     source_key, _, df, declared = current_source()
     decl = roles.declarations(ensure_schema_table(source_key, df, declared))
-    args = dict(epsilon=2.0 * float(epsilon), delta=2.0 * float(delta), schema=decl.schema, roles=decl.roles)
-    return df, {**args, "unlisted": decl.unlisted, "schema_share": _SHARE}
+    args = dict(standalone_budget(epsilon, delta), schema=decl.schema, roles=decl.roles)
+    return df, {**args, "unlisted": decl.unlisted}
 
 
 def default_schema_delta(n: int) -> float:
@@ -665,8 +663,8 @@ def _discovery_target(ws, df, digest: str, name: str, decl: roles.Declarations, 
         )
         noise = Randomness()  # cryptographic: the discovered schema is published with every release
         prep = prepare_table(
-            df, schema=decl.schema, roles=decl.roles, unlisted=decl.unlisted, epsilon=2.0 * eps_d,
-            delta=2.0 * delta_d, noise=noise, schema_share=_SHARE, name=name, ledger=None,  # reserved above
+            df, schema=decl.schema, roles=decl.roles, unlisted=decl.unlisted, **standalone_budget(eps_d, delta_d),
+            noise=noise, name=name, ledger=None,  # reserved above
         )  # fmt: skip
         ledger.settle(run_id, prep.spends)
         record = {

@@ -55,8 +55,8 @@ def add_parser(subparsers) -> None:
     p.add_argument(
         "--schema-epsilon",
         type=float,
-        default=DEFAULT_SCHEMA_EPSILON,
-        help=f"ε spent discovering a raw table's undeclared schema privately (default {DEFAULT_SCHEMA_EPSILON:g}; "
+        default=STANDALONE_EPSILON,
+        help=f"ε spent discovering a raw table's undeclared schema privately (default {STANDALONE_EPSILON:g}; "
         "δ 0.2/n²), charged with the evaluation",
     )
     p.add_argument(
@@ -137,10 +137,9 @@ def add_parser(subparsers) -> None:
     p.add_argument("--quiet", action="store_true")
 
 
-#: ε of a raw table's private schema discovery before learning (the app's default share of ε = 1).
-DEFAULT_SCHEMA_EPSILON = 0.2
-#: δ of that discovery, as a multiple of 1/n².
-SCHEMA_DELTA_SHARE = 0.2
+#: --schema-epsilon's default: dpcore.tabular.STANDALONE_EPSILON, written out so that parsing the command line
+#: loads no scipy (tests/test_learn_schema.py keeps the two equal).
+STANDALONE_EPSILON = 0.2
 
 
 def learning_source(args) -> dict:
@@ -163,19 +162,15 @@ def schema_cost(source: dict, args) -> tuple[float, float, list[str]]:
     """(ε_d, δ_d, columns) the schema step will spend: public (the header, the declared schema, n)."""
     if "table" not in source or args.schema_from_data:
         return 0.0, 0.0, []
-    from ..tabular import discovery_budget
+    from ..tabular import STANDALONE_DELTA_SHARE, discovery_budget, standalone_budget
 
     n = source["n"]
-    eps_d, delta_d = float(args.schema_epsilon), SCHEMA_DELTA_SHARE / float(n) ** 2
+    eps_d, delta_d = float(args.schema_epsilon), STANDALONE_DELTA_SHARE / float(n) ** 2
     if not (eps_d > 0 and eps_d == eps_d and eps_d != float("inf")):
         from ..errors import BudgetError
 
         raise BudgetError(f"--schema-epsilon must be a positive number (got {args.schema_epsilon}).")
-    # discovery spends share·(ε, δ) of what it is given: with share 1/2 the doubled budget halves back exactly
-    e, d, cols = discovery_budget(
-        list(source["table"].columns), epsilon=2 * eps_d, delta=2 * delta_d, schema=source["schema"], schema_share=0.5
-    )
-    return e, d, cols
+    return discovery_budget(list(source["table"].columns), schema=source["schema"], **standalone_budget(eps_d, delta_d))
 
 
 def schema_dataset(source: dict, args, noise, run_id: str):
@@ -185,17 +180,15 @@ def schema_dataset(source: dict, args, noise, run_id: str):
 
     if "dataset" in source:
         return source["dataset"], schema_statement(source["dataset"].domain)
-    from ..tabular import prepare_table
+    from ..tabular import prepare_table, standalone_budget
 
-    eps_d, delta_d, _ = schema_cost(source, args)
+    eps_d, delta_d, _ = schema_cost(source, args)  # (0, 0) when nothing is discovered: the budget is then unused
     prep = prepare_table(
         source["table"],
         schema=source["schema"],
         schema_from_data=args.schema_from_data,
-        epsilon=2 * eps_d if eps_d > 0 else 1.0,
-        delta=2 * delta_d if delta_d > 0 else 1e-9,
+        **standalone_budget(eps_d or 1.0, delta_d or 1e-9),
         noise=noise,
-        schema_share=0.5,
         name=source["name"],
         ledger=None,  # reserved by run(), with the evaluation
     )
