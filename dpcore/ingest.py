@@ -360,6 +360,9 @@ class ColumnStats:
     long_text: float
     date_format: str | None = None
     sigma: float = 0.0
+    #: Exact statistics only: the smallest count of a present value (None when unknown or noisy).  Never part of
+    #: the noisy vector or of :meth:`to_dict`.
+    rarest: int | None = None
 
     def vector(self) -> np.ndarray:
         return np.array([getattr(self, s) for s in STATISTICS], dtype=np.int64)
@@ -392,12 +395,13 @@ def _distinct_present(column: pd.Series) -> tuple[pd.Index, np.ndarray]:
     return uniques, counts
 
 
-def column_counts(column: pd.Series) -> tuple[dict[str, int], dict[str, int]]:
+def column_counts(column: pd.Series, distinct=None) -> tuple[dict[str, int], dict[str, int]]:
     """Exact counts of one column: the statistics (with ``date`` = 0) and the parse count of every date format.
 
-    Works on the column's distinct values weighted by their counts, so a long column with few values is cheap.
+    Works on the column's distinct values weighted by their counts (``distinct``: :func:`_distinct_present` of the
+    column, when the caller has it), so a long column with few values is cheap.
     """
-    uniques, counts = _distinct_present(column)
+    uniques, counts = _distinct_present(column) if distinct is None else distinct
     stats = dict.fromkeys(STATISTICS, 0)
     stats["present"] = int(counts.sum())
     stats["distinct"] = len(uniques)
@@ -442,13 +446,17 @@ def column_counts(column: pd.Series) -> tuple[dict[str, int], dict[str, int]]:
 
 
 def exact_stats(df: pd.DataFrame, columns=None) -> list[ColumnStats]:
-    """Exact statistics of each column (NOT private: for :func:`propose_roles` and the tests)."""
+    """Exact statistics of each column (NOT private: for :func:`propose_roles` and the tests), with the rarest
+    value's count."""
     out = []
     for name in list(df.columns) if columns is None else list(columns):
-        stats, fmts = column_counts(df[name])
+        found = _distinct_present(df[name])
+        stats, fmts = column_counts(df[name], found)
         best = max(DATE_FORMATS, key=lambda f: fmts[f])  # first format wins ties: ISO before day/month orders
         stats["date"] = fmts[best]
-        out.append(ColumnStats(str(name), len(df), date_format=best if fmts[best] else None, **stats))
+        counts = found[1]
+        rarest = int(counts.min()) if len(counts) else None
+        out.append(ColumnStats(str(name), len(df), date_format=best if fmts[best] else None, rarest=rarest, **stats))
     return out
 
 
@@ -564,8 +572,7 @@ def propose_roles(df: pd.DataFrame, columns=None) -> list[Role]:
     out = []
     for st in exact_stats(df, columns):
         role = decide_role(st)
-        _, counts = _distinct_present(df[st.name])
-        if one_row_could_flip(st, int(counts.min()) if len(counts) else None):
+        if one_row_could_flip(st, st.rarest):
             role = replace(role, reason=f"{FRAGILE_NOTE}" + (f"; {role.reason}" if role.reason else ""))
         out.append(replace(role, source="inferred", stats=st.to_dict()))
     return out
