@@ -297,4 +297,8 @@ if run_clicked:
 progress.live_panels("release")
 snap = progress.outcome(st.session_state.get(state.LAST_RUN), release=True)
 if snap is not None and snap["status"] == "done":
-    st.page_link("pages/results.py", label="See the results", icon=":material/bar_chart:")
+    if st.button("See the results", icon=":material/bar_chart:", key=f"see_results:{snap['run_id']}"):
+        # The Results page applies it in its own run, before its selectbox exists: a value set here could lose to
+        # the one the browser still holds for that widget from an earlier visit.
+        st.session_state[state.OPEN_RUN] = snap["run_id"]
+        st.switch_page("pages/results.py")

@@ -47,7 +47,10 @@ if len(runs) > SHOWN:
 
 ids = [r["id"] for r in runs]
 titles = {r["id"]: results.run_title(r) for r in runs}
-if state.get(state.RESULT_RUN) not in ids:
+opened = st.session_state.pop(state.OPEN_RUN, None)  # "See the results" on the Release page
+if opened in ids:
+    state.keep(state.RESULT_RUN, opened)
+elif state.get(state.RESULT_RUN) not in ids:
     state.keep(state.RESULT_RUN, ids[0])
 st.selectbox("Run", ids, key=state.RESULT_RUN, format_func=titles.get)
 run = results.get_run(state.get(state.RESULT_RUN))

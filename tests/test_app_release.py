@@ -126,7 +126,7 @@ def test_gaussian_release_lands_with_results_and_downloads(at):
     run = start_and_wait(at)
     assert run["status"] == "done" and errors(at) == []
     assert any("Run “first try” finished in" in plain(s.value) for s in at.success)  # lands visibly
-    assert any(p.label == "See the results" for p in at.get("page_link"))
+    assert any(b.label == "See the results" for b in at.button)
     assert len(ledger()) == 1 and ledger()[0]["epsilon"] == pytest.approx(1.0)
 
     at.switch_page("pages/results.py").run()

@@ -170,6 +170,16 @@ def wait_idle(page, timeout: float = 60) -> None:
             quiet += 1
 
 
+def upload_file(page, path: Path) -> None:
+    """Choose "Upload a CSV or Parquet file" on the Data page and upload ``path``."""
+    page.get_by_text("Upload a CSV or Parquet file").wait_for()
+    wait_idle(page)
+    page.get_by_text("Upload a CSV or Parquet file").click()
+    uploader = page.get_by_test_id("stFileUploader").filter(has_text="CSV (comma, semicolon")
+    uploader.wait_for()
+    uploader.locator('input[type="file"]').set_input_files(str(path))
+
+
 def pick(page, label: str, option_text: str) -> None:
     page.get_by_label(label, exact=True).click()  # open the selectbox
     page.get_by_role("option").filter(has_text=option_text).first.click()
@@ -492,12 +502,7 @@ def test_an_upload_goes_from_roles_to_a_private_schema_to_a_release(server, page
     upload.write_bytes(kitchen_sink_csv(n=2000))
     t0 = time.monotonic()
     page.goto(url)
-    page.get_by_text("Upload a CSV or Parquet file").wait_for()
-    wait_idle(page)
-    page.get_by_text("Upload a CSV or Parquet file").click()
-    uploader = page.get_by_test_id("stFileUploader").filter(has_text="CSV (comma, semicolon")
-    uploader.wait_for()
-    uploader.locator('input[type="file"]').set_input_files(str(upload))
+    upload_file(page, upload)
     page.get_by_text("cases.csv").first.wait_for()
     page.get_by_text("This discovery charges").wait_for()  # the roles table and the cost, nothing spent yet
     page.locator('[role="columnheader"]').filter(has_text="proposed (exact, only for you)").first.wait_for(
@@ -543,7 +548,7 @@ def test_an_upload_goes_from_roles_to_a_private_schema_to_a_release(server, page
         charged = {r["run"] for r in ws.query("SELECT run FROM ledger WHERE dataset = ?", (digest,))}
         assert charged == {schema["id"], rel["id"]}
         # Results opens this run and says first what it kept (issue 24); Compare shows it beside the errors
-        page.get_by_role("link", name="See the results").click()
+        page.get_by_role("button", name="See the results").click()
         page.get_by_text("What this release kept").wait_for()
         kept = len(card["data"]["schema"])
         total = kept + len(card["data"]["excluded"])
@@ -570,12 +575,7 @@ def test_a_small_wide_upload_is_refused_before_any_spend_until_its_proposal_is_d
     upload = tmp_path / "survey.csv"
     _survey(1000).to_csv(upload, index=False)
     page.goto(server[0])
-    page.get_by_text("Upload a CSV or Parquet file").wait_for()
-    wait_idle(page)
-    page.get_by_text("Upload a CSV or Parquet file").click()
-    uploader = page.get_by_test_id("stFileUploader").filter(has_text="CSV (comma, semicolon")
-    uploader.wait_for()
-    uploader.locator('input[type="file"]').set_input_files(str(upload))
+    upload_file(page, upload)
     page.get_by_text("survey.csv").first.wait_for()
     page.get_by_text("This discovery charges").wait_for()
     wait_idle(page)
@@ -601,7 +601,7 @@ def test_a_small_wide_upload_is_refused_before_any_spend_until_its_proposal_is_d
         assert len(card["data"]["schema"]) == 21 and "schema_discovery" not in card["data"]
         assert all("dp" not in json.dumps(a["source"]) for a in card["data"]["schema"])
         assert all(not a.get("missing") and not a.get("other") for a in card["data"]["schema"])  # as declared
-        page.get_by_role("link", name="See the results").click()
+        page.get_by_role("button", name="See the results").click()
         page.get_by_text("Kept all 21 columns").first.wait_for()
         shot(page, "18b_declared_release_kept_all")
         # the declared-complete case: the panel's shares of (other) and of empty cells are 0 for every column shown
@@ -623,7 +623,7 @@ def test_a_small_wide_upload_is_refused_before_any_spend_until_its_proposal_is_d
         pick(page, "Mechanism", "Direct Gaussian answers")
         page.get_by_role("button", name="Run", exact=True).click()
         page.get_by_text(re.compile(r"Run “gaussian ε=1 · adult_census[^”]*” finished in")).first.wait_for()
-        page.get_by_role("link", name="See the results").click()
+        page.get_by_role("button", name="See the results").click()
         page.get_by_text(re.compile(r"Kept (all \d+|\d+ of \d+) columns")).first.wait_for()
         shot(page, "19_results_open_the_run_shown")
         assert page.get_by_text("Kept all 21 columns").count() == 0  # the bundled run's panel, not the upload's

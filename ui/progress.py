@@ -92,8 +92,7 @@ def live_panels(kind: str, poll_seconds: float = 0.5, key_prefix: str = "progres
 
 def outcome(run_id: str | None, *, release: bool = False) -> dict | None:
     """How the run this session started ended (a toast the first time), or None while it runs.  ``release``: the
-    Release page's run -- shown only while the session works on that run's table, and the Results page then opens
-    that run."""
+    Release page's run -- shown only while the session works on that run's table."""
     if not run_id:
         return None
     snap = jobs.snapshot(run_id)
@@ -101,8 +100,6 @@ def outcome(run_id: str | None, *, release: bool = False) -> dict | None:
         return None
     if release and not _this_table(snap):  # the session moved to another table: not this table's outcome
         return None
-    if release and snap["status"] == "done":
-        state.keep(state.RESULT_RUN, run_id)  # "See the results" opens the run whose outcome is shown
     name = md_escape(snap.get("label") or snap.get("mechanism") or run_id, 120)
     status = snap["status"]
     announced = st.session_state.setdefault(state.ANNOUNCED, set())

@@ -59,6 +59,7 @@ FIX_SEED = KEEP + "fix_seed"
 DEMO_SEED = KEEP + "demo_seed"
 RUN_LABEL = KEEP + "run_label"
 RESULT_RUN = KEEP + "result_run"  # run id shown on the Results page
+OPEN_RUN = "open_run"  # a run "See the results" asked the Results page to open (applied there, once)
 COMPARE_RUNS = KEEP + "compare_runs"  # run ids overlaid on the Compare page
 COMPARE_DATASET = KEEP + "compare_dataset"
 SHOW_DEMO = KEEP + "show_demo"
