@@ -24,6 +24,11 @@ What it measures (:func:`evaluate`):
 Without a holdout, the ML and copy figures use a seeded split of the real table; the synthesizer saw
 the "held-out" part, so those figures are flagged optimistic.
 
+A release may leave columns out (a column its private schema could not keep, or one the user excluded): the
+report then compares the columns the two tables share and names the real columns the synthetic table left out
+(``columns_left_out``); a left-out target skips the ML figures with that reason.  A synthetic table with a
+column the real one lacks, or with no column in common, is refused.
+
 Every count is vectorised (one mixed-radix cell key per column pair and one ``np.bincount`` per block
 of pairs); Python loops run over columns and blocks, never over rows.  On wide tables the pairs are
 capped by the work they cost (rows x pairs), with the sample and its seed stated in the report.
@@ -392,7 +397,20 @@ def evaluate(
             real = real[[c for c in real.columns if str(c) in names]]
             if holdout is not None:
                 holdout = holdout[[c for c in holdout.columns if str(c) in names]]
-    real, synthetic, holdout = _check_inputs(real, synthetic, holdout, target)
+    real, synthetic, holdout, left_out_cols = _check_inputs(real, synthetic, holdout, target)
+    target_left_out = target is not None and target in left_out_cols
+    left_out_target = target
+    if left_out_cols:
+        shown = ", ".join(repr(c) for c in left_out_cols[:10]) + (" …" if len(left_out_cols) > 10 else "")
+        notes.append(
+            f"the synthetic table left out {len(left_out_cols)} of the real table's {real.shape[1]} columns "
+            f"({shown}): the report compares the {real.shape[1] - len(left_out_cols)} columns they share"
+        )
+        kept = [c for c in real.columns if c not in set(left_out_cols)]
+        real = real[kept]
+        holdout = None if holdout is None else holdout[kept]
+        if target_left_out:
+            target = None
     cols = list(real.columns)
     synthetic = synthetic[cols]
     rng = np.random.default_rng(seed)
@@ -420,6 +438,7 @@ def evaluate(
         "n_real": int(len(real)),
         "n_synthetic": int(len(synthetic)),
         "n_holdout": None if holdout is None else int(len(holdout)),
+        "columns_left_out": list(left_out_cols),
         "columns": [
             {
                 "name": c.name,
@@ -442,6 +461,9 @@ def evaluate(
     report["copy_rate"], report["ml_efficacy"] = _holdout_figures(
         real, synthetic, holdout, codings, codes_r, codes_s, target, seed, ml, notes
     )
+    if target_left_out:
+        report["ml_efficacy"]["skipped"] = "the synthetic table left out the target column"
+        report["ml_efficacy"]["target"] = left_out_target
     report["settings"] = {
         "seed": seed,
         "numeric_bins": "schema edges" if schema is not None else f"{DEFAULT_BINS} quantile bins of the real data",
@@ -475,22 +497,27 @@ def _check_inputs(real, synthetic, holdout, target):
     real = real.rename(columns=str)
     synthetic = synthetic.rename(columns=str)
     cols = list(real.columns)
+    left_out: list[str] = []
     for name, df in (("synthetic", synthetic), ("holdout", holdout)):
         if df is None:
             continue
         df_cols = [str(c) for c in df.columns]
         missing = [c for c in cols if c not in df_cols]
         extra = [c for c in df_cols if c not in cols]
+        if name == "synthetic" and missing and not extra and len(missing) < len(cols):
+            left_out = missing  # a release that left columns out: compared on the columns it kept
+            continue
         if missing or extra:
             raise DataError(
                 f"The {name} table's columns differ from the real table's: missing {missing[:5]}, "
-                f"extra {extra[:5]}. Compare tables with the same columns."
+                f"extra {extra[:5]}. Compare tables with the same columns"
+                + (" (a synthetic table may leave real columns out, but not add any)." if name == "synthetic" else ".")
             )
     if holdout is not None:
         holdout = holdout.rename(columns=str)[cols]
     if target is not None and target not in cols:
         raise DataError(f"Target column {target!r} is not in the table; columns are {cols[:10]}.")
-    return real.reset_index(drop=True), synthetic.reset_index(drop=True), holdout
+    return real.reset_index(drop=True), synthetic.reset_index(drop=True), holdout, left_out
 
 
 def _encode_all(codings, df):

@@ -95,3 +95,18 @@ def test_mismatched_columns_exit_2(tables, tmp_path, capsys):
     rc = main(["evaluate", "--data", tables["real"], "--synthetic", str(other), "--json"])
     captured = capsys.readouterr()
     assert rc == 2 and captured.out == "" and "columns differ" in captured.err
+
+
+def test_a_release_that_left_columns_out_is_evaluated_on_the_kept_columns(tables, tmp_path, capsys):
+    kept = tmp_path / "kept.csv"
+    pd.read_csv(tables["syn"])[["age", "y"]].to_csv(kept, index=False)  # the release left a column out
+    rc = main(["evaluate", "--data", tables["real"], "--synthetic", str(kept), "--holdout", tables["hold"]]
+              + ["--target", "y", "--json"])  # fmt: skip
+    report = json.loads(capsys.readouterr().out)
+    assert rc == 0
+    assert report["columns_left_out"] == [HOSTILE]
+    assert [c["name"] for c in report["columns"]] == ["age", "y"]
+    assert report["ml_efficacy"]["models"]  # the target was kept: ML efficacy runs on the kept feature
+    rc = main(["evaluate", "--data", tables["real"], "--synthetic", str(kept)])
+    out = capsys.readouterr().out
+    assert rc == 0 and "left out (not compared): " + HOSTILE in out

@@ -163,9 +163,28 @@ def test_quantile_edges_split_a_point_mass():
     assert e[0] == 0 and e.size > 3  # 0 keeps a bin, the rest is cut further
 
 
+def test_a_release_that_left_columns_out_is_compared_on_the_columns_it_kept():
+    real = REAL.assign(c=["u", "v", "u", "v"], y=["1", "0", "1", "0"])
+    hold = HOLD.assign(c=["u", "v"], y=["1", "0"])
+    r = evaluate(real, SYN, holdout=hold)  # the synthetic table kept a and b only
+    assert r["columns_left_out"] == ["c", "y"]
+    assert [c["name"] for c in r["columns"]] == ["a", "b"]
+    full = evaluate(REAL, SYN, holdout=HOLD)  # the same figures as comparing the kept columns alone
+    for key in ("one_way_tvd", "two_way_tvd", "association_diff", "copy_rate"):
+        assert r[key] == full[key]
+    assert any("left out 2 of the real table's 4 columns" in n for n in r["notes"])
+    # a left-out target: the ML figures are skipped, saying why
+    r = evaluate(real, SYN, holdout=hold, target="y")
+    assert r["ml_efficacy"]["skipped"] == "the synthetic table left out the target column"
+    assert r["ml_efficacy"]["target"] == "y"
+    json.dumps(r, allow_nan=False)
+
+
 def test_bad_input_is_a_typed_error():
-    with pytest.raises(DataError, match="missing"):
-        evaluate(REAL, SYN[["a"]])
+    with pytest.raises(DataError, match="not add"):  # a synthetic column the real table lacks
+        evaluate(REAL[["a"]], SYN)
+    with pytest.raises(DataError, match="differ"):  # nothing in common
+        evaluate(REAL, SYN.rename(columns={"a": "x", "b": "z"}))
     with pytest.raises(DataError, match="Target"):
         evaluate(REAL, SYN, target="nope")
     with pytest.raises(DataError, match="no rows"):

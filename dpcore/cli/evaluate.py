@@ -24,7 +24,12 @@ def add_parser(sub) -> None:
         "INTERNAL, not differentially private, never for publication.",
     )
     p.add_argument("--data", required=True, help="the real table (CSV or Parquet)")
-    p.add_argument("--synthetic", required=True, help="the synthetic table, same columns")
+    p.add_argument(
+        "--synthetic",
+        required=True,
+        help="the synthetic table: the real table's columns, or some of them (a release that left columns out is "
+        "compared on the columns it kept, and the report names the rest)",
+    )
     p.add_argument("--holdout", default=None, help="real rows the synthesizer never saw (for ML efficacy and copies)")
     p.add_argument("--schema", default=None, help="schema JSON: its categories and bin edges define the cells")
     p.add_argument("--target", default=None, help="column to predict for ML efficacy")
@@ -88,6 +93,8 @@ def _f(x, digits: int = 4) -> str:
 def text_report(r: dict) -> str:
     lines = [r["label"], ""]
     lines.append(f"rows: real {r['n_real']:,}, synthetic {r['n_synthetic']:,}, holdout {r['n_holdout'] or '—'}")
+    if r.get("columns_left_out"):
+        lines.append(f"columns the synthetic table left out (not compared): {', '.join(r['columns_left_out'])}")
     one, two, three = r["one_way_tvd"], r["two_way_tvd"], r["three_way_tvd"]
     lines.append(f"1-way TVD  mean {_f(one['mean'])}  max {_f(one['max'])}  over {len(one['columns'])} columns")
     lines.append(
@@ -153,6 +160,11 @@ def html_report(r: dict) -> str:
         f"<div class='banner'>{e(r['label'])}</div>",
         "<h1>Fidelity report (INTERNAL)</h1>",
         f"<p>Rows: real {r['n_real']:,}; synthetic {r['n_synthetic']:,}; holdout {e(str(r['n_holdout'] or '—'))}.</p>",
+        (
+            f"<p>Columns the synthetic table left out (not compared): {e(', '.join(r['columns_left_out']))}.</p>"
+            if r.get("columns_left_out")
+            else ""
+        ),
         "<h2>Summary</h2>",
         table(
             ["measure", "mean", "max", "over"],
