@@ -8,10 +8,10 @@ What it measures (:func:`evaluate`):
 * ``one_way_tvd`` / ``two_way_tvd`` / ``three_way_tvd`` -- total-variation distance
   TVD(p, q) = ½ Σ |p(c) - q(c)| between the real and synthetic distributions of every column,
   every column pair (mean, max, the worst pairs) and a seeded sample of column triples.  Cells are
-  the columns' *evaluation codes*: a schema's categories and bin edges when a schema is given,
-  otherwise each categorical value and 10 quantile bins of the real data for numeric (and date)
-  columns; missing is a cell of its own, and synthetic values the real column never had share one
-  "unseen" cell.
+  the columns' *evaluation codes*: a schema's categories and bin edges when a schema is given (a date
+  attribute's bins too, its cells read in the schema's format), otherwise each categorical value and
+  10 quantile bins of the real data for numeric (and date) columns; missing is a cell of its own, and
+  synthetic values the real column never had share one "unseen" cell.
 * ``association_diff`` -- |assoc(real) - assoc(synthetic)| per pair: Cramér's V for pairs of
   categorical columns (and, on the bins, for mixed pairs), Spearman's rank correlation for pairs of
   numeric columns.
@@ -44,7 +44,7 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from .domain import parse_numbers
+from .domain import parse_dates, parse_numbers
 from .errors import DataError
 
 LABEL = (
@@ -86,6 +86,7 @@ class ColumnCoding:
     labels: list[str]  # one per code
     edges: np.ndarray | None = None  # numeric: bin edges (outer ones open: values beyond fall in the end bins)
     is_date: bool = False
+    date_format: str | None = None  # a schema's date attribute: the strftime format its cells are read with
     unseen_code: int | None = None  # categorical: synthetic values the real column never had
     missing_code: int | None = None
 
@@ -126,21 +127,27 @@ def _parse_dates(s: pd.Series) -> pd.Series:
     return out
 
 
-def _date_numbers(s: pd.Series) -> np.ndarray:
+#: Nanoseconds per day: a schema's date edges are days since 1970-01-01, the report's dates nanoseconds.
+NS_PER_DAY = 86_400 * 10**9
+
+
+def _date_numbers(s: pd.Series, fmt: str | None = None) -> np.ndarray:
+    if fmt is not None:  # the schema's format: 01/02/2012 is read as the schema says, never guessed
+        return parse_dates(s, fmt) * NS_PER_DAY
     d = _parse_dates(s)
     vals = d.to_numpy(dtype="datetime64[ns]").astype(np.int64).astype(float)
     vals[d.isna().to_numpy()] = np.nan
     return vals
 
 
-def _numbers(s: pd.Series, is_date: bool) -> tuple[np.ndarray, int]:
+def _numbers(s: pd.Series, is_date: bool, fmt: str | None = None) -> tuple[np.ndarray, int]:
     """Float values of a column (NaN = missing) and how many present cells could not be read.
 
     Interval labels such as ``[35, 40)`` (how dpcore decodes a numeric bin by default) read as the
     interval's midpoint, so a release's decoded rows compare with the real numbers."""
     present = s.notna().to_numpy()
     if is_date:
-        vals = _date_numbers(s)
+        vals = _date_numbers(s, fmt)
     elif pd.api.types.is_numeric_dtype(s) and not pd.api.types.is_bool_dtype(s):
         vals = s.to_numpy(dtype=float, copy=True)
     else:
@@ -192,6 +199,11 @@ def build_coding(real: pd.Series, synthetic: pd.Series, attribute=None, bins: in
         edges = np.asarray(attribute.edges, dtype=float)
         labels = _interval_labels(edges, False)
         return _finish(ColumnCoding(name, "numeric", labels, edges), has_missing)
+    if attribute is not None and attribute.kind == "datetime":  # the schema's date bins, read in its format
+        edges = np.asarray(attribute.edges, dtype=float) * NS_PER_DAY
+        labels = attribute.labels()[: attribute.n_regular]
+        coding = ColumnCoding(name, "numeric", labels, edges, is_date=True, date_format=attribute.format)
+        return _finish(coding, has_missing)
     if attribute is not None:
         labels = list(attribute.values)
         return _finish(ColumnCoding(name, "categorical", labels), has_missing, unseen=True)
@@ -248,7 +260,7 @@ def encode_column(coding: ColumnCoding, s: pd.Series) -> tuple[np.ndarray, int]:
     """Codes of a column under ``coding`` and the number of present cells that could not be read."""
     missing = s.isna().to_numpy()
     if coding.kind == "numeric":
-        vals, unreadable = _numbers(s, coding.is_date)
+        vals, unreadable = _numbers(s, coding.is_date, coding.date_format)
         missing = missing | np.isnan(vals)
         edges = coding.edges
         assert edges is not None  # a numeric coding always has edges
@@ -577,8 +589,10 @@ def _pairs(cols, codings, codes_r, codes_s, sizes, p1_r, p1_s, real, synthetic, 
     num_idx = np.flatnonzero(kinds == "numeric")
     rho_r = rho_s = None
     if num_idx.size >= 2:
-        vr = np.column_stack([_numbers(real[cols[j]], codings[j].is_date)[0] for j in num_idx])
-        vs = np.column_stack([_numbers(synthetic[cols[j]], codings[j].is_date)[0] for j in num_idx])
+        vr = np.column_stack([_numbers(real[cols[j]], codings[j].is_date, codings[j].date_format)[0] for j in num_idx])
+        vs = np.column_stack(
+            [_numbers(synthetic[cols[j]], codings[j].is_date, codings[j].date_format)[0] for j in num_idx]
+        )
         rho_r, rho_s = _spearman_matrix(vr), _spearman_matrix(vs)
     pos = {int(j): k for k, j in enumerate(num_idx)}
     both_num = (kinds[iu] == "numeric") & (kinds[ju] == "numeric")
@@ -697,7 +711,7 @@ def _row_hashes(df: pd.DataFrame, codings) -> np.ndarray:
     for c in codings:
         s = df[c.name]
         if c.kind == "numeric":
-            canon[c.name] = pd.Series(_numbers(s, c.is_date)[0], index=df.index)
+            canon[c.name] = pd.Series(_numbers(s, c.is_date, c.date_format)[0], index=df.index)
         else:
             canon[c.name] = _canonical_text(s).where(s.notna(), None)
     return pd.util.hash_pandas_object(pd.DataFrame(canon), index=False).to_numpy()
@@ -793,7 +807,7 @@ def ml_efficacy(train: pd.DataFrame, synthetic: pd.DataFrame, test: pd.DataFrame
     def matrix(df):
         # Categorical features enter as their evaluation codes (integers): sklearn's encoders are
         # slow on Python strings, and the codes already mark unseen and missing values.
-        X = {f: _numbers(df[f], by_name[f].is_date)[0] for f in num}
+        X = {f: _numbers(df[f], by_name[f].is_date, by_name[f].date_format)[0] for f in num}
         for f in cat:
             X[f] = encode_column(by_name[f], df[f])[0]
         return pd.DataFrame(X, columns=num + cat)

@@ -258,3 +258,19 @@ def test_release_rows_decoded_as_intervals_compare_with_the_raw_table():
         assert r["two_way_tvd"]["max"] == pytest.approx(0.0)
     assert any("left out" in n and "fnlwgt" in n for n in r["notes"])  # the schema has no fnlwgt
     assert r["copy_rate"]["synthetic_binned"] > 0.5  # the same rows, cell by cell
+
+
+def test_a_schema_date_attribute_is_binned_in_its_format():
+    # dd/mm/yyyy: 01/02/2012 is 1 February; guessed month-first it would be 2 January
+    attr = Attribute("d", "datetime", lower="2012-01-01", upper="2012-12-31", granularity="month", bins=12,
+                     format="%d/%m/%Y")  # fmt: skip
+    schema = Domain((attr,))
+    real = pd.DataFrame({"d": ["01/02/2012", "15/02/2012", "03/01/2012", "20/12/2012"]})
+    r = evaluate(real, real.copy(), schema=schema, ml=False)
+    (col,) = r["columns"]
+    assert col["kind"] == "date" and col["cells"] == 12 and col["binned_by"] == "schema"
+    assert r["one_way_tvd"]["max"] == pytest.approx(0.0)
+    syn = pd.DataFrame({"d": ["02/01/2012"] * 4})  # all in January: real has 1 of 4 there
+    r = evaluate(real, syn, schema=schema, ml=False)
+    assert r["one_way_tvd"]["max"] == pytest.approx(0.75)
+    assert not any("could not be read" in n for n in r["notes"])
