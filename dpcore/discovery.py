@@ -16,8 +16,11 @@ zCDP conversion; ρ_d is the largest ρ whose [CKS20] conversion at δ_c is ε_d
 
 * roles, when some column's role is not declared: ρ_r = :data:`ROLE_RHO_SHARE`·ρ_d
   (:func:`dpcore.ingest.private_roles` -- discrete Gaussian counts and exponential-mechanism date formats);
-* the rest, ρ_v, split evenly over the p_v columns whose value set or bounds are discovered (p_v is a
-  function of released roles and of the user's choices, so public): ρ_col = ρ_v / p_v each.
+* the rest, ρ_v, split over the columns whose value set or bounds are discovered in proportion to public weights
+  (:func:`column_rho`: 1 for a category column, :data:`BOUNDS_WEIGHT` for a numeric or date one; which columns
+  and their kinds are functions of released roles and of the user's choices, so public): with p_c category and
+  p_b numeric or date columns, ρ_col = ρ_v / (p_c + BOUNDS_WEIGHT·p_b) for a category column and
+  BOUNDS_WEIGHT·ρ_col for a numeric or date one.  The ρ's add up to ρ_v.
 
 **Category sets: thresholded partition selection** (Korolova, Kenthapadi, Mishra & Ntoulas 2009 with Laplace
 noise; with Gaussian noise as in Gopi et al. 2020 and Desfontaines, Voss, Gipson & Mandayam 2022).  For every
@@ -47,7 +50,8 @@ mechanism [CKS20]).  A numeric column's values are counted in public bins that d
 powers of two, [2^j, 2^(j+1)) and (-2^(j+1), -2^j] for j in :data:`POWER_RANGE`, and one bin for |x| < 2^lo
 (values beyond the grid go to its outermost bins); a date column's in the years of :data:`DATE_SEARCH`.  One
 changed row leaves one bin and enters another: L2 sensitivity sqrt(2), so discrete Gaussian noise of scale
-σ = 1/sqrt(ρ_col) on every bin is ρ_col-zCDP -- the column's whole share, whichever of its bounds are needed.  The
+σ = 1/sqrt(ρ_b) on every bin is ρ_b-zCDP, ρ_b = BOUNDS_WEIGHT·ρ_col -- the column's whole share, whichever
+of its bounds are needed.  The
 bounds are the outer edges of the outermost bins whose noisy count clears the public threshold
 T = σ·Φ^-1(1 - :data:`BIN_FALSE_POSITIVE` / bins) (noise alone lifts some empty bin over T with probability about
 BIN_FALSE_POSITIVE), widened by the bin next to each end when its noisy count reaches :data:`ADJACENT_Z`·σ (thin
@@ -103,6 +107,11 @@ ZERO_REACH = 8.0
 BULK_SHARE = 0.25
 #: The public search range of date bounds.
 DATE_SEARCH = ("1900-01-01", "2099-12-31")
+#: A numeric or date column's share of the value-set budget, relative to a category column's.  A category's values
+#: must each clear the threshold τ on their own; bounds need only the bulk of one histogram's bins to clear a
+#: threshold of about 4.3σ.  At a third of the weight (σ 1.7 times a category's), bounds stop being locatable
+#: (threshold > n/4) at about the n where a category's values stop clearing τ ≤ n/5: neither kind starves.
+BOUNDS_WEIGHT = 1.0 / 3.0
 
 
 # ---------------------------------------------------------------------------- the budget
@@ -117,8 +126,11 @@ class JointSplit:
     ρ, not in ε).  Every figure is a function of public inputs.
 
     δ_t = share·δ/2 goes to partition selection's thresholds, δ_c = δ - δ_t to the one conversion;
-    ρ = eps_to_zcdp(ε, δ_c) is the run's whole ρ; the schema gets share·ρ and the mechanism the rest, which it is
-    handed as ε_m = CKS(ρ_m·(1 - JOINT_MARGIN), δ_c) at δ_c (it converts back to ρ_m).  The discovery is
+    ρ = eps_to_zcdp(ε, δ_c) is the run's whole ρ.  The mechanism keeps the ε it would keep beside a discovery of its
+    own, (1 - share)·ε: ρ_m = eps_to_zcdp((1 - share)·ε, δ_c); the schema gets ALL the rest, ρ_s = ρ - ρ_m.  Because
+    ε grows like sqrt(ρ), that rest is far more than share·ρ (about 35% of ρ at share 0.2, against 4% for a
+    discovery converted alone from share·ε).  The mechanism is handed ε_m = CKS(ρ_m·(1 - JOINT_MARGIN), δ_c) at δ_c
+    (it converts back to at most ρ_m).  The discovery is
     δ_t-approximately ρ_s-zCDP and the mechanism ρ_m-zCDP, so the run is δ_t-approximately (ρ_s + ρ_m)-zCDP and
     hence (CKS(ρ, δ_c), δ_c + δ_t) = (ε, δ)-DP (Bun & Steinke 2016, Lemma 8.3 and Def. 8.1; [CKS20]).  The ledger
     and the card attribute (ε - ε_m, δ_t) to the schema, so the run's lines add up to exactly (ε, δ)."""
@@ -148,8 +160,8 @@ def joint_split(epsilon: float, delta: float, schema_share: float = DEFAULT_SCHE
     d_t = schema_share * float(delta) / 2.0
     d_c = float(delta) - d_t
     rho = eps_to_zcdp(float(epsilon), d_c)
-    rho_s = schema_share * rho
-    rho_m = rho - rho_s
+    rho_m = eps_to_zcdp((1.0 - schema_share) * float(epsilon), d_c)  # the mechanism keeps (1 - share)·ε ...
+    rho_s = rho - rho_m  # ... and the schema gets all the ρ converting once frees
     eps_m = zcdp_to_eps_cks(rho_m * (1.0 - JOINT_MARGIN), d_c)
     return JointSplit(float(epsilon), float(delta), float(schema_share), rho, rho_s, rho_m, d_t, d_c, eps_m)
 
@@ -530,18 +542,34 @@ def _finish_bounds(task: ValueTask, lower, upper) -> tuple[float, float]:
     return float(lo), float(hi)
 
 
+def column_weights(kinds) -> list[float]:
+    """Each column's weight in the split of ρ_v: 1 for a category column, :data:`BOUNDS_WEIGHT` for a numeric or
+    date one (``kinds``: their roles; public: released or declared)."""
+    return [1.0 if k == "categorical" else BOUNDS_WEIGHT for k in kinds]
+
+
+def column_rho(tasks: list[ValueTask], rho_values: float) -> dict[str, float]:
+    """ρ of each column to discover: ρ_v split in proportion to :func:`column_weights`, so the columns' ρ's add up
+    to ρ_v (zCDP composition).  A function of the tasks' released roles only."""
+    todo = [t for t in tasks if t.needed]
+    weights = column_weights(t.kind for t in todo)
+    total = sum(weights)
+    return {t.name: rho_values * w / total for t, w in zip(todo, weights)}
+
+
 def discover_values(df: pd.DataFrame, tasks: list[ValueTask], rho_values: float, delta_threshold: float, noise):
     """Release value sets and bounds of ``tasks`` at ρ_values-zCDP (plus δ_threshold for the value sets), as the
-    module docstring derives.  Returns :class:`Discovered` with, per column, the released fields."""
+    module docstring derives (ρ_v split by :func:`column_rho`).  Returns :class:`Discovered` with, per column, the
+    released fields."""
     todo = [t for t in tasks if t.needed]
     out = Discovered()
     if not todo:
         return out
-    rho_col = rho_values / len(todo)
+    rho = column_rho(todo, rho_values)
     cats = [t for t in todo if t.need_values]
-    report: dict = {"rho_per_column": rho_col, "columns": len(todo)}
+    report: dict = {"rho_per_column": rho, "columns": len(todo)}
     if cats:
-        sigma = 1.0 / math.sqrt(rho_col)
+        sigma = 1.0 / math.sqrt(rho[cats[0].name])
         tau = partition_threshold(sigma, delta_threshold / len(cats))
         report["categories"] = {"sigma": sigma, "threshold": tau, "attributes": len(cats)}
         for t, values in zip(cats, select_many([df[t.name] for t in cats], sigma, tau, noise)):
@@ -552,7 +580,7 @@ def discover_values(df: pd.DataFrame, tasks: list[ValueTask], rho_values: float,
         present = _column_values(df, t)
         if t.kind == "datetime":  # the histogram counts days; the schema stores bounds as units of the granularity
             present = unit_start_days(present.astype(np.int64), t.granularity or "day").astype(float)
-        lower, upper, how = histogram_bounds(present, t.kind, t.integer, rho_col, noise)
+        lower, upper, how = histogram_bounds(present, t.kind, t.integer, rho[t.name], noise)
         report.setdefault("bounds", {})[t.name] = {**how, "located": lower is not None}
         if lower is None or upper is None:
             out.missing.append(t.name)

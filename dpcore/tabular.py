@@ -58,11 +58,14 @@ import pandas as pd
 
 from .data import Dataset, unique_column_names
 from .discovery import (
+    BOUNDS_WEIGHT,
     DEFAULT_BINS,
     DEFAULT_SCHEMA_SHARE,
     DiscoveryPlan,
     ValueTask,
     bounds_locatable,
+    column_rho,
+    column_weights,
     discover_values,
     discovery_cost,
     exact_bounds,
@@ -445,12 +448,13 @@ def _fallback_unlocatable_bounds(
     needing = [t for t in tasks if t.needed]
     if not needing:
         return all_roles
-    rho_col = plan.rho_values / len(needing)  # the split discover_values makes (it only grows if columns leave)
+    rho = column_rho(needing, plan.rho_values)  # the split discover_values makes (it only grows if columns leave)
     by_name = {r.name: r for r in all_roles}
     changed: dict[str, Role] = {}
     for t in needing:
         r, k = by_name[t.name], int(t.need_lower) + int(t.need_upper)
-        if t.kind not in ("numeric", "datetime") or bounds_locatable(t.kind, t.integer, t.granularity, rho_col, k, n):
+        kind = t.kind
+        if kind not in ("numeric", "datetime") or bounds_locatable(kind, t.integer, t.granularity, rho[t.name], k, n):
             continue
         changed[r.name] = replace(r, role="excluded", reason=NO_BOUNDS_REASON)
     if changed:
@@ -732,9 +736,15 @@ def _public_figures(columns, n, epsilon, delta, schema, roles, unlisted, schema_
     if not cols or n < 1:
         return _PublicFigures(columns, known, undecided, cols, None, None, True)
     plan = discovery_plan_for(epsilon, delta, len(cols), len(undecided), schema_share, joint)
-    rho_col = plan.rho_values / len(cols)
-    threshold = partition_threshold(1.0 / math.sqrt(rho_col), plan.delta_threshold / len(cols))
-    locatable = bounds_locatable("numeric", True, None, rho_col, 2, n)
+    # The split of discover_values (dpcore.discovery.column_rho), with every undecided column counted as a category:
+    # the least a category column and a numeric one can get, whatever the private roles turn out to be.
+    kinds = ["categorical" if c in undecided else known[c].role for c in cols]
+    total = sum(column_weights(kinds))
+    categories = sum(k == "categorical" for k in kinds)
+    threshold = partition_threshold(math.sqrt(total / plan.rho_values), plan.delta_threshold / max(categories, 1))
+    if categories == len(kinds):  # a numeric column, if any, is one of the undecided ones
+        total += BOUNDS_WEIGHT - 1.0
+    locatable = bounds_locatable("numeric", True, None, BOUNDS_WEIGHT * plan.rho_values / total, 2, n)
     return _PublicFigures(columns, known, undecided, cols, plan, threshold, locatable)
 
 

@@ -10,6 +10,7 @@ from scipy.stats import binom
 
 from dpcore.discovery import (
     BIN_FALSE_POSITIVE,
+    BOUNDS_WEIGHT,
     DEFAULT_SCHEMA_SHARE,
     ROLE_RHO_SHARE,
     THRESHOLD_DELTA_SHARE,
@@ -249,10 +250,13 @@ def test_value_sets_and_bounds_share_rho_as_documented():
     ]
     rho, delta_t = 0.4, 1e-8
     rep = discover_values(df, tasks, rho, delta_t, Randomness(0)).report
-    rho_col = rho / 4
-    assert rep["rho_per_column"] == pytest.approx(rho_col)
+    w = BOUNDS_WEIGHT  # a numeric or date column's weight against a category's 1
+    rho_col = rho / (2 + 2 * w)
+    assert rep["rho_per_column"] == pytest.approx({"sex": rho_col, "country": rho_col, "age": w * rho_col,
+                                                   "admitted": w * rho_col})  # fmt: skip
     cats = rep["categories"]
     assert cats["sigma"] == pytest.approx(1 / math.sqrt(rho_col))  # ρ_c = p_c/σ² = p_c·ρ_col
+    assert rep["bounds"]["age"]["sigma"] == pytest.approx(1 / math.sqrt(w * rho_col))
     assert cats["threshold"] == partition_threshold(cats["sigma"], delta_t / 2)
     spent = cats["attributes"] / cats["sigma"] ** 2
     spent += sum(2 / (2 * rep["bounds"][c]["sigma"] ** 2) for c in ("age", "admitted"))  # one histogram each
@@ -278,23 +282,27 @@ def test_exact_bounds_are_min_and_max():
 # ------------------------------------------------------------------ the joint split (issue 22)
 @pytest.mark.parametrize("eps, delta, share", [(1.0, 1 / 7214**2, 0.2), (0.3, 1e-6, 0.2), (4.0, 1e-9, 0.5)])
 def test_the_joint_split_converts_the_run_once_against_the_closed_forms(eps, delta, share):
-    """δ_t = share·δ/2, δ_c = δ - δ_t, ρ = eps_to_zcdp(ε, δ_c); the schema gets share·ρ; the mechanism, handed
-    (ε_m, δ_c), derives ρ_m' = eps_to_zcdp(ε_m, δ_c) ≤ (1 - share)·ρ; the run is then (CKS(ρ_s + ρ_m', δ_c), δ)
-    -DP with CKS(...) ≤ ε, and the attributed lines add up to (ε, δ)."""
+    """δ_t = share·δ/2, δ_c = δ - δ_t, ρ = eps_to_zcdp(ε, δ_c); the mechanism keeps ρ_m = eps_to_zcdp((1 - share)·ε,
+    δ_c) and the schema gets the rest of ρ; the mechanism, handed (ε_m, δ_c), derives ρ_m' = eps_to_zcdp(ε_m, δ_c)
+    ≤ ρ_m; the run is then (CKS(ρ_s + ρ_m', δ_c), δ)-DP with CKS(...) ≤ ε, and the attributed lines add up to
+    (ε, δ)."""
     from dpcore.discovery import joint_split
     from dpcore.privacy import eps_to_zcdp
 
     sp = joint_split(eps, delta, share)
     assert sp.delta_threshold == pytest.approx(share * delta / 2) and sp.delta_conversion + sp.delta_threshold == delta
     assert sp.rho == pytest.approx(eps_to_zcdp(eps, sp.delta_conversion), rel=1e-12)
-    assert sp.rho_schema == pytest.approx(share * sp.rho, rel=1e-12)
+    assert sp.rho_mechanism == pytest.approx(eps_to_zcdp((1 - share) * eps, sp.delta_conversion), rel=1e-12)
+    assert sp.rho_schema == pytest.approx(sp.rho - sp.rho_mechanism, rel=1e-12)
     rho_m = eps_to_zcdp(sp.epsilon_mechanism, sp.delta_conversion)  # what the mechanism derives from its budget
     assert rho_m <= sp.rho_mechanism
     assert zcdp_to_eps_cks(sp.rho_schema + rho_m, sp.delta_conversion) <= eps
     assert sp.epsilon_schema + sp.epsilon_mechanism == pytest.approx(eps, abs=1e-15)
-    # the point of it: several times the ρ an ε-split gives the schema, and more ε for the mechanism
+    # the point of it: the mechanism keeps the ε an ε-split gives it, and the schema gets several times the ρ (at
+    # share 0.2, more than share·ρ itself: about 35% of the run's ρ)
     old = DiscoveryPlan.make(share * eps, share * delta, 0)
-    assert sp.rho_schema > (3 if share <= 0.2 else 1.5) * old.rho and sp.epsilon_mechanism > (1 - share) * eps
+    assert sp.epsilon_mechanism == pytest.approx((1 - share) * eps, rel=1e-6)
+    assert sp.rho_schema > (5 if share <= 0.2 else 1.5) * old.rho and sp.rho_schema > share * sp.rho
 
 
 def test_a_raw_table_release_with_a_zcdp_mechanism_splits_the_schema_share_in_rho(tmp_path):

@@ -109,8 +109,9 @@ def test_columns_are_chosen_before_discovery(survey, tmp_path):
     with pytest.raises(DataError, match="at least two"):
         choose_columns(df, ["q1"])
     # the plan covers the chosen columns only: fewer columns, a lower threshold
-    wide = schema_plan(df.columns, 1000, epsilon=1, delta=1e-6)
-    narrow = schema_plan(chosen.columns, 1000, epsilon=1, delta=1e-6)
+    # (joint: the default mechanism, the projection, converts the run once)
+    wide = schema_plan(df.columns, 1000, epsilon=1, delta=1e-6, joint=True)
+    narrow = schema_plan(chosen.columns, 1000, epsilon=1, delta=1e-6, joint=True)
     assert narrow.threshold < wide.threshold and wide.refuse and not narrow.refuse
 
 
@@ -130,7 +131,8 @@ def test_the_library_refuses_too_before_any_spend(survey, tmp_path):
 def test_a_7000_row_extract_with_ten_chosen_columns_keeps_numbers_as_numbers(tmp_path):
     """Issue 22's 7,000 × 50 case at ε = 1 with defaults and --columns: the counts, the 1-10 score and age come back
     as whole numbers within released bounds that hold at least 95% of the real rows; no numeric column holds
-    text; the category values held by a third or more of the rows are released."""
+    text; every category value held by 5% or more of the rows is released (10 of 10 seeds of the discovery alone
+    released them when this was written: τ ≈ 3.8% of n, σ ≈ 0.6% of n)."""
     from .tables import RACE_SHARES, SURVEY_CHOSEN, survey_extract
 
     real = survey_extract()
@@ -154,7 +156,7 @@ def test_a_7000_row_extract_with_ten_chosen_columns_keeps_numbers_as_numbers(tmp
         cells = back[c][back[c] != ""]
         assert cells.str.fullmatch(r"-?\d+").all(), cells[~cells.str.fullmatch(r"-?\d+")].head()  # no text
         assert pd.to_numeric(cells).between(a["lower"], a["upper"]).all()
-    big = {v for v, share in RACE_SHARES.items() if share >= 0.3}
+    big = {v for v, share in RACE_SHARES.items() if share >= 0.05}  # 51, 34, 9 and 5% of the rows
     assert big <= set(schema["race"]["values"])
     assert {"Male", "Female"} <= set(schema["sex"]["values"])
 
