@@ -11,6 +11,7 @@ import pytest
 from dpcore.errors import BudgetError, ParameterError, WorkloadError
 from dpcore.mechanisms import projection as proj
 from dpcore.mechanisms.base import Budget, RunContext
+from dpcore.mechanisms.decouple import decouple_rows
 from dpcore.mechanisms.direct import DirectGaussian
 from dpcore.mechanisms.projection import (
     Projection,
@@ -135,6 +136,7 @@ def test_stopping_rule_reads_no_private_quantity():
     del counts
     out = RecordProjector(wl, noisy, plan["sigma_answers"], _settings_for(params)).run(replay.rng)  # no data
     rows = largest_remainder_rows(out.records, out.weights, ds.n, replay.rng)
+    rows, _ = decouple_rows(rows, wl.domain.shape, wl.marginals, replay.rng)  # public: the workload's marginals
     assert np.array_equal(rows, res.rows)
     assert out.stop_rule == res.public["stopping_rule_fired"]
     public_keys = ("iteration", "oracle_calls", "residual_norm", "fw_gap", "support", "risk_estimate")

@@ -55,6 +55,7 @@ from ..oracles.linear_min import CoordinateDescent, decomposable_bound, scip_cer
 from ..privacy import check_budget, eps_to_zcdp, gaussian_sigma_for_rho
 from ..privacy.samplers import Randomness
 from .base import Budget, Mechanism, MechanismResult, Param, RunContext, SpendRecord
+from .decouple import DECOUPLE_PARAM, decouple_notes, decouple_rows
 from .direct import project_simplex
 from .smoothing import ordered_attributes, smooth_records
 
@@ -1076,6 +1077,7 @@ class Projection(Mechanism):
             1.0,
             advanced=True,
         ),
+        DECOUPLE_PARAM,
         Param(
             "smooth_ordered",
             "bool",
@@ -1173,6 +1175,9 @@ class Projection(Mechanism):
         domain = workload.domain
         smooth = [(domain.names.index(name), domain[name].n_regular) for name in plan["smoothed_attributes"]]
         rows = largest_remainder_rows(out.records, out.weights, plan["rows"], ctx.rng, smooth=smooth)
+        decoupled = None
+        if params.get("decouple", True):
+            rows, decoupled = decouple_rows(rows, shape, workload.marginals, ctx.rng)
         ctx.report(1, 1, f"done: {STOP_RULES[out.stop_rule]}")
         return MechanismResult(
             spends=[
@@ -1192,7 +1197,7 @@ class Projection(Mechanism):
             public=_public(plan, out),
             trace=out.trace,
             oracle_stats=_oracle_stats(out),
-            notes=_notes(out, plan["rows"]) + _smoothing_notes(plan),
+            notes=_notes(out, plan["rows"]) + _smoothing_notes(plan) + decouple_notes(decoupled),
         )
 
 

@@ -37,6 +37,7 @@ import numpy as np
 from ..errors import BudgetError
 from ..workload import Workload
 from .base import Budget, Mechanism, MechanismResult, Param, RunContext, SpendRecord
+from .decouple import DECOUPLE_PARAM, decouple_notes, decouple_rows
 from .projection import (
     ROWS_PARAM,
     SOLVER_PARAMS,
@@ -132,6 +133,7 @@ class AdaptiveProjection(Mechanism):
                 0.9,
                 advanced=True,
             ),
+            DECOUPLE_PARAM,
             Param(
                 "allow_repeats",
                 "bool",
@@ -300,7 +302,12 @@ class AdaptiveProjection(Mechanism):
         records, weights = out.records, out.weights
         log(len(chosen), out, sub_wl, chosen[-1] if chosen else "")
         rows = largest_remainder_rows(records, weights, plan["rows"], rng)
-        return self._result(plan, budget, params, p, chosen, out, rows, trace, calls, skipped_projections)
+        decoupled = None
+        if params.get("decouple", True):  # post-processing over the (public) measured cliques
+            rows, decoupled = decouple_rows(rows, workload.domain.shape, list(measured), rng)
+        result = self._result(plan, budget, params, p, chosen, out, rows, trace, calls, skipped_projections)
+        result.notes.extend(decouple_notes(decoupled))
+        return result
 
     @staticmethod
     def _select(true_cache, records, weights, penalty, measured, params, plan, ctx) -> int:
