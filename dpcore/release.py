@@ -504,7 +504,7 @@ def release_table(
             ) from None
         raise
     data = dict(prep.card_data)
-    return _run(
+    rel, internal = _run(
         prep.dataset,
         wl,
         mech_cls,
@@ -524,6 +524,34 @@ def release_table(
         executor,
         class_width,
         numeric,
+    )
+    if workload is None:  # public: n, the attributes' sizes, ε, δ and the mechanism's plan
+        rel.card["workload"]["chosen_by"] = default_workload_note(wl, n)
+    return rel, internal
+
+
+def default_workload_note(wl: Workload, n: int) -> str:
+    """Which marginals the default chose for this table, and why (public: from n and the attributes' sizes)."""
+    p = len(wl.domain)
+    pairs = [m for m in wl.marginals if len(m) == 2]
+    total = p * (p - 1) // 2
+    if not pairs:
+        why = (
+            "no pair of attributes has cells that would hold more rows than the noise each cell carries at this ε"
+            if total
+            else "the table has one attribute"
+        )
+        return (
+            f"the default workload: the {p} one-way marginals only ({why}); choosing the marginals yourself "
+            "replaces this"
+        )
+    smallest = min(n / float(np.prod([wl.domain.shape[a] for a in m])) for m in pairs)
+    return (
+        f"the default workload: all {p} one-way marginals, then {len(pairs)} of the {total} two-way marginals, "
+        "picked at random (public seed) among the pairs whose cells hold enough rows to stand above the noise at "
+        f"this n and ε (the chosen ones: {smallest:,.0f} rows a cell or more on average); unmeasured pairs come "
+        "out as independent as the measured marginals allow. Choosing the marginals yourself (--k/--marginals) "
+        "replaces this"
     )
 
 

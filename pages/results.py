@@ -127,6 +127,9 @@ if mostly:
         + " are '(other)'. Declare their values (free) or raise ε to release more of them.",
         icon=":material/warning:",
     )
+chosen_by = (card.get("workload") or {}).get("chosen_by")
+if chosen_by:  # public: why the default measured these marginals
+    st.caption(f"Measured: {md_escape(str(chosen_by)[0].upper() + str(chosen_by)[1:], 600)}.")
 released_rows = card.get("output", {}).get("rows")
 if kept["rows"] and released_rows and kept["rows"] < released_rows:
     st.caption(f"Shares measured on a uniform sample of {kept['rows']:,} of the {released_rows:,} released rows.")

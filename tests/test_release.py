@@ -467,3 +467,28 @@ def test_the_documented_library_path_charges_the_discovery_and_states_it_on_the_
     assert rel.card["privacy"]["epsilon_spent"] == pytest.approx(1.0)  # the whole guarantee, schema included
     assert rel.card["privacy"]["parts"][0]["run"] == prep.run_id
     assert ledger.total("the-file")["epsilon"] == pytest.approx(1.0)
+
+
+def test_the_card_says_which_marginals_the_default_workload_chose_and_why(tmp_path):
+    """Issue 23: the default workload is said on the card (and by the CLI and the Results page); a workload the user
+    chose carries no such note."""
+    from dpcore.release import release_table
+
+    from .tables import kitchen_sink
+
+    df = kitchen_sink(3000)[["sex", "country", "age", "priors"]]
+    schema = {
+        "attributes": [
+            {"name": "sex", "kind": "categorical", "values": ["Female", "Male"]},
+            {"name": "country", "kind": "categorical", "values": ["FR", "DE"], "other": True},
+            {"name": "age", "kind": "numeric", "lower": 0, "upper": 100, "integer": True},
+            {"name": "priors", "kind": "numeric", "lower": 0, "upper": 40, "integer": True},
+        ]
+    }
+    rel, _ = release_table(df, "projection", 1.0, schema=schema, seed=0, ledger=None)
+    note = rel.card["workload"]["chosen_by"]
+    pairs = sum(len(m) == 2 for m in rel.workload.marginals)
+    assert note.startswith("the default workload: all 4 one-way marginals")
+    assert f"{pairs} of the 6 two-way marginals" in note if pairs else "one-way marginals only" in note
+    rel2, _ = release_table(df, "projection", 1.0, schema=schema, seed=0, ledger=None, workload={"k": 1})
+    assert "chosen_by" not in rel2.card["workload"]

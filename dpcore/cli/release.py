@@ -236,6 +236,8 @@ def run(args) -> int:
 
         for line in kept_lines(rel.card, rel.rows):
             print(line)
+        if rel.card["workload"].get("chosen_by"):
+            print(f"Workload: {rel.card['workload']['chosen_by']}.")
         print(
             f"{mech_cls.title}: ε = {rel.card['privacy']['epsilon_spent']:.4g} spent of {rel.budget.epsilon:g}, "
             f"δ = {rel.budget.delta:.3g}{' (default 1/n²)' if rel.delta_defaulted else ''}; "
