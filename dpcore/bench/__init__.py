@@ -141,6 +141,7 @@ def _import_registered() -> None:
         "dpcore.bench.learn",
         "dpcore.bench.implicit",
         "dpcore.bench.peers",
+        "dpcore.bench.realdata",
     ):
         try:
             importlib.import_module(mod)

@@ -1,0 +1,119 @@
+"""``bench realdata`` on a tiny declared table: records carry the figures, left-out columns are named, and a
+second run reuses the cache instead of running again (peers are not run here)."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from dpcore.bench import realdata
+from dpcore.cli import main
+
+SYSTEMS = "default,one_way,independent"
+
+
+@pytest.fixture(scope="module")
+def tiny(tmp_path_factory):
+    """300 rows x 5 columns (+ an identifier the schema excludes), with a dependence between x and y."""
+    g = np.random.default_rng(0)
+    n = 300
+    x = g.choice(["a", "b", "c"], n)
+    y = np.where((x == "a") ^ (g.random(n) < 0.2), "yes", "no")
+    df = pd.DataFrame(
+        {
+            "id": np.arange(n),
+            "x": x,
+            "colour": g.choice(["red", "green"], n),
+            "age": g.integers(18, 90, n),
+            "score": np.round(g.normal(50, 15, n).clip(0, 100), 1),
+            "y": y,
+        }
+    )
+    folder = tmp_path_factory.mktemp("tiny")
+    data = folder / "tiny.csv"
+    df.to_csv(data, index=False)
+    schema = {
+        "about": "declared for the test: public value lists and round bounds",
+        "attributes": [
+            {"name": "id", "kind": "excluded"},
+            {"name": "x", "kind": "categorical", "values": ["a", "b", "c"], "missing": False},
+            {"name": "colour", "kind": "categorical", "values": ["red", "green"], "missing": False},
+            {"name": "age", "kind": "numeric", "lower": 0, "upper": 100, "bins": 10, "integer": True},
+            {"name": "score", "kind": "numeric", "lower": 0, "upper": 100, "bins": 10},
+            {"name": "y", "kind": "categorical", "values": ["yes", "no"], "missing": False},
+        ],
+    }
+    schema_file = folder / "tiny.schema.json"
+    schema_file.write_text(json.dumps(schema))
+    return {"data": str(data), "schema": str(schema_file), "out": folder / "bench"}
+
+
+def run_bench(tiny, capsys) -> dict:
+    args = ["bench", "realdata", "--data", tiny["data"], "--schema", tiny["schema"], "--target", "y"]
+    args += ["--systems", SYSTEMS, "--epsilons", "1", "--runs", "1", "--out-dir", str(tiny["out"]), "--json"]
+    assert main(args) == 0
+    return json.loads(capsys.readouterr().out.strip().splitlines()[-1])
+
+
+@pytest.mark.slow
+def test_records_figures_and_cache_reuse(tiny, capsys):
+    first = run_bench(tiny, capsys)
+    assert first["ran"] == 3 and first["reused"] == 0
+    info = first["tables"]["tiny"]
+    assert info["n_train"] == 240 and info["n_holdout"] == 60  # the fixed 80/20 split
+    assert info["excluded_by_schema"] == ["id"]
+    by_system = {r["system"]: r for r in first["records"]}
+    assert set(by_system) == {"default", "one_way", "independent"}
+    for rec in by_system.values():
+        for key in ("tvd1", "tvd2", "assoc", "auc_lr", "auc_gb", "tvd2_holdout", "seconds"):
+            assert rec[key] is not None, (rec["system"], key)
+        assert rec["columns_evaluated"] == ["x", "colour", "age", "score", "y"]  # the identifier is not compared
+        assert rec["columns_left_out"] == []
+        assert rec["code"]["commit"]
+    for system in ("default", "one_way"):  # a child process of its own: its CPU time and memory
+        rec = by_system[system]
+        assert rec["cpu_seconds"] > 0 and rec["peak_mb"] > 10
+        assert rec["command"].startswith("python -m dpcore release --data train.csv --schema tiny.schema.json")
+        assert rec["mechanism"]  # what the card says it chose
+    assert by_system["one_way"]["workload"]["marginals"] == {"1-way": 5}
+    assert by_system["independent"]["tvd1"] == pytest.approx(0.0)  # the real columns, shuffled
+    rows = {(r["system"], r["epsilon"]) for r in first["rows"]}
+    assert rows == {("default", 1.0), ("one_way", 1.0), ("independent", 1.0)}
+    (check,) = [t for t in first["targets"] if t["check"].startswith("one_way")]
+    assert check["value"] is not None and check["reference"] is not None  # one_way against independent
+
+    second = run_bench(tiny, capsys)  # nothing runs again: every record comes from the cache
+    assert second["ran"] == 0 and second["reused"] == 3
+    assert {r["system"]: r["tvd2"] for r in second["records"]} == {s: r["tvd2"] for s, r in by_system.items()}
+
+
+def test_left_out_columns_are_named_and_the_rest_compared(tiny, tmp_path):
+    table = realdata.prepare("tiny", realdata.Path(tiny["data"]), realdata.Path(tiny["schema"]), "y", tmp_path)
+    synthetic = realdata.independent_columns(table, seed=0)
+    rec = realdata.measure(table, synthetic.drop(columns=["colour"]))
+    assert rec["columns_left_out"] == ["colour"]
+    assert rec["columns_evaluated"] == ["x", "age", "score", "y"]
+    assert rec["auc_lr"] is not None
+    rec = realdata.measure(table, synthetic.drop(columns=["y"]))  # the target left out: no ML figures, said why
+    assert rec["auc_lr"] is None and "left out the target" in rec["ml_skipped"]
+
+
+def test_cache_reuse_rules(tiny, tmp_path):
+    table = realdata.prepare("tiny", realdata.Path(tiny["data"]), realdata.Path(tiny["schema"]), "y", tmp_path)
+    code = {"commit": "abc", "dirty": False, "changes": None}
+    base = {"format": realdata.RECORD_FORMAT, "table": "tiny", "seed": 0, "epsilon": 1.0, "tvd1": 0.1}
+    base |= {"input_digest": table.digest, "code": code, "timeout": 60.0}
+    ok = realdata.reusable
+    assert ok(base | {"system": "default"}, table, "default", 1.0, 0, code, 60.0)
+    newer = {"commit": "def", "dirty": False, "changes": None}
+    assert not ok(base | {"system": "default"}, table, "default", 1.0, 0, newer, 60.0)  # our code changed
+    assert ok(base | {"system": "independent"}, table, "independent", 1.0, 0, newer, 60.0)  # not ours: reused
+    assert ok(base | {"system": "aim"}, table, "aim", 1.0, 0, newer, 60.0)
+    assert not ok(base | {"system": "aim", "input_digest": "other"}, table, "aim", 1.0, 0, code, 60.0)
+    assert not ok(base | {"system": "aim", "note": "failed: x"}, table, "aim", 1.0, 0, code, 60.0)
+    timed_out = base | {"system": "aim", "note": "did not finish", "timed_out": True}
+    assert ok(timed_out, table, "aim", 1.0, 0, code, 60.0)  # a time-out stands for the same time limit
+    assert not ok(timed_out, table, "aim", 1.0, 0, code, 600.0)  # but not when more time is allowed
