@@ -48,7 +48,9 @@ private data.
 default ``bench-results/realdata/records.jsonl``) and reused by a later run unless ``--fresh``, the table or
 schema changed (their digest is in the key), or -- for our systems only -- the code changed: each record
 carries ``git rev-parse HEAD``, whether ``dpcore/`` (benchmarks aside) had uncommitted changes, and a digest
-of those changes.  The peers' and ``independent`` records do not depend on our code and are reused.
+of those changes.  The peers' and ``independent`` records do not depend on our code and are reused.  The cache
+is read again before each run, so two invocations sharing it (or a rerun beside a cut one) do not repeat each
+other's finished runs.  A failed run is run again; a time-out stands unless ``--timeout`` allows more.
 """
 
 from __future__ import annotations
@@ -267,7 +269,7 @@ def run_measured(cmd: list[str], env: dict, timeout: float, cwd: Path | None = N
         wall = time.perf_counter() - t0
         proc.returncode = os.waitstatus_to_exitcode(status)  # reaped here: Popen must not wait again
         err.seek(0)
-        tail = err.read().decode("utf-8", "replace").strip().splitlines()
+        lines = err.read().decode("utf-8", "replace").strip().splitlines()
     timed_out = wall >= timeout and proc.returncode != 0
     return {
         "returncode": proc.returncode,
@@ -275,8 +277,17 @@ def run_measured(cmd: list[str], env: dict, timeout: float, cwd: Path | None = N
         "seconds": wall,
         "cpu_seconds": usage.ru_utime + usage.ru_stime,
         "peak_mb": usage.ru_maxrss / 1024.0,  # KiB on Linux
-        "message": (f"did not finish within {timeout:g} s" if timed_out else (tail[-1][:300] if tail else "")),
+        "message": f"did not finish within {timeout:g} s" if timed_out else failure_message(proc.returncode, lines),
+        "stderr_tail": [line[:300] for line in lines[-12:]] if proc.returncode != 0 else [],
     }
+
+
+def failure_message(returncode: int, lines: list[str]) -> str:
+    """One line saying why a child failed: the signal that ended it, else its last line that is not a warning."""
+    if returncode < 0:
+        return f"killed by signal {-returncode}"
+    said = [ln.strip() for ln in lines if ln.strip() and "warn" not in ln.lower()]
+    return said[-1][:300] if said else f"exit status {returncode}"
 
 
 def _child_env(**extra: str) -> dict:
@@ -324,6 +335,7 @@ def run_ours(table: Table, system: str, eps: float, seed: int, tmp: Path, timeou
     if res["returncode"] != 0 or not out.exists():
         rec["note"] = res["message"] if res["timed_out"] else f"failed: {res['message']}"
         rec["timed_out"] = res["timed_out"]
+        rec["returncode"], rec["stderr_tail"] = res["returncode"], res["stderr_tail"]
         return rec, None
     rec.update(card_summary(work / "workspace"))
     return rec, read_table(str(out))
@@ -343,7 +355,8 @@ def card_summary(workspace: Path) -> dict:
     return {
         "mechanism": (card.get("mechanism") or {}).get("name"),
         "workload": {"marginals": widths, "n_queries": wl.get("n_queries")}
-        | ({"measured_marginals": derived["measured_marginals"]} if "measured_marginals" in derived else {}),
+        | ({"measured_marginals": derived["measured_marginals"]} if "measured_marginals" in derived else {})
+        | ({"chosen_by": wl["chosen_by"]} if wl.get("chosen_by") else {}),
         "excluded_by_release": [e["name"] for e in (card.get("data") or {}).get("excluded", [])],
         "epsilon_spent": (card.get("privacy") or {}).get("epsilon_spent"),
     }
@@ -385,6 +398,7 @@ def run_peer(py: Path, table: Table, synth: str, eps: float, seed: int, tmp: Pat
     if res["returncode"] != 0:
         rec["note"] = res["message"] if res["timed_out"] else f"failed: {res['message']}"
         rec["timed_out"] = res["timed_out"]
+        rec["returncode"], rec["stderr_tail"] = res["returncode"], res["stderr_tail"]
         return rec, None
     inner = json.loads(Path(str(out) + ".json").read_text())
     rec["fit_seconds"] = inner["seconds"]  # fit and sample alone (the child also imports torch and smartnoise)
@@ -694,12 +708,24 @@ def bench_realdata(args) -> dict:
         else:
             todo.append(job)
     print(f"{len(jobs)} runs: {reused} from the cache {cache}, {len(todo)} to run", file=sys.stderr, flush=True)
+    reused_at_start = reused
 
     with tempfile.TemporaryDirectory(prefix="dpcore-realdata-", dir=out_dir) as tmp_name:
         tmp = Path(tmp_name)
 
         def do(job) -> dict:
+            nonlocal reused
             table, system, eps, seed = job
+            if not args.fresh:  # another invocation sharing the cache may have finished it meanwhile
+                with lock:
+                    fresh = load_cache(cache)
+                hit = next(
+                    (r for r in reversed(fresh) if reusable(r, table, system, eps, seed, code, args.timeout)), None
+                )
+                if hit is not None:
+                    with lock:
+                        reused += 1
+                    return hit
             rec: dict = {
                 "bench": "realdata",
                 "format": RECORD_FORMAT,
@@ -749,6 +775,7 @@ def bench_realdata(args) -> dict:
 
         with ThreadPoolExecutor(max_workers=max(1, args.jobs)) as pool:
             records += list(pool.map(do, todo))
+    ran = len(todo) - (reused - reused_at_start)
     rows = summarise(records)
     targets = check_targets(rows)
     result: dict = {
@@ -770,7 +797,7 @@ def bench_realdata(args) -> dict:
         "code": code,
         "cache": str(cache),
         "reused": reused,
-        "ran": len(todo),
+        "ran": ran,
         "machine": machine(),
         "load_average_start": [round(x, 2) for x in load_start],
         "load_average_end": [round(x, 2) for x in os.getloadavg()],
