@@ -3,7 +3,7 @@
 ::
 
     import pandas as pd, dpcore
-    synth = dpcore.Synthesizer("projection", epsilon=1.0)   # any registered mechanism; delta, workload, params
+    synth = dpcore.Synthesizer(epsilon=1.0)                    # the default ("auto"), or any registered mechanism
     synth.fit(pd.read_csv("people.csv"))                       # the schema: declared, else discovered privately
     df = synth.sample()                                        # a DataFrame in the input's shape
     synth.card                                                 # the public release card (a dict)
@@ -44,7 +44,9 @@ def load_schema(path: str | Path):
 class Synthesizer:
     """Fit a differentially private synthesizer to a table and sample synthetic rows from it.
 
-    ``mechanism`` is a registry name (:func:`list_mechanisms`); ``epsilon``/``delta`` the privacy budget (δ
+    ``mechanism`` is a registry name (:func:`list_mechanisms`) or "auto" (the default: the projection of the
+    workload given; with none given, the plan :func:`dpcore.release.default_release_plan` fits to n and ε, said on
+    the card's ``workload.chosen_by``); ``epsilon``/``delta`` the privacy budget (δ
     defaults to 1/n²); ``workload`` the marginals to preserve (a :class:`dpcore.workload.Workload`, or a dict
     ``{"k": 2, "marginals": 32, "seed": 0}``; default: one that fits the table); ``params`` the mechanism's
     parameters.  ``schema`` declares what is public (a :class:`dpcore.domain.Domain`, a schema dict — possibly
@@ -60,7 +62,7 @@ class Synthesizer:
 
     def __init__(
         self,
-        mechanism: str = "projection",
+        mechanism: str = "auto",
         epsilon: float = 1.0,
         delta: float | None = None,
         *,
@@ -81,8 +83,10 @@ class Synthesizer:
         force: bool = False,
     ) -> None:
         from .mechanisms import registry
+        from .release import AUTO, base_mechanism, is_auto
 
-        self.mechanism = registry.get(mechanism).name  # fail fast on an unknown name
+        # fail fast on an unknown name; "auto" is resolved by fit (the card names what ran)
+        self.mechanism = AUTO if is_auto(mechanism) else registry.get(base_mechanism(mechanism)).name
         self.epsilon = epsilon
         self.delta = delta
         self.workload = workload
@@ -114,6 +118,7 @@ class Synthesizer:
         from .data import read_table
         from .executors import executor_from_spec
         from .mechanisms import registry
+        from .release import base_mechanism
         from .runs import execute_release
         from .workspace import Workspace
 
@@ -126,7 +131,7 @@ class Synthesizer:
             df.attrs["name"] = name
         df.attrs.setdefault("name", "dataframe")
         ws = Workspace(self.workspace)
-        uses_oracle = registry.get(self.mechanism).uses_oracle
+        uses_oracle = registry.get(base_mechanism(self.mechanism)).uses_oracle
         executor = executor_from_spec(self.executor) if uses_oracle else None
         options = {
             "schema": self.schema,
@@ -169,13 +174,13 @@ class Synthesizer:
         from .data import read_table
         from .discovery import DEFAULT_SCHEMA_SHARE
         from .mechanisms import registry
-        from .release import choose_columns, joint_conversion, resolve_budget
+        from .release import base_mechanism, choose_columns, joint_conversion, resolve_budget
         from .tabular import schema_plan
 
         df = data if isinstance(data, pd.DataFrame) else read_table(data)
         df = choose_columns(df, self.columns)
         budget, _, _ = resolve_budget(self.epsilon, self.delta, len(df))
-        joint = joint_conversion(registry.get(self.mechanism), budget, self.schema_from_data)
+        joint = joint_conversion(registry.get(base_mechanism(self.mechanism)), budget, self.schema_from_data)
         return schema_plan(
             df.columns,
             len(df),

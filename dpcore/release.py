@@ -188,14 +188,15 @@ def plan_release(
     dataset_n: int, workload: Workload, mechanism: str, epsilon: float, delta: float | None, params: dict | None = None
 ) -> dict:
     """Public pre-run figures for the UI/CLI (raises if the budget cannot work)."""
-    mech_cls = registry.get(mechanism)
+    mech_cls = registry.get(base_mechanism(mechanism))
     budget, _, _ = resolve_budget(epsilon, delta, dataset_n)
     return mech_cls().plan(dataset_n, workload, budget, mech_cls.validate_params(params))
 
 
 def _prepare_mechanism(mechanism: str, params: dict | None, n_rows: int | None, class_width: int | None):
-    """The mechanism class and its validated parameters (public inputs only)."""
-    mech_cls = registry.get(mechanism)
+    """The mechanism class and its validated parameters (public inputs only); "auto" with a workload is the
+    projection (:func:`base_mechanism`)."""
+    mech_cls = registry.get(base_mechanism(mechanism))
     params = dict(params or {})
     if class_width is not None and any(p.name == "k" for p in mech_cls.parameters):
         params.setdefault("k", class_width)
@@ -426,7 +427,10 @@ def release_table(
     df = choose_columns(df, columns)
     n = len(df)
     budget, defaulted, warnings = resolve_budget(epsilon, delta, n)
-    mech_cls, vparams = _prepare_mechanism(mechanism, params, n_rows, class_width)
+    auto = is_auto(mechanism)
+    mech_cls, vparams = _prepare_mechanism(
+        base_mechanism(mechanism), auto_params(params) if auto else params, n_rows, class_width
+    )
     share = DEFAULT_SCHEMA_SHARE if schema_share is None else float(schema_share)
     joint = joint_conversion(mech_cls, budget, schema_from_data)
     eps_d, delta_d, _ = (
@@ -485,8 +489,14 @@ def release_table(
             "columns whose values are frequent, or raise ε; --force (force=True) releases one column anyway."
         )
     try:
-        if workload is None:
+        chosen_by = None
+        if workload is None and auto:
+            given = {**(params or {}), **({} if n_rows is None else {"rows": n_rows})}
+            mech_cls, chosen, wl, chosen_by = default_release_plan(prep.dataset.domain, n, mech_budget, given)
+            vparams = mech_cls.validate_params(chosen)
+        elif workload is None:
             wl = fitted_default_workload(prep.dataset.domain, n, mech_cls, mech_budget, vparams)
+            chosen_by = default_workload_note(wl, n)
         else:
             wl = _table_workload(workload, prep.dataset)
         warnings += plan_warnings(mech_cls().plan(n, wl, mech_budget, vparams), wl, n)
@@ -525,8 +535,8 @@ def release_table(
         class_width,
         numeric,
     )
-    if workload is None:  # public: n, the attributes' sizes, ε, δ and the mechanism's plan
-        rel.card["workload"]["chosen_by"] = default_workload_note(wl, n)
+    if chosen_by:  # public: n, the attributes' sizes, ε, δ and the mechanism's plan
+        rel.card["workload"]["chosen_by"] = chosen_by
     return rel, internal
 
 
@@ -581,22 +591,137 @@ def choose_columns(df: pd.DataFrame, columns) -> pd.DataFrame:
     return out
 
 
-def fitted_default_workload(domain, n: int, mech_cls, budget: Budget, vparams: dict) -> Workload:
-    """The default workload that fits the table (:func:`dpcore.workload.default_workload`) and this run's noise:
-    when the mechanism's public plan says its pairs would come back mostly noise (expected noise per cell above
-    what a cell holds), the pairs are chosen again among those whose cells hold at least that much.  Public:
-    n, the attribute sizes, ε, δ and the parameters."""
+#: The default mechanism: the projection of the workload the user gave; with none given, the choice of
+#: :func:`default_release_plan` (which pairs to measure, chosen from the data when the noise leaves a choice).
+AUTO = "auto"
+
+
+def base_mechanism(mechanism: str | None) -> str:
+    """The registry name that plans, checks and reserves for ``mechanism``: "auto" (or None) plans as the
+    projection (whatever it resolves to spends the same ρ = eps_to_zcdp(ε, δ) of its budget)."""
+    return "projection" if mechanism in (None, AUTO) else str(mechanism)
+
+
+def is_auto(mechanism: str | None) -> bool:
+    return mechanism in (None, AUTO)
+
+
+#: Share of each round of the default's adaptive selection spent on choosing (the rest measures the choice).
+DEFAULT_SELECT_FRACTION = 0.1
+#: The default's one-way marginals get p / (p + R) of the budget (R pairs), at least this share.
+DEFAULT_MIN_ONE_WAY = 0.3
+
+
+def auto_params(params: dict | None) -> dict:
+    """The parameters given to "auto" that the projection plans with: those it has.  Each must belong to the
+    projection or to the adaptive projection (either may run); the one that runs validates its own."""
+    from .mechanisms.projection_adaptive import AdaptiveProjection
+
+    params = dict(params or {})
+    proj = {q.name for q in registry.get("projection").parameters}
+    known = proj | {q.name for q in AdaptiveProjection.parameters}
+    unknown = sorted(set(params) - known)
+    if unknown:
+        raise DPCoreError(
+            f"The default mechanism (auto: the projection or the adaptive projection) has no parameter(s) {unknown}; "
+            f"they have {sorted(known)}. Name a mechanism (--mechanism) to use its own parameters."
+        )
+    return {k: v for k, v in params.items() if k in proj}
+
+
+def default_rounds(shape, n: int, rho: float, max_pairs: int) -> tuple[int, float, float]:
+    """How many pairs the default measures, from public quantities only (n, the attribute sizes, ρ):
+    ``(R, one-way share, rows a candidate pair's average cell holds at least)``.
+
+    With R pairs, the one-way marginals get f = max(0.3, p / (p + R)) of ρ and each pair (1 - f)ρ / R, a tenth of
+    which chooses it; the measurement's noise per cell is σ·sqrt(2/π) counts, σ = sqrt(1 / ρ_meas).  A pair is a
+    candidate when its average cell holds at least that noise (and 5 rows).  R is the largest number of rounds,
+    at most ``max_pairs``, that still leaves R candidates: fewer, larger measurements when ε or n is small, more
+    when the noise allows; 0 when not even one pair measured with all the pairs' budget would stand above it."""
+    from .workload import MIN_ROWS_PER_CELL
+
+    p = len(shape)
+    sizes = sorted(shape[i] * shape[j] for i in range(p) for j in range(i + 1, p))
+    rounds, share, floor = 0, 1.0, math.inf
+    for r in range(1, min(int(max_pairs), len(sizes)) + 1):
+        f = max(DEFAULT_MIN_ONE_WAY, p / float(p + r))
+        rho_meas = (1.0 - f) * rho / r * (1.0 - DEFAULT_SELECT_FRACTION)
+        least = max(float(MIN_ROWS_PER_CELL), math.sqrt(2.0 / math.pi) * math.sqrt(1.0 / rho_meas))
+        if sizes[r - 1] > n / least:
+            break  # fewer than r pairs stand above this noise; more rounds only add noise to each
+        rounds, share, floor = r, f, least
+    return rounds, share, floor
+
+
+def default_release_plan(domain, n: int, budget: Budget, params: dict | None = None):
+    """The default release for a table with no workload given, from public quantities only (n, the attribute
+    sizes, ε, δ and the parameters given): ``(mechanism class, its parameters, workload, note)``; the parameters
+    are those given plus the plan's choices, not yet validated (the run validates them).
+
+    Every one-way marginal is measured first; then R two-way marginals, each chosen from the data by the
+    adaptive projection (:mod:`dpcore.mechanisms.projection_adaptive`; AIM's rule: the exponential mechanism
+    picks the candidate the fit so far gets most wrong, less the noise measuring it brings) and measured.  R and
+    the candidates come from :func:`default_rounds`: fewer, better measured pairs when the noise is large.  A pair
+    chosen at random is as likely to be noise as signal; one chosen on the data carries the association the table
+    has (the real-table benchmark, docs/benchmarks.md).  When no pair would stand above the noise, the
+    projection measures the one-way marginals alone (the rows come out as independent columns)."""
+    from .mechanisms.projection import zcdp_rho
+    from .mechanisms.projection_adaptive import AdaptiveProjection
+    from .workload import DEFAULT_MARGINALS, eligible_pairs
+
+    proj = registry.get("projection")
+    params = dict(params or {})
+    p = len(domain)
+    auto_params(params)  # refuses a parameter neither may take
+    one_way = Workload(domain, tuple((a,) for a in range(p)))
+    names = {q.name for q in AdaptiveProjection.parameters}
+    r, f, floor = default_rounds(domain.shape, n, zcdp_rho(budget), min(p, max(0, DEFAULT_MARGINALS - p)))
+    candidates = eligible_pairs(domain, n, floor) if r else []
+    if r == 0 or set(params) - names:
+        given = auto_params(params)  # the projection runs: parameters only the adaptive one takes do not apply
+        wl = one_way if r == 0 else fitted_default_workload(domain, n, proj, budget, proj.validate_params(given))
+        return proj, given, wl, default_workload_note(wl, n)
+    adaptive = dict(params)
+    adaptive.setdefault("rounds", r)
+    adaptive.setdefault("one_way_fraction", round(f, 4))
+    adaptive.setdefault("select_fraction", DEFAULT_SELECT_FRACTION)
+    valid = AdaptiveProjection.validate_params(adaptive)
+    wl = Workload(domain, one_way.marginals + tuple(candidates))
+    note = (
+        f"the default: all {p} one-way marginals ({valid['one_way_fraction']:.0%} of the budget), then "
+        f"{valid['rounds']} two-way marginal{'s' if valid['rounds'] != 1 else ''}, each chosen from the data "
+        f"(under DP, with a tenth of its share) as the pair the fit so far gets most wrong, among the "
+        f"{len(candidates)} pairs whose cells hold enough rows to stand above the noise at this n and ε "
+        f"({floor:,.0f} rows a cell or more on average); fewer pairs, each measured better, when ε or n is small. "
+        "Unmeasured pairs come out as independent as the measured marginals allow. Choosing the marginals "
+        "yourself (--k/--marginals) measures them all with the projection instead"
+    )
+    return AdaptiveProjection, adaptive, wl, note
+
+
+def fitted_rows_per_cell(domain, n: int, mech_cls, budget: Budget, vparams: dict) -> float:
+    """The rows a default pair's average cell must hold: :data:`~dpcore.workload.MIN_ROWS_PER_CELL`, or the
+    expected noise per cell of the default workload under this mechanism's plan when that is larger."""
     from .workload import MIN_ROWS_PER_CELL, default_workload
 
     wl = default_workload(domain, n)
     try:
         sigma = mech_cls().plan(n, wl, budget, vparams).get("sigma_counts")
     except DPCoreError:
-        return wl  # the caller's own plan says why
+        return float(MIN_ROWS_PER_CELL)
     if sigma is None or not plan_warnings({"sigma_counts": sigma}, wl, n):
-        return wl
-    noise = float(sigma) * math.sqrt(2.0 / math.pi)
-    return default_workload(domain, n, min_rows_per_cell=max(MIN_ROWS_PER_CELL, noise))
+        return float(MIN_ROWS_PER_CELL)
+    return max(float(MIN_ROWS_PER_CELL), float(sigma) * math.sqrt(2.0 / math.pi))
+
+
+def fitted_default_workload(domain, n: int, mech_cls, budget: Budget, vparams: dict) -> Workload:
+    """The default workload that fits the table (:func:`dpcore.workload.default_workload`) and this run's noise:
+    when the mechanism's public plan says its pairs would come back mostly noise (expected noise per cell above
+    what a cell holds), the pairs are chosen again among those whose cells hold at least that much.  Public:
+    n, the attribute sizes, ε, δ and the parameters."""
+    from .workload import default_workload
+
+    return default_workload(domain, n, min_rows_per_cell=fitted_rows_per_cell(domain, n, mech_cls, budget, vparams))
 
 
 def _table_workload(spec, dataset) -> Workload:

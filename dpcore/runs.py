@@ -336,6 +336,7 @@ def execute_release(
     table=None,
     table_options: dict | None = None,
     schema_release: dict | None = None,
+    chosen_by: str | None = None,
 ):
     """Run a release recorded in ``workspace``: charged to its ledger, artifacts written, status kept.
 
@@ -344,7 +345,8 @@ def execute_release(
     (:func:`dpcore.release.release_table`; ``workload`` may then be None or a spec dict, ``table_options`` holds
     ``schema``, ``roles``, ``schema_from_data``, ``schema_share``, ``name``).  ``schema_release`` (with a
     ``dataset``) reuses a schema discovered in an earlier charged run: on the card, not charged again (see
-    :func:`dpcore.release.run_release`).
+    :func:`dpcore.release.run_release`).  ``chosen_by`` (with a ``dataset``): why the default chose this mechanism
+    and workload (:func:`dpcore.release.default_release_plan`'s note, public), kept on the card.
 
     An empty ``label`` gets :func:`default_label` (the kept columns are added when the run is done).
 
@@ -353,11 +355,11 @@ def execute_release(
     from .data import table_digest
     from .mechanisms import registry
     from .privacy.ledger import BudgetExceeded, Ledger
-    from .release import new_run_id, release_table, run_release
+    from .release import base_mechanism, new_run_id, release_table, run_release
 
     store = RunStore(workspace)
     run_id = run_id or new_run_id()
-    mech_cls = registry.get(mechanism)
+    mech_cls = registry.get(base_mechanism(mechanism))  # "auto" is resolved by release_table
     if table is not None:
         table.attrs.setdefault("source_digest", table_digest(table))
         options = dict(table_options or {})
@@ -427,9 +429,15 @@ def execute_release(
         message = str(exc) if isinstance(exc, DPCoreError) else f"{type(exc).__name__}: {exc}"
         store.update(run_id, status=status, finished=time.time(), error=message[:2000])
         raise
+    if chosen_by and table is None:  # a raw table's default says so itself (release_table)
+        release.card["workload"]["chosen_by"] = chosen_by
     files = release_files(release, internal)
     artifacts = store.write_artifacts(run_id, files)
     done: dict[str, Any] = {}
+    ran = str((release.card.get("mechanism") or {}).get("name") or mech_cls.name)
+    if ran != mech_cls.name:  # the default ("auto") chose another mechanism once the schema was known
+        done["mechanism"] = ran
+        mech_cls = registry.get(ran)
     if auto_label:
         from .report import kept_summary
 

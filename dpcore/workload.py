@@ -321,23 +321,32 @@ def default_workload(
     public seed.  A 100-row table gets its one-way marginals and the few small pairs it can support; a
     400-column table gets its 400 one-way marginals (thousands of queries, not millions).
     """
+    p = len(domain)
+    one_way: list[tuple[int, ...]] = [(a,) for a in range(p)]
+    room = max(0, int(max_marginals) - p)
+    eligible = eligible_pairs(domain, n, min_rows_per_cell)
+    pairs: list[tuple[int, ...]] = []
+    if room and eligible:
+        rng = np.random.default_rng(seed)
+        pick = np.sort(rng.choice(len(eligible), size=min(room, len(eligible)), replace=False))
+        pairs = [eligible[k] for k in pick]
+    return Workload(domain, tuple(one_way + pairs))
+
+
+def eligible_pairs(domain: Domain, n: int, min_rows_per_cell: float = MIN_ROWS_PER_CELL) -> list[tuple[int, int]]:
+    """The attribute pairs whose average cell holds at least ``min_rows_per_cell`` rows (cells ≤ n / that), in
+    order (public: n and the attribute sizes)."""
     n = int(n)
     if n < 1:
         raise WorkloadError("The table has no rows.")
     p = len(domain)
-    one_way: list[tuple[int, ...]] = [(a,) for a in range(p)]
-    room = max(0, int(max_marginals) - p)
+    if p < 2:
+        return []
     cap = max(1.0, n / float(min_rows_per_cell))
-    pairs: list[tuple[int, ...]] = []
-    if room and p >= 2:
-        shape = np.asarray(domain.shape, dtype=float)
-        i, j = np.triu_indices(p, k=1)
-        eligible = np.flatnonzero(shape[i] * shape[j] <= cap)
-        if eligible.size:
-            rng = np.random.default_rng(seed)
-            pick = np.sort(rng.choice(eligible, size=min(room, eligible.size), replace=False))
-            pairs = [(int(i[k]), int(j[k])) for k in pick]
-    return Workload(domain, tuple(one_way + pairs))
+    shape = np.asarray(domain.shape, dtype=float)
+    i, j = np.triu_indices(p, k=1)
+    keep = np.flatnonzero(shape[i] * shape[j] <= cap)
+    return [(int(i[k]), int(j[k])) for k in keep]
 
 
 def noise_check(sigma: float, n: int, n_cells: int) -> dict:

@@ -25,7 +25,11 @@ def add_parser(sub) -> None:
     add_data_args(p)
     add_workload_args(p)
     p.add_argument(
-        "--mechanism", default="projection", help="registry name (see `dpcore mechanisms`; default: projection)"
+        "--mechanism",
+        default="auto",
+        help="registry name (see `dpcore mechanisms`); default auto: the projection of the marginals you choose "
+        "(--k/--marginals), or with none chosen, every one-way marginal and the pairs the noise leaves room for, "
+        "chosen from the data by the adaptive projection when there are more candidates than room",
     )
     p.add_argument("--epsilon", type=float, required=False, default=1.0)
     p.add_argument("--delta", type=float, default=None, help="default 1/n² (the report says so)")
@@ -131,6 +135,17 @@ def _fitted_default(ds, mech_cls, budget, params: dict, fallback):
         return fallback  # the run refuses with its own message, before spending
 
 
+def _auto_default(ds, budget, params: dict, fallback):
+    """A coded table's default with no workload given: :func:`dpcore.release.default_release_plan` (public)."""
+    from ..mechanisms import registry
+    from ..release import default_release_plan
+
+    try:
+        return default_release_plan(ds.domain, ds.n, budget, params)
+    except DPCoreError:
+        return registry.get("projection"), params, fallback, None  # the run refuses with its own message
+
+
 def without_rows(params: dict) -> dict:
     return {k: v for k, v in params.items() if k != "rows"}
 
@@ -143,7 +158,9 @@ def run(args) -> int:
     from ..workspace import Workspace
 
     ws = Workspace(args.workspace)
-    mech_cls = registry.get(args.mechanism)
+    from ..release import base_mechanism, is_auto
+
+    mech_cls = registry.get(base_mechanism(args.mechanism))
     params = parse_params(args.param)
     if args.rows is not None:
         params["rows"] = args.rows
@@ -157,14 +174,22 @@ def run(args) -> int:
     if source["table"] is not None and not args.schema_from_data:
         check_plan(source, args, budget)  # public: refuses an empty release before anything is charged
     workload = None
+    mechanism = args.mechanism  # a raw table's "auto" is resolved once its schema is known (release_table)
+    chosen_by = None
     if source["table"] is None:  # a coded table: the workload is known before the run
         workload = build_workload(args, source["dataset"])
-        if args.k is None and args.marginals is None:  # the default: fitted to this run's noise too
+        if args.k is None and args.marginals is None and is_auto(args.mechanism):
+            mech_cls, params, workload, chosen_by = _auto_default(source["dataset"], budget, params, workload)
+        elif args.k is None and args.marginals is None:  # the default: fitted to this run's noise too
+            from ..release import default_workload_note
+
             workload = _fitted_default(source["dataset"], mech_cls, budget, params, workload)
+            chosen_by = default_workload_note(workload, n)
+        mechanism = mech_cls.name
     said: list[str] = []
     if workload is not None:  # a coded table's workload is known before the run: warn before anything is spent
         try:
-            plan = plan_release(n, workload, args.mechanism, args.epsilon, args.delta, without_rows(params))
+            plan = plan_release(n, workload, mechanism, args.epsilon, args.delta, without_rows(params))
         except DPCoreError:
             plan = {}  # the run below refuses with its own message, before spending
         said = plan_warnings(plan, workload, n)
@@ -216,11 +241,12 @@ def run(args) -> int:
                     ws,
                     ds,
                     workload,
-                    args.mechanism,
+                    mechanism,
                     args.epsilon,
                     args.delta,
                     params,
                     progress=bar,
+                    chosen_by=chosen_by,
                     **common,
                 )
     finally:
@@ -236,10 +262,12 @@ def run(args) -> int:
 
         for line in kept_lines(rel.card, rel.rows):
             print(line)
-        if rel.card["workload"].get("chosen_by"):
-            print(f"Workload: {rel.card['workload']['chosen_by']}.")
+        chosen_by = rel.card["workload"].get("chosen_by")
+        if chosen_by:
+            print(f"Workload: {chosen_by}.")
         print(
-            f"{mech_cls.title}: ε = {rel.card['privacy']['epsilon_spent']:.4g} spent of {rel.budget.epsilon:g}, "
+            f"{rel.card['mechanism']['title']}: ε = {rel.card['privacy']['epsilon_spent']:.4g} spent of "
+            f"{rel.budget.epsilon:g}, "
             f"δ = {rel.budget.delta:.3g}{' (default 1/n²)' if rel.delta_defaulted else ''}; "
             f"{rel.workload.n_queries:,} queries; max error {ev['max_error']:.4f}, mean error "
             f"{ev['mean_error']:.5f} (internal, not private); {rel.seconds:.1f} s; run {run_id} in {ws.path}"
@@ -274,9 +302,9 @@ def run(args) -> int:
 def _joint(args, budget) -> bool:
     """Whether this run converts the discovery and a ρ-zCDP mechanism once (as release_table decides)."""
     from ..mechanisms import registry
-    from ..release import joint_conversion
+    from ..release import base_mechanism, joint_conversion
 
-    return joint_conversion(registry.get(args.mechanism), budget, args.schema_from_data)
+    return joint_conversion(registry.get(base_mechanism(args.mechanism)), budget, args.schema_from_data)
 
 
 def check_plan(source: dict, args, budget) -> None:

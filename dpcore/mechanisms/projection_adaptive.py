@@ -87,6 +87,7 @@ class AdaptiveProjection(Mechanism):
     paper = "beyond the papers: MWEM/AIM select-measure loop with the projection of [GGHRW14] §8"
     privacy = "robust"
     output = "rows"
+    zcdp_native = True  # ρ = eps_to_zcdp(ε, δ) of its budget is all it spends (plan: ρ_1 + T·ρ_round = ρ)
     summary = (
         "For large workloads: instead of measuring every marginal (which spreads the noise thin), it "
         "repeatedly picks a marginal the current synthetic data gets most wrong (privately), measures just "

@@ -1,0 +1,190 @@
+"""The default release ("auto", issue 23): what it measures is chosen from public quantities (n, the attribute sizes,
+ε, δ); the pairs are chosen from the data under DP by the adaptive projection; the card, the CLI and the run store
+say what ran.  Real SCIP, small instances."""
+
+import json
+import math
+import subprocess
+import sys
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from dpcore.domain import Domain
+from dpcore.errors import DPCoreError
+from dpcore.mechanisms.base import Budget
+from dpcore.mechanisms.projection import zcdp_rho
+from dpcore.mechanisms.projection_adaptive import AdaptiveProjection
+from dpcore.privacy.ledger import Ledger
+from dpcore.release import (
+    DEFAULT_MIN_ONE_WAY,
+    DEFAULT_SELECT_FRACTION,
+    default_release_plan,
+    default_rounds,
+    release_table,
+)
+from dpcore.workload import MIN_ROWS_PER_CELL, eligible_pairs
+
+from .conftest import ROOT, SHARED_DATA
+
+COLUMNS = ["workclass", "education-num", "marital-status", "race", "sex", "income>50K"]
+SHAPE = [9, 16, 7, 5, 2, 2]
+
+
+def _floor(p: int, r: int, rho: float) -> float:
+    """The closed form of the docstring: the noise per cell of one pair's measurement (σ·sqrt(2/π) counts)."""
+    f = max(DEFAULT_MIN_ONE_WAY, p / (p + r))
+    rho_meas = (1 - f) * rho / r * (1 - DEFAULT_SELECT_FRACTION)
+    return max(MIN_ROWS_PER_CELL, math.sqrt(2 / math.pi) / math.sqrt(rho_meas))
+
+
+@pytest.mark.parametrize("n, eps", [(100, 0.3), (100, 3.0), (300, 1.0), (1000, 0.3), (30_000, 0.1), (250, 1.0)])
+def test_the_number_of_pairs_is_the_largest_the_noise_leaves_room_for(n, eps):
+    """R pairs are measured only if at least R pairs have cells holding the noise of one of R measurements; R + 1
+    would not fit (or the cap is reached); the one-way share and the floor follow the closed form."""
+    rho = zcdp_rho(Budget(eps, 1.0 / n**2))
+    p, cap = len(SHAPE), len(SHAPE)
+    sizes = sorted(SHAPE[i] * SHAPE[j] for i in range(p) for j in range(i + 1, p))
+    r, f, floor = default_rounds(SHAPE, n, rho, cap)
+    if r:
+        assert f == pytest.approx(max(DEFAULT_MIN_ONE_WAY, p / (p + r)))
+        assert floor == pytest.approx(_floor(p, r, rho))
+        assert sizes[r - 1] <= n / floor
+    else:
+        assert (f, floor) == (1.0, math.inf)
+    if r < cap:
+        assert sizes[r] > n / _floor(p, r + 1, rho)  # one more pair would sit below the noise
+
+
+def test_fewer_pairs_when_n_or_epsilon_is_small_and_none_when_nothing_stands_above_the_noise():
+    by_n = [default_rounds(SHAPE, n, 0.05, 6)[0] for n in (20, 100, 300, 1000, 3000, 30_000)]
+    by_rho = [default_rounds(SHAPE, 1000, rho, 6)[0] for rho in (1e-5, 1e-4, 1e-3, 1e-2, 0.1)]
+    assert by_n == sorted(by_n) and by_rho == sorted(by_rho)
+    assert by_n[0] == 0 and by_rho[0] == 0 and by_n[-1] == 6 and by_rho[-1] == 6
+    assert default_rounds([3, 3], 10**6, 1.0, 0)[0] == 0  # no room: one-way marginals only
+
+
+def _domain() -> Domain:
+    return Domain.from_dict(dict(zip(COLUMNS, SHAPE)))
+
+
+def test_the_plan_is_the_adaptive_projection_over_the_pairs_that_stand_above_the_noise():
+    dom, n = _domain(), 1000
+    budget = Budget(1.0, 1.0 / n**2)
+    cls, params, wl, note = default_release_plan(dom, n, budget)
+    r, f, floor = default_rounds(SHAPE, n, zcdp_rho(budget), 6)
+    assert cls is AdaptiveProjection and r > 0
+    assert params == {"rounds": r, "one_way_fraction": round(f, 4), "select_fraction": DEFAULT_SELECT_FRACTION}
+    assert wl.marginals == tuple((a,) for a in range(6)) + tuple(eligible_pairs(dom, n, floor))
+    assert f"then {r} two-way marginals" in note and f"among the {wl.n_marginals - 6} pairs" in note
+    plan = AdaptiveProjection().plan(n, wl, budget, AdaptiveProjection.validate_params(params))
+    assert plan["rho"] == pytest.approx(zcdp_rho(budget))  # the whole ρ of the budget, no more
+
+
+def test_a_tiny_budget_measures_the_one_way_marginals_alone_with_the_projection():
+    dom, n = _domain(), 100
+    cls, params, wl, note = default_release_plan(dom, n, Budget(0.1, 1.0 / n**2))
+    assert cls.name == "projection" and params == {}
+    assert wl.marginals == tuple((a,) for a in range(6)) and "one-way marginals only" in note
+
+
+def test_parameters_decide_which_mechanism_runs_and_unknown_ones_are_refused():
+    dom, n = _domain(), 1000
+    budget = Budget(1.0, 1.0 / n**2)
+    cls, params, _, _ = default_release_plan(dom, n, budget, {"rows": 500, "rounds": 2})
+    assert cls is AdaptiveProjection and params["rows"] == 500 and params["rounds"] == 2  # the user's own
+    cls, params, wl, note = default_release_plan(dom, n, budget, {"max_cells_measured": 50})
+    assert cls.name == "projection" and params == {"max_cells_measured": 50}  # the projection's own: it runs
+    assert note.startswith("the default workload") and wl.n_marginals > 6
+    with pytest.raises(DPCoreError, match="no parameter"):
+        default_release_plan(dom, n, budget, {"samples": 10})
+
+
+@pytest.fixture(scope="module")
+def adult_small():
+    df = pd.read_csv(SHARED_DATA / "adult_pgm.csv", usecols=COLUMNS).iloc[:2000][COLUMNS]
+    full = json.loads((SHARED_DATA / "adult_pgm-domain.json").read_text())
+    schema = {
+        "attributes": [
+            {"name": c, "kind": "categorical", "values": list(range(full[c])), "missing": False} for c in COLUMNS
+        ]
+    }
+    return df, schema
+
+
+def test_the_default_release_runs_the_plan_charges_the_budget_and_says_so(adult_small, tmp_path):
+    df, schema = adult_small
+    ledger = Ledger(str(tmp_path))
+    fast = {"max_iterations": 40, "round_iterations": 5}
+    rel, _ = release_table(df, "auto", 1.0, params=fast, schema=schema, seed=0, ledger=ledger)
+    n = len(df)
+    r = default_rounds(SHAPE, n, zcdp_rho(Budget(1.0, 1.0 / n**2)), 6)[0]
+    assert rel.card["mechanism"]["name"] == "projection_adaptive"
+    assert rel.card["workload"]["chosen_by"].startswith("the default: all 6 one-way marginals")
+    assert rel.public["rounds_run"] == rel.public["rounds"] == r
+    assert sum(e["epsilon"] for e in ledger.entries()) == pytest.approx(1.0)
+    assert rel.rows.shape == (n, 6)
+    # A workload the user chose: the projection measures it all, and no note is added.
+    rel2, _ = release_table(df, "auto", 1.0, schema=schema, seed=0, ledger=None, workload={"k": 1})
+    assert rel2.card["mechanism"]["name"] == "projection" and "chosen_by" not in rel2.card["workload"]
+
+
+def test_the_default_on_a_raw_table_converts_the_schema_share_jointly(tmp_path):
+    """The adaptive projection is ρ-zCDP like the projection: discovery and measurement convert once, and the
+    card's parts and the ledger add up to the run's (ε, δ)."""
+    from dpcore.discovery import DEFAULT_SCHEMA_SHARE, joint_split
+    from dpcore.privacy import eps_to_zcdp
+
+    from .tables import kitchen_sink
+
+    df = kitchen_sink(3000)[["sex", "country", "age", "priors"]]
+    n, eps = len(df), 1.0
+    ledger = Ledger(str(tmp_path))
+    rel, _ = release_table(df, "auto", eps, params={"max_iterations": 40}, ledger=ledger, seed=1)
+    assert rel.card["mechanism"]["name"] == "projection_adaptive"
+    sp = joint_split(eps, 1 / n**2, DEFAULT_SCHEMA_SHARE)
+    parts = rel.card["privacy"]["parts"]
+    assert sum(p["epsilon"] for p in parts) == pytest.approx(eps)
+    assert rel.card["data"]["schema_discovery"]["converted"].startswith("jointly")
+    assert eps_to_zcdp(parts[-1]["epsilon"], parts[-1]["delta"]) + sp.rho_schema <= sp.rho * (1 + 1e-12)
+    assert sum(e["epsilon"] for e in ledger.entries()) == pytest.approx(eps)
+
+
+def test_the_run_store_and_the_library_keep_what_the_default_ran(adult_small, tmp_path):
+    import dpcore
+
+    df, schema = adult_small
+    synth = dpcore.Synthesizer(
+        epsilon=1.0, schema=schema, workspace=tmp_path, seed=0, params={"max_iterations": 40, "round_iterations": 5}
+    )
+    assert synth.mechanism == "auto"
+    synth.fit(df.iloc[:600])
+    assert synth.card["mechanism"]["name"] == "projection_adaptive"  # 600 rows at ε = 1: six pairs fit
+    from dpcore.runs import RunStore
+    from dpcore.workspace import Workspace
+
+    run = RunStore(Workspace(tmp_path)).get(synth.run_id)
+    assert run["mechanism"] == synth.card["mechanism"]["name"]
+    with pytest.raises(DPCoreError):
+        dpcore.Synthesizer("no-such-mechanism")
+
+
+def test_the_command_line_default_says_what_it_chose(tmp_path):
+    df = pd.read_csv(SHARED_DATA / "adult_pgm.csv", usecols=COLUMNS).iloc[:1500][COLUMNS]
+    full = json.loads((SHARED_DATA / "adult_pgm-domain.json").read_text())
+    (tmp_path / "t.csv").write_text(df.to_csv(index=False))
+    (tmp_path / "t-domain.json").write_text(json.dumps({c: full[c] for c in COLUMNS}))
+    out = subprocess.run(
+        [sys.executable, "-m", "dpcore", "release", "--data", "t.csv", "--domain", "t-domain.json", "--seed", "1",
+         "--param", "max_iterations=40", "--param", "round_iterations=5", "--out", "synth.csv"],
+        cwd=tmp_path, capture_output=True, text=True, timeout=300,
+        env={"PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin", "DPCORE_WORKSPACE": str(tmp_path / "ws")},
+    )  # fmt: skip
+    assert out.returncode == 0, out.stderr
+    assert "Workload: the default: all 6 one-way marginals" in out.stdout
+    said = "Adaptive projection (select, measure, project): ε = 1 spent"
+    assert any(line.startswith(said) for line in out.stdout.splitlines())
+    synth = pd.read_csv(tmp_path / "synth.csv")
+    assert list(synth.columns) == COLUMNS and len(synth) == len(df)
+    assert np.all(synth.to_numpy() >= 0)
