@@ -11,6 +11,23 @@ from ui import mechanisms as ui_mechanisms
 from ui import workload_state as wls
 from ui.text import fmt_delta, fmt_eps, fmt_number, glossary, label, md_escape, show_error, show_warning
 
+#: The default's entry in the mechanism list: it resolves, from public quantities, to a registered mechanism.
+AUTO = "auto"
+DEFAULT_LABEL = "Default: chosen for this table — synthetic rows"
+DEFAULT_SUMMARY = (
+    "dpcore measures every column's counts first, then the pairs of columns the noise leaves room for at this "
+    "table's size and your ε: few pairs, each measured well, on a small table or at a small ε; pairs whose "
+    "counts would come back mostly noise are not measured, so the released rows invent no association there. "
+    "When there are more candidate pairs than room, it chooses them from the data, privately (the adaptive "
+    "projection: each pair is the one its fit so far gets most wrong). With no room for any pair it releases the "
+    "columns' counts alone. What it chose, and why, is said under “Before running” and on the release card."
+)
+DEFAULT_ACCOUNTING = (
+    "Whatever it chooses is ρ-zCDP and spends ρ = eps_to_zcdp(ε, δ) of your budget (the projection, or the "
+    "adaptive projection whose choices of pairs are themselves charged), converted to (ε, δ) once. The choice of "
+    "how many pairs uses only n, the columns' sizes, ε and δ."
+)
+
 st.title("3 · Release")
 st.caption("Choose how to privatise the data, how much privacy to spend, and run.")
 
@@ -29,11 +46,16 @@ if not mechs:
     st.error("No mechanism could be loaded; check the server log.")
     st.stop()
 names = [m.name for m in mechs]
+by_name = {m.name: m for m in mechs}
+# The default ("auto", as on the command line and in the library): with the recommended workload, dpcore chooses
+# the mechanism and the marginals it measures from n, the attribute sizes, ε and δ (said below, before the run).
+offer_default = wls.offers_default(dataset, workload) and "projection" in by_name
+if offer_default:
+    names = [AUTO] + names
 if state.get(state.MECH) not in names:
     recommended = [m.name for m in mechs if m.recommended and m.output == "rows"]
     rows = [m.name for m in mechs if m.output == "rows"]
-    st.session_state[state.MECH] = (recommended or rows or names)[0]
-by_name = {m.name: m for m in mechs}
+    st.session_state[state.MECH] = (names if offer_default else (recommended or rows or names))[0]
 # A release run of this server is in progress (started here, in another tab or before a reload): one at a time.
 busy = any(jobs.snapshot(r)["here"] for r in jobs.active("release"))
 
@@ -41,24 +63,32 @@ st.selectbox(
     "Mechanism",
     names,
     key=state.MECH,
-    format_func=lambda n: widgets.mechanism_label(by_name[n]),
+    format_func=lambda n: DEFAULT_LABEL if n == AUTO else widgets.mechanism_label(by_name[n]),
     disabled=busy,
-    help="Every mechanism registered in dpcore; the paper each comes from is shown below.",
+    help="The default chooses for this table (recommended workload only); or any mechanism registered in "
+    "dpcore, the paper each comes from shown below.",
 )
-mech = by_name[state.get(state.MECH)]
+auto = state.get(state.MECH) == AUTO
+# Until ε is known the default plans as the projection (whatever it resolves to is robust, outputs rows, uses
+# the oracle and spends ρ of the same budget); "Before running" names what it chose.
+mech = by_name["projection"] if auto else by_name[state.get(state.MECH)]
 with st.container(border=True):
     b1, b2 = st.columns([3, 2])
     with b1:
-        st.markdown(f"**{mech.title}**")
-        st.caption(f"Source: {widgets.source_line(mech)}")
-        st.write(mech.summary)
+        if auto:
+            st.markdown(f"**{DEFAULT_LABEL}**")
+            st.write(DEFAULT_SUMMARY)
+        else:
+            st.markdown(f"**{mech.title}**")
+            st.caption(f"Source: {widgets.source_line(mech)}")
+            st.write(mech.summary)
     with b2:
         widgets.privacy_badge(mech)
         st.badge(f"output: {widgets.OUTPUT_TEXT.get(mech.output, mech.output)}", color="blue", icon=":material/output:")
-        if mech.recommended:
+        if mech.recommended or auto:
             st.badge("recommended", color="violet", icon=":material/star:")
         with st.popover("Privacy accounting"):
-            st.write(mech.accounting or "—")
+            st.write(DEFAULT_ACCOUNTING if auto else (mech.accounting or "—"))
 
 checks = widgets.InputChecks()  # an invalid input shows its message under it, and nothing runs
 st.subheader("Privacy budget")
@@ -99,7 +129,14 @@ if class_k and any(p.name == "k" for p in mech.parameters):
         f"Your workload includes the class of all conjunctions of width ≤ {class_k}: this mechanism answers "
         "it directly (its parameter k starts at that width)."
     )
-params = widgets.parameter_form(mech, disabled=busy, overrides={"k": class_k} if class_k else None, checks=checks)
+if auto:
+    params: dict = {}
+    st.caption(
+        "The default runs what it chooses with that mechanism's default parameters (the card lists them). To set "
+        "parameters, choose a mechanism above."
+    )
+else:
+    params = widgets.parameter_form(mech, disabled=busy, overrides={"k": class_k} if class_k else None, checks=checks)
 with st.expander("Advanced: solver, executor, seed"):
     a1, a2, a3 = st.columns(3)
     with a1:
@@ -156,7 +193,7 @@ st.text_input(
 st.subheader("Before running: what it costs")
 if datasource.schema_cost_note():
     st.caption(md_escape(datasource.schema_cost_note(), 600))
-plan, plan_error, over_cap = None, None, None
+plan, plan_error, over_cap, chosen_by = None, None, None, None
 d_used = d_default if delta is None else delta
 if not checks.ok:
     plan_error = checks.summary()
@@ -164,7 +201,14 @@ if not checks.ok:
 else:
     try:
         check_budget(epsilon, d_used, dataset.n)
-        workload = wls.fitted_to_run(dataset, workload, mech, epsilon, d_used, params)
+        if auto:
+            mech, params, workload, chosen_by = wls.default_for_run(dataset, workload, epsilon, d_used)
+            st.info(
+                f"**The default chose the {mech.title.lower()}.** Measured: {md_escape(chosen_by, 1200)}.",
+                icon=":material/auto_awesome:",
+            )
+        else:
+            workload = wls.fitted_to_run(dataset, workload, mech, epsilon, d_used, params)
         plan = plan_release(dataset.n, workload, mech.name, epsilon, delta, params)
     except DPCoreError as exc:
         plan_error = str(exc)
@@ -288,6 +332,7 @@ if run_clicked:
         time_limit=float(state.get(state.TIME_LIMIT)) if mech.uses_oracle else None,
         executor_spec=state.get(state.EXECUTOR),
         class_width=class_k,
+        chosen_by=chosen_by,
         **datasource.release_options(),  # the schema's discovery (on the card, not charged again)
     )
     st.session_state[state.LAST_RUN] = run_id

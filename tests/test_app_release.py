@@ -395,8 +395,8 @@ def test_every_registered_mechanism_gets_its_widgets_from_its_parameter_list(at)
     from ui.widgets import param_key
 
     mechanisms, broken = for_workloads()
-    assert mechanisms and at.selectbox(key=state.MECH).options  # listed by title
-    assert len(at.selectbox(key=state.MECH).options) == len(mechanisms)
+    assert mechanisms and at.selectbox(key=state.MECH).options  # listed by title, after the default
+    assert len(at.selectbox(key=state.MECH).options) == len(mechanisms) + 1
     for mech in mechanisms:
         at.selectbox(key=state.MECH).set_value(mech.name).run()
         assert not at.exception, mech.name
@@ -471,3 +471,34 @@ def test_the_recommended_workload_is_fitted_to_the_runs_noise_and_the_run_uses_i
     names = [fitted.marginal_name(j) for j in range(fitted.n_marginals)]
     assert len(run["card"]["workload"]["marginals"]) == fitted.n_marginals
     assert run["card"]["workload"]["n_queries"] == fitted.n_queries, names
+
+
+def test_the_default_says_what_it_chose_before_the_run_and_the_run_and_its_card_keep_it(at):
+    """Issue 23: with the recommended workload the page opens on the default, which names the mechanism and the
+    marginals it chose from n and ε before anything is spent; the run releases exactly that plan; the card, the run
+    list and the Results page say so.  Another workload: the default is not offered (the user's choice runs)."""
+    from dpcore.data import bundled_adult
+    from dpcore.mechanisms.base import Budget
+    from dpcore.release import default_release_plan
+    from ui import workload_state as wls
+
+    default = "Default: chosen for this table — synthetic rows"
+    assert at.selectbox(key=state.MECH).value == "auto" and at.selectbox(key=state.MECH).options[0] == default
+    at.number_input(key=state.EPSILON).set_value(1.0).run()
+    said = [plain(i.value) for i in at.info if "The default chose" in plain(i.value)]
+    ds = bundled_adult()
+    cls, params, wl, note = default_release_plan(ds.domain, ds.n, Budget(1.0, 1.0 / ds.n**2), {})
+    assert len(said) == 1 and cls.title.lower() in said[0] and note in said[0]
+    assert ledger() == []  # said before anything is spent
+    run = start_and_wait(at, timeout=180)
+    assert run["status"] == "done", run["error"]
+    assert run["mechanism"] == cls.name and run["card"]["mechanism"]["name"] == cls.name
+    assert run["params"] == params and run["card"]["workload"]["chosen_by"] == note
+    assert run["card"]["workload"]["n_queries"] == wl.n_queries
+    at.switch_page("pages/results.py").run()
+    assert not at.exception and any("Measured: The default" in plain(c.value) for c in at.caption)
+    at.switch_page("pages/workload.py").run()
+    at.radio(key=wls.MODE).set_value("all").run()
+    at.switch_page("pages/release.py").run()
+    assert default not in at.selectbox(key=state.MECH).options and not at.exception
+    assert at.selectbox(key=state.MECH).value == "projection"  # the recommended mechanism

@@ -20,6 +20,7 @@ from dpcore.privacy.ledger import Ledger
 from dpcore.release import (
     DEFAULT_MIN_ONE_WAY,
     DEFAULT_SELECT_FRACTION,
+    default_max_pairs,
     default_release_plan,
     default_rounds,
     release_table,
@@ -65,6 +66,11 @@ def test_fewer_pairs_when_n_or_epsilon_is_small_and_none_when_nothing_stands_abo
     assert default_rounds([3, 3], 10**6, 1.0, 0)[0] == 0  # no room: one-way marginals only
 
 
+def test_the_room_for_pairs_is_two_per_attribute_and_64_in_all():
+    assert [default_max_pairs(p) for p in (1, 2, 6, 17, 32, 33, 60, 400)] == [2, 4, 12, 34, 64, 64, 64, 64]
+    assert default_rounds([2, 2], 10**6, 1.0, default_max_pairs(2))[0] == 1  # never more pairs than there are
+
+
 def _domain() -> Domain:
     return Domain.from_dict(dict(zip(COLUMNS, SHAPE)))
 
@@ -73,10 +79,11 @@ def test_the_plan_is_the_adaptive_projection_over_the_pairs_that_stand_above_the
     dom, n = _domain(), 1000
     budget = Budget(1.0, 1.0 / n**2)
     cls, params, wl, note = default_release_plan(dom, n, budget)
-    r, f, floor = default_rounds(SHAPE, n, zcdp_rho(budget), 6)
+    r, f, floor = default_rounds(SHAPE, n, zcdp_rho(budget), default_max_pairs(6))
     assert cls is AdaptiveProjection and r > 0
     assert params == {"rounds": r, "one_way_fraction": round(f, 4), "select_fraction": DEFAULT_SELECT_FRACTION}
     assert wl.marginals == tuple((a,) for a in range(6)) + tuple(eligible_pairs(dom, n, floor))
+    assert r > len(SHAPE)  # 1,000 rows at ε = 1: more pairs than attributes stand above their noise
     assert f"then {r} two-way marginals" in note and f"among the {wl.n_marginals - 6} pairs" in note
     plan = AdaptiveProjection().plan(n, wl, budget, AdaptiveProjection.validate_params(params))
     assert plan["rho"] == pytest.approx(zcdp_rho(budget))  # the whole ρ of the budget, no more
@@ -119,7 +126,7 @@ def test_the_default_release_runs_the_plan_charges_the_budget_and_says_so(adult_
     fast = {"max_iterations": 40, "round_iterations": 5}
     rel, _ = release_table(df, "auto", 1.0, params=fast, schema=schema, seed=0, ledger=ledger)
     n = len(df)
-    r = default_rounds(SHAPE, n, zcdp_rho(Budget(1.0, 1.0 / n**2)), 6)[0]
+    r = default_rounds(SHAPE, n, zcdp_rho(Budget(1.0, 1.0 / n**2)), default_max_pairs(6))[0]
     assert rel.card["mechanism"]["name"] == "projection_adaptive"
     assert rel.card["workload"]["chosen_by"].startswith("the default: all 6 one-way marginals")
     assert rel.public["rounds_run"] == rel.public["rounds"] == r

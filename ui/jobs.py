@@ -319,11 +319,13 @@ def start_release(
     workspace=None,
     schema_release: dict | None = None,
     schema_from_data: bool = False,
+    chosen_by: str | None = None,
 ) -> str:
     """Run :func:`dpcore.runs.execute_release` in a server thread; returns the run id at once.
 
     ``schema_release``: the schema the Data page discovered once in its own charged run (on the card, not charged
-    again); ``schema_from_data``: the user chose a schema read off the data without privacy (the card says so)."""
+    again); ``schema_from_data``: the user chose a schema read off the data without privacy (the card says so);
+    ``chosen_by``: why the default chose this mechanism and workload (public, on the card)."""
     from dpcore.release import new_run_id
 
     ws = _ws(workspace)
@@ -367,6 +369,7 @@ def start_release(
                 n_rows=n_rows,
                 schema_release=schema_release,
                 schema_from_data=schema_from_data,
+                chosen_by=chosen_by,
             )  # the Release is dropped here on purpose: everything the pages need is in the workspace
             _end(job, "done")
         except DuplicateRequest as dup:
