@@ -705,7 +705,7 @@ def default_release_plan(domain, n: int, budget: Budget, params: dict | None = N
         f"{len(candidates)} pairs whose cells hold enough rows to stand above the noise at this n and ε "
         f"({floor:,.0f} rows a cell or more on average); fewer pairs, each measured better, when ε or n is small. "
         "Unmeasured pairs come out as independent as the measured marginals allow. Choosing the marginals "
-        "yourself (--k/--marginals) measures them all with the projection instead"
+        "yourself (--k/--marginals; another mode on the Workload page) measures them all with the projection instead"
     )
     return AdaptiveProjection, adaptive, wl, note
 

@@ -204,7 +204,7 @@ else:
         if auto:
             mech, params, workload, chosen_by = wls.default_for_run(dataset, workload, epsilon, d_used)
             st.info(
-                f"**The default chose the {mech.title.lower()}.** Measured: {md_escape(chosen_by, 1200)}.",
+                f"**The default chose: {mech.title}.** Measured: {md_escape(chosen_by, 1200)}.",
                 icon=":material/auto_awesome:",
             )
         else:

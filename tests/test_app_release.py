@@ -488,7 +488,7 @@ def test_the_default_says_what_it_chose_before_the_run_and_the_run_and_its_card_
     said = [plain(i.value) for i in at.info if "The default chose" in plain(i.value)]
     ds = bundled_adult()
     cls, params, wl, note = default_release_plan(ds.domain, ds.n, Budget(1.0, 1.0 / ds.n**2), {})
-    assert len(said) == 1 and cls.title.lower() in said[0] and note in said[0]
+    assert len(said) == 1 and f"The default chose: {cls.title}." in said[0] and note in said[0]
     assert ledger() == []  # said before anything is spent
     run = start_and_wait(at, timeout=180)
     assert run["status"] == "done", run["error"]
