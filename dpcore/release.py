@@ -446,6 +446,7 @@ def release_table(
             joint=joint,
         )  # fmt: skip
     )
+    wanted = len(df.columns)  # the columns the release is to keep: a one-column table keeping its column is whole
     if not schema_from_data and not force:
         plan = schema_plan(
             df.columns, n, epsilon=budget.epsilon, delta=budget.delta, schema=schema, roles=roles, schema_share=share,
@@ -453,6 +454,7 @@ def release_table(
         )  # fmt: skip
         if plan.refuse:
             raise BudgetError(plan.refusal())
+        wanted = plan.kept
     mech_budget = Budget(budget.epsilon - eps_d, budget.delta - delta_d)
     run_id = run_id or new_run_id()
     label = name or str(df.attrs.get("name") or "table")
@@ -477,7 +479,7 @@ def release_table(
             ledger.settle(run_id, [SpendRecord(eps_d, delta_d, None, "schema discovery; the release stopped")])
         raise
     warnings += prep.warnings
-    if len(prep.dataset.domain) < 2 and not force and prep.spends:
+    if len(prep.dataset.domain) < min(2, wanted) and not force and prep.spends:
         # The plan expected more; the released schema keeps one column: stop before the mechanism reads anything.
         if ledger is not None:
             ledger.settle(run_id, prep.spends)

@@ -822,10 +822,15 @@ class SchemaPlan:
 
     @property
     def refuse(self) -> bool:
-        """The run would spend for a release that keeps (nearly) nothing: fewer than two usable columns, or most of
-        the kept columns with no category and no bounds."""
+        """The run would spend for a release that keeps (nearly) nothing: fewer than two usable columns (a table
+        of one column: that column unusable), or most of the kept columns with no category and no bounds."""
         kept = [c for c, e in self.columns.items() if e != "excluded"]
-        return len(self.usable) < 2 or len(self.empty) > len(kept) / 2
+        return len(self.usable) < min(2, len(kept)) or len(self.empty) > len(kept) / 2
+
+    @property
+    def kept(self) -> int:
+        """How many columns the release is to keep (the columns not excluded by a role)."""
+        return sum(1 for e in self.columns.values() if e != "excluded")
 
     def lines(self) -> list[str]:
         """The plan in words (what the CLI prints, the app shows and the library's error says)."""

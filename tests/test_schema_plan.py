@@ -201,3 +201,26 @@ def test_a_118_row_exam_table_keeps_numbers_as_numbers_or_leaves_them_out_with_t
         numbers = pd.to_numeric(cells, errors="coerce")
         assert numbers.notna().all(), cells[numbers.isna()].head()  # never '(other)' or any text
         assert numbers.between(kept[col]["lower"], kept[col]["upper"]).all()
+
+
+def test_a_table_of_one_column_is_whole_when_it_keeps_that_column(tmp_path):
+    """A one-column table (a list of ages, a single survey answer) releases its column: declared, or discovered
+    when its values are frequent; one usable column among two or more is still refused, as is a lone column the
+    budget cannot resolve."""
+    from dpcore.release import release_table
+
+    rng = np.random.default_rng(3)
+    df = pd.DataFrame({"answer": rng.choice(["yes", "no", "maybe"], 2000, p=[0.5, 0.3, 0.2])})
+    declared = {"attributes": [{"name": "answer", "kind": "categorical", "values": ["yes", "no", "maybe"]}]}
+    assert not schema_plan(df.columns, len(df), epsilon=1, delta=1e-6, schema=declared).refuse
+    assert not schema_plan(df.columns, len(df), epsilon=1, delta=1e-6).refuse
+    ledger = Ledger(str(tmp_path))
+    rel, _ = release_table(df, "auto", 1.0, ledger=ledger, seed=0)
+    assert rel.card["data"]["schema"][0]["name"] == "answer" and rel.rows.shape == (len(df), 1)
+    assert sum(e["epsilon"] for e in ledger.entries()) == pytest.approx(1.0)
+    rel, _ = release_table(df, "auto", 1.0, schema=declared, ledger=None, seed=0)
+    assert rel.rows.shape == (len(df), 1)
+    small = df.iloc[:60]  # 60 rows at ε = 0.1: no category can clear the threshold, alone or beside another
+    assert schema_plan(small.columns, 60, epsilon=0.1, delta=1e-6).refuse
+    assert schema_plan(["answer", "other"], 60, epsilon=0.1, delta=1e-6).refuse
+    assert schema_plan(["answer", "other"], 60, epsilon=0.1, delta=1e-6, schema=declared).refuse  # 1 usable of 2
