@@ -140,6 +140,15 @@ CONTACT_FLAG_REASON = "kept: its header names an identifier or contact details, 
 IDENTIFIER_HEADER_REASON = "identifier: its header names an identifier and values rarely repeat"
 _ID_TOKENS = {"id", "ids", "uuid", "guid", "ssn", "key"}
 _NUMBER_TOKENS = {"number", "no", "num", "nr"}
+#: Words that, before a number word, make the header name a record's identifier by itself (``case_number``,
+#: ``record no``, ``accountNum``): excluded at no cost.  Other "… number" headers (Adult's ``education-num``, a
+#: count of years) go to the private role decision, which excludes them only when their values rarely repeat.
+_ENTITY_TOKENS = {
+    "account", "application", "booking", "card", "case", "claim", "contract", "customer", "document", "employee",
+    "file", "invoice", "licence", "license", "line", "loan", "member", "order", "passport", "patient", "person",
+    "policy", "record", "ref", "reference", "registration", "reservation", "row", "serial", "student", "ticket",
+    "transaction", "user", "vehicle",
+}  # fmt: skip
 _DATE_LIKE = re.compile(
     r"^\d{1,4}[-/.]\d{1,2}[-/.]\d{1,4}(?:[ T]\d{1,2}:\d{2}(?::\d{2})?(?:Z|[+-]\d{2}:?\d{2})?)?$|^\d{4}-\d{1,2}$"
 )
@@ -217,7 +226,7 @@ HEADER_ID_REASON = "identifier: its header names one (a public rule; bring it ba
 def header_role(name: str) -> Role | None:
     """A role the header alone decides, at no privacy cost: identifiers, names and contact details of people, and
     free text are excluded by default (the user can bring any of them back)."""
-    if identifier_header(name):
+    if identifier_header(name, by_header_alone=True):
         return Role(str(name), "excluded", reason=HEADER_ID_REASON, source="declared")
     spaced = re.sub(r"([a-z0-9])([A-Z])", r"\1_\2", str(name))
     tokens = [t for t in re.split(r"[^A-Za-z0-9]+", spaced.lower()) if t]
@@ -229,13 +238,20 @@ def header_role(name: str) -> Role | None:
     return None
 
 
-def identifier_header(name: str) -> bool:
-    """Whether a (public) header names an identifier: ``id``, ``person_id``, ``caseNumber``, ``record_no``."""
+def identifier_header(name: str, by_header_alone: bool = False) -> bool:
+    """Whether a (public) header names an identifier: ``id``, ``person_id``, ``caseNumber``, ``record_no``.
+
+    ``by_header_alone``: only the headers that are identifiers whatever their values (``…id``, ``uuid``, ``ssn``,
+    ``key``, and a number word after a record's noun such as ``case`` or ``account``); ``education-num`` names
+    one only for the private role decision (excluded when its values rarely repeat)."""
     spaced = re.sub(r"([a-z0-9])([A-Z])", r"\1_\2", str(name))
     tokens = [t for t in re.split(r"[^A-Za-z0-9]+", spaced.lower()) if t]
     if not tokens:
         return False
-    return tokens[-1] in _ID_TOKENS or (len(tokens) >= 2 and tokens[-1] in _NUMBER_TOKENS)
+    if tokens[-1] in _ID_TOKENS:
+        return True
+    numbered = len(tokens) >= 2 and tokens[-1] in _NUMBER_TOKENS
+    return numbered and (not by_header_alone or tokens[-2] in _ENTITY_TOKENS)
 
 
 def contact_header(name: str) -> bool:

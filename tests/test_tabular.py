@@ -314,6 +314,12 @@ def test_the_public_header_excludes_identifiers_names_and_free_text_at_no_cost()
     # Real categorical columns whose header merely ends in "text" (COMPAS's score_text, v_score_text) stay.
     for name in ("age", "score", "country", "priors_count", "grade", "score_text", "v_score_text", "context"):
         assert header_role(name) is None, name
+    # A number word after a quantity is not an identifier by itself (Adult's education-num: years of schooling):
+    # the private role decision judges it by its values.
+    for name in ("education-num", "house_no", "visits_number"):
+        assert header_role(name) is None, name
+    for name in ("account_num", "patient_no", "ticketNumber"):
+        assert header_role(name) is not None, name
 
 
 def test_a_discovered_category_set_left_empty_excludes_the_column_with_its_reason():
@@ -432,3 +438,24 @@ def test_a_yes_no_telephone_flag_is_kept_and_an_email_column_is_still_excluded()
     assert roles["telephone"].role == "categorical" and roles["telephone"].reason == CONTACT_FLAG_REASON
     assert set(prep.domain["telephone"].values) == {"yes", "none"}
     assert roles["email"].role == "excluded" and "email" not in prep.domain.names
+
+
+def test_a_quantity_named_with_a_number_word_is_kept_and_a_unique_one_is_left_out_privately():
+    """The bundled Adult's education-num was left out by its header alone; now the private role decision keeps a
+    number-word column whose values repeat and leaves one out whose values rarely repeat."""
+    from dpcore.release import release_table
+
+    rng = np.random.default_rng(5)
+    n = 3000
+    df = pd.DataFrame(
+        {
+            "education-num": rng.integers(1, 17, n),
+            "house_no": rng.permutation(n) + 1,
+            "sex": rng.choice(["F", "M"], n),
+        }
+    )
+    rel, _ = release_table(df, "auto", 2.0, ledger=None, seed=0, params={"max_iterations": 30})
+    kept = [a["name"] for a in rel.card["data"]["schema"]]
+    excluded = {e["name"]: e["reason"] for e in rel.card["data"]["excluded"]}
+    assert "education-num" in kept and "sex" in kept
+    assert excluded["house_no"].startswith("identifier: its header names an identifier and values rarely repeat")
