@@ -428,6 +428,9 @@ def release_table(
     n = len(df)
     budget, defaulted, warnings = resolve_budget(epsilon, delta, n)
     auto = is_auto(mechanism)
+    if auto and workload is not None:  # the default runs the projection on a given workload: nothing else applies
+        auto_params(params)
+        params = _projection_only(params)
     mech_cls, vparams = _prepare_mechanism(
         base_mechanism(mechanism), auto_params(params) if auto else params, n_rows, class_width
     )
@@ -640,6 +643,21 @@ def default_max_pairs(p: int) -> int:
     from .workload import DEFAULT_MARGINALS
 
     return max(0, min(2 * int(p), DEFAULT_MARGINALS))
+
+
+def _projection_only(params: dict | None) -> dict:
+    """``params`` when the projection takes them all; otherwise a refusal that names the others (the default runs
+    the adaptive projection only when it chooses the marginals itself)."""
+    params = dict(params or {})
+    theirs = {q.name for q in registry.get("projection").parameters}
+    other = sorted(set(params) - theirs)
+    if other:
+        raise DPCoreError(
+            f"With a workload given, the default mechanism is the projection, which has no parameter(s) {other}: "
+            "leave the workload out to let the default choose (and use them), or name --mechanism "
+            "projection_adaptive."
+        )
+    return params
 
 
 def default_rounds(shape, n: int, rho: float, max_pairs: int) -> tuple[int, float, float]:

@@ -195,3 +195,12 @@ def test_the_command_line_default_says_what_it_chose(tmp_path):
     synth = pd.read_csv(tmp_path / "synth.csv")
     assert list(synth.columns) == COLUMNS and len(synth) == len(df)
     assert np.all(synth.to_numpy() >= 0)
+
+
+def test_a_given_workload_runs_the_projection_and_refuses_the_adaptive_ones_parameters(adult_small):
+    df, schema = adult_small
+    with pytest.raises(DPCoreError, match=r"no parameter\(s\) \['rounds'\].*projection_adaptive"):
+        release_table(df, "auto", 1.0, params={"rounds": 3}, schema=schema, ledger=None, seed=0, workload={"k": 1})
+    rel, _ = release_table(df, "auto", 1.0, params={"rounds": 3, "max_iterations": 40}, schema=schema, ledger=None,
+                           seed=0)  # fmt: skip
+    assert rel.card["mechanism"]["name"] == "projection_adaptive" and rel.public["rounds"] == 3
