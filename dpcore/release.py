@@ -430,7 +430,7 @@ def release_table(
     auto = is_auto(mechanism)
     if auto and workload is not None:  # the default runs the projection on a given workload: nothing else applies
         auto_params(params)
-        params = _projection_only(params)
+        params = projection_only(params)
     mech_cls, vparams = _prepare_mechanism(
         base_mechanism(mechanism), auto_params(params) if auto else params, n_rows, class_width
     )
@@ -645,7 +645,7 @@ def default_max_pairs(p: int) -> int:
     return max(0, min(2 * int(p), DEFAULT_MARGINALS))
 
 
-def _projection_only(params: dict | None) -> dict:
+def projection_only(params: dict | None) -> dict:
     """``params`` when the projection takes them all; otherwise a refusal that names the others (the default runs
     the adaptive projection only when it chooses the marginals itself)."""
     params = dict(params or {})

@@ -204,3 +204,17 @@ def test_a_given_workload_runs_the_projection_and_refuses_the_adaptive_ones_para
     rel, _ = release_table(df, "auto", 1.0, params={"rounds": 3, "max_iterations": 40}, schema=schema, ledger=None,
                            seed=0)  # fmt: skip
     assert rel.card["mechanism"]["name"] == "projection_adaptive" and rel.public["rounds"] == 3
+
+
+def test_the_command_line_refuses_the_adaptive_ones_parameters_with_a_workload_before_any_spend(tmp_path):
+    from dpcore.workspace import Workspace
+
+    out = subprocess.run(
+        [sys.executable, "-m", "dpcore", "release", "--data", str(SHARED_DATA / "adult_pgm.csv"), "--domain",
+         str(SHARED_DATA / "adult_pgm-domain.json"), "--k", "2", "--param", "rounds=3", "--out", "x.csv"],
+        cwd=tmp_path, capture_output=True, text=True, timeout=300,
+        env={"PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin", "DPCORE_WORKSPACE": str(tmp_path / "ws")},
+    )  # fmt: skip
+    assert out.returncode == 2 and "no parameter(s) ['rounds']" in out.stderr and "Traceback" not in out.stderr
+    assert not (tmp_path / "x.csv").exists()
+    assert Ledger(Workspace(tmp_path / "ws")).entries() == []  # the CLI's workspace: nothing charged

@@ -180,6 +180,11 @@ def run(args) -> int:
         workload = build_workload(args, source["dataset"])
         if args.k is None and args.marginals is None and is_auto(args.mechanism):
             mech_cls, params, workload, chosen_by = _auto_default(source["dataset"], budget, params, workload)
+        elif is_auto(args.mechanism):  # a workload given: the projection, and only its parameters
+            from ..release import auto_params, projection_only
+
+            auto_params(params)
+            params = projection_only(params)
         elif args.k is None and args.marginals is None:  # the default: fitted to this run's noise too
             from ..release import default_workload_note
 
