@@ -83,10 +83,10 @@ class Synthesizer:
         force: bool = False,
     ) -> None:
         from .mechanisms import registry
-        from .release import AUTO, base_mechanism, is_auto
+        from .release import AUTO, is_auto
 
         # fail fast on an unknown name; "auto" is resolved by fit (the card names what ran)
-        self.mechanism = AUTO if is_auto(mechanism) else registry.get(base_mechanism(mechanism)).name
+        self.mechanism = AUTO if is_auto(mechanism) else registry.get(mechanism).name
         self.epsilon = epsilon
         self.delta = delta
         self.workload = workload

@@ -429,7 +429,6 @@ def release_table(
     budget, defaulted, warnings = resolve_budget(epsilon, delta, n)
     auto = is_auto(mechanism)
     if auto and workload is not None:  # the default runs the projection on a given workload: nothing else applies
-        auto_params(params)
         params = projection_only(params)
     mech_cls, vparams = _prepare_mechanism(
         base_mechanism(mechanism), auto_params(params) if auto else params, n_rows, class_width
@@ -604,7 +603,7 @@ AUTO = "auto"
 def base_mechanism(mechanism: str | None) -> str:
     """The registry name that plans, checks and reserves for ``mechanism``: "auto" (or None) plans as the
     projection (whatever it resolves to spends the same ρ = eps_to_zcdp(ε, δ) of its budget)."""
-    return "projection" if mechanism in (None, AUTO) else str(mechanism)
+    return "projection" if is_auto(mechanism) else str(mechanism)
 
 
 def is_auto(mechanism: str | None) -> bool:
@@ -617,14 +616,16 @@ DEFAULT_SELECT_FRACTION = 0.1
 DEFAULT_MIN_ONE_WAY = 0.3
 
 
+def _param_names(name: str) -> set[str]:
+    return {q.name for q in registry.get(name).parameters}
+
+
 def auto_params(params: dict | None) -> dict:
     """The parameters given to "auto" that the projection plans with: those it has.  Each must belong to the
     projection or to the adaptive projection (either may run); the one that runs validates its own."""
-    from .mechanisms.projection_adaptive import AdaptiveProjection
-
     params = dict(params or {})
-    proj = {q.name for q in registry.get("projection").parameters}
-    known = proj | {q.name for q in AdaptiveProjection.parameters}
+    proj = _param_names("projection")
+    known = proj | _param_names("projection_adaptive")
     unknown = sorted(set(params) - known)
     if unknown:
         raise DPCoreError(
@@ -646,11 +647,11 @@ def default_max_pairs(p: int) -> int:
 
 
 def projection_only(params: dict | None) -> dict:
-    """``params`` when the projection takes them all; otherwise a refusal that names the others (the default runs
-    the adaptive projection only when it chooses the marginals itself)."""
+    """The parameters of "auto" with a workload given, which runs the projection: ``params`` when the projection
+    takes them all; otherwise a refusal that names the others (the default runs the adaptive projection only when
+    it chooses the marginals itself)."""
     params = dict(params or {})
-    theirs = {q.name for q in registry.get("projection").parameters}
-    other = sorted(set(params) - theirs)
+    other = sorted(set(params) - set(auto_params(params)))
     if other:
         raise DPCoreError(
             f"With a workload given, the default mechanism is the projection, which has no parameter(s) {other}: "
@@ -702,16 +703,15 @@ def default_release_plan(domain, n: int, budget: Budget, params: dict | None = N
 
     proj = registry.get("projection")
     params = dict(params or {})
+    given = auto_params(params)  # refuses a parameter neither may take; the projection's own
     p = len(domain)
-    auto_params(params)  # refuses a parameter neither may take
     one_way = Workload(domain, tuple((a,) for a in range(p)))
-    names = {q.name for q in AdaptiveProjection.parameters}
     r, f, floor = default_rounds(domain.shape, n, zcdp_rho(budget), default_max_pairs(p))
-    candidates = eligible_pairs(domain, n, floor) if r else []
-    if r == 0 or set(params) - names:
-        given = auto_params(params)  # the projection runs: parameters only the adaptive one takes do not apply
+    if r == 0 or set(params) - _param_names(AdaptiveProjection.name):
+        # The projection runs: parameters only the adaptive one takes do not apply.
         wl = one_way if r == 0 else fitted_default_workload(domain, n, proj, budget, proj.validate_params(given))
         return proj, given, wl, default_workload_note(wl, n)
+    candidates = eligible_pairs(domain, n, floor)
     adaptive = dict(params)
     adaptive.setdefault("rounds", r)
     adaptive.setdefault("one_way_fraction", round(f, 4))
@@ -730,29 +730,22 @@ def default_release_plan(domain, n: int, budget: Budget, params: dict | None = N
     return AdaptiveProjection, adaptive, wl, note
 
 
-def fitted_rows_per_cell(domain, n: int, mech_cls, budget: Budget, vparams: dict) -> float:
-    """The rows a default pair's average cell must hold: :data:`~dpcore.workload.MIN_ROWS_PER_CELL`, or the
-    expected noise per cell of the default workload under this mechanism's plan when that is larger."""
+def fitted_default_workload(domain, n: int, mech_cls, budget: Budget, vparams: dict) -> Workload:
+    """The default workload that fits the table (:func:`dpcore.workload.default_workload`) and this run's noise:
+    when the mechanism's public plan says its pairs would come back mostly noise (expected noise per cell above
+    what a cell holds), the pairs are chosen again among those whose cells hold at least that much.  Public:
+    n, the attribute sizes, ε, δ and the parameters."""
     from .workload import MIN_ROWS_PER_CELL, default_workload
 
     wl = default_workload(domain, n)
     try:
         sigma = mech_cls().plan(n, wl, budget, vparams).get("sigma_counts")
     except DPCoreError:
-        return float(MIN_ROWS_PER_CELL)
+        return wl  # the caller's own plan says why
     if sigma is None or not plan_warnings({"sigma_counts": sigma}, wl, n):
-        return float(MIN_ROWS_PER_CELL)
-    return max(float(MIN_ROWS_PER_CELL), float(sigma) * math.sqrt(2.0 / math.pi))
-
-
-def fitted_default_workload(domain, n: int, mech_cls, budget: Budget, vparams: dict) -> Workload:
-    """The default workload that fits the table (:func:`dpcore.workload.default_workload`) and this run's noise:
-    when the mechanism's public plan says its pairs would come back mostly noise (expected noise per cell above
-    what a cell holds), the pairs are chosen again among those whose cells hold at least that much.  Public:
-    n, the attribute sizes, ε, δ and the parameters."""
-    from .workload import default_workload
-
-    return default_workload(domain, n, min_rows_per_cell=fitted_rows_per_cell(domain, n, mech_cls, budget, vparams))
+        return wl
+    noise = float(sigma) * math.sqrt(2.0 / math.pi)
+    return default_workload(domain, n, min_rows_per_cell=max(MIN_ROWS_PER_CELL, noise))
 
 
 def _table_workload(spec, dataset) -> Workload:

@@ -824,8 +824,7 @@ class SchemaPlan:
     def refuse(self) -> bool:
         """The run would spend for a release that keeps (nearly) nothing: fewer than two usable columns (a table
         of one column: that column unusable), or most of the kept columns with no category and no bounds."""
-        kept = [c for c, e in self.columns.items() if e != "excluded"]
-        return len(self.usable) < min(2, len(kept)) or len(self.empty) > len(kept) / 2
+        return len(self.usable) < min(2, self.kept) or len(self.empty) > self.kept / 2
 
     @property
     def kept(self) -> int:

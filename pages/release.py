@@ -202,7 +202,7 @@ else:
     try:
         check_budget(epsilon, d_used, dataset.n)
         if auto:
-            mech, params, workload, chosen_by = wls.default_for_run(dataset, workload, epsilon, d_used)
+            mech, params, workload, chosen_by = wls.default_for_run(dataset, epsilon, d_used)
             st.info(
                 f"**The default chose: {mech.title}.** Measured: {md_escape(chosen_by, 1200)}.",
                 icon=":material/auto_awesome:",

@@ -218,3 +218,23 @@ def test_the_command_line_refuses_the_adaptive_ones_parameters_with_a_workload_b
     assert out.returncode == 2 and "no parameter(s) ['rounds']" in out.stderr and "Traceback" not in out.stderr
     assert not (tmp_path / "x.csv").exists()
     assert Ledger(Workspace(tmp_path / "ws")).entries() == []  # the CLI's workspace: nothing charged
+
+
+@pytest.mark.parametrize(
+    "args, said",
+    [
+        (["--param", "samples=3"], "has no parameter(s) ['samples']"),
+        (["--param", "rounds=0"], "rounds = '0' is outside"),
+    ],
+)
+def test_the_command_line_default_refuses_bad_parameters_in_one_line_before_any_spend(tmp_path, args, said):
+    from dpcore.workspace import Workspace
+
+    out = subprocess.run(
+        [sys.executable, "-m", "dpcore", "release", "--data", str(SHARED_DATA / "adult_pgm.csv"), "--domain",
+         str(SHARED_DATA / "adult_pgm-domain.json"), *args, "--out", "x.csv"],
+        cwd=tmp_path, capture_output=True, text=True, timeout=300,
+        env={"PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin", "DPCORE_WORKSPACE": str(tmp_path / "ws")},
+    )  # fmt: skip
+    assert out.returncode == 2 and said in out.stderr and "Traceback" not in out.stderr
+    assert Ledger(Workspace(tmp_path / "ws")).entries() == []

@@ -167,15 +167,13 @@ def fitted_to_run(dataset, workload: Workload, mech_cls, epsilon: float, delta: 
     return fitted_default_workload(dataset.domain, dataset.n, mech_cls, Budget(epsilon, delta), dict(params))
 
 
-def default_for_run(dataset, workload: Workload, epsilon: float, delta: float):
+def default_for_run(dataset, epsilon: float, delta: float):
     """The default ("auto") as this run resolves it with the recommended workload: ``(mechanism class, its
     parameters, workload, why)`` from :func:`dpcore.release.default_release_plan` (public: n, the attribute sizes,
-    ε and δ), as the command line and the library do; None with any other workload (the user's choice runs)."""
+    ε and δ), as the command line and the library do.  Offered only where :func:`offers_default` says so."""
     from dpcore.mechanisms.base import Budget
     from dpcore.release import default_release_plan
 
-    if not offers_default(dataset, workload):
-        return None
     return default_release_plan(dataset.domain, dataset.n, Budget(epsilon, delta), {})
 
 

@@ -135,17 +135,6 @@ def _fitted_default(ds, mech_cls, budget, params: dict, fallback):
         return fallback  # the run refuses with its own message, before spending
 
 
-def _auto_default(ds, budget, params: dict, fallback):
-    """A coded table's default with no workload given: :func:`dpcore.release.default_release_plan` (public)."""
-    from ..mechanisms import registry
-    from ..release import default_release_plan
-
-    try:
-        return default_release_plan(ds.domain, ds.n, budget, params)
-    except DPCoreError:
-        return registry.get("projection"), params, fallback, None  # the run refuses with its own message
-
-
 def without_rows(params: dict) -> dict:
     return {k: v for k, v in params.items() if k != "rows"}
 
@@ -177,13 +166,16 @@ def run(args) -> int:
     mechanism = args.mechanism  # a raw table's "auto" is resolved once its schema is known (release_table)
     chosen_by = None
     if source["table"] is None:  # a coded table: the workload is known before the run
-        workload = build_workload(args, source["dataset"])
+        ds_coded = source["dataset"]
+        workload = build_workload(args, ds_coded)
         if args.k is None and args.marginals is None and is_auto(args.mechanism):
-            mech_cls, params, workload, chosen_by = _auto_default(source["dataset"], budget, params, workload)
-        elif is_auto(args.mechanism):  # a workload given: the projection, and only its parameters
-            from ..release import auto_params, projection_only
+            from ..release import default_release_plan
 
-            auto_params(params)
+            # public; a parameter neither mechanism takes is refused here, before anything is spent
+            mech_cls, params, workload, chosen_by = default_release_plan(ds_coded.domain, n, budget, params)
+        elif is_auto(args.mechanism):  # a workload given: the projection, and only its parameters
+            from ..release import projection_only
+
             params = projection_only(params)
         elif args.k is None and args.marginals is None:  # the default: fitted to this run's noise too
             from ..release import default_workload_note
