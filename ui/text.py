@@ -16,6 +16,12 @@ import re
 # all of them (including ':' for Streamlit's :color[] / :emoji: directives and '$'
 # for LaTeX) leaves nothing in a user string that Markdown would act on.
 _MD_SPECIAL = re.compile(r"([\\`*_{}\[\]()#+\-.!|<>~$:=&\"'/])")
+#: Streamlit's Markdown turns bare web addresses and e-mail addresses in *text* into links after every escape is
+#: undone (GitHub's autolink literals: ``https://…``, ``www.…``, ``name@host.tld``), so backslashes cannot stop
+#: them.  An invisible WORD JOINER (U+2060) where each pattern must be contiguous does: between ``:`` and ``//``,
+#: between ``www`` and ``.``, and before ``@``.
+_AUTOLINK_JOINTS = re.compile(r"(?<=:)(?=//)|(?<=www)(?=\.)|(?=@)", re.IGNORECASE)
+WORD_JOINER = "\u2060"
 
 
 def md_escape(s: object, limit: int = 200) -> str:
@@ -24,6 +30,7 @@ def md_escape(s: object, limit: int = 200) -> str:
     if len(text) > limit:
         text = text[: limit - 1] + "…"
     text = text.replace("\n", " ").replace("\r", " ")
+    text = _AUTOLINK_JOINTS.sub(WORD_JOINER, text)
     return _MD_SPECIAL.sub(r"\\\1", text)
 
 
