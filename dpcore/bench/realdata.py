@@ -635,7 +635,11 @@ def _add(b) -> None:
     b.add_argument("--runs", type=int, default=3, help="seeds 0..runs-1; medians are reported")
     b.add_argument("--jobs", type=int, default=1, help="runs at once, each in its own process (default 1)")
     b.add_argument("--data", default=None, help="also run on this table (CSV/Parquet) ...")
-    b.add_argument("--schema", default=None, help="... with this declared schema JSON (every field declared)")
+    b.add_argument(
+        "--schema",
+        default=None,
+        help="... with this declared schema JSON (every field declared; `dpcore schema DATA --out F` writes one)",
+    )
     b.add_argument("--target", default=None, help="... and this column to predict (ML efficacy)")
     b.add_argument("--real-dir", default=None, help="folder of the bundled tables (default ../shared/data/real)")
     b.add_argument("--out-dir", default="bench-results/realdata", help="splits, cache and scratch space")
@@ -649,7 +653,11 @@ def _tables(args) -> list[tuple[str, Path, Path, str | None]]:
     custom = None
     if args.data:
         if not args.schema:
-            raise DPCoreError("--data needs --schema: every system gets the same declared schema.")
+            raise DPCoreError(
+                "--data needs --schema: every system gets the same declared schema. `dpcore schema "
+                f"{args.data} --out schema.json` writes one proposed from the table (read without privacy: fine for a "
+                "benchmark on your own machine; review it, then pass it as --schema)."
+            )
         custom = (Path(args.data).stem, Path(args.data), Path(args.schema), args.target)
     elif args.schema or args.target:
         raise DPCoreError("--schema and --target describe a table given with --data.")
