@@ -77,8 +77,9 @@ def session(page: str | None = None, timeout: float = 60):
 
 
 def plain(markdown: str) -> str:
-    """Text of a message whose user strings were backslash-escaped for Markdown."""
-    return re.sub(r"\\(.)", r"\1", markdown)
+    """Text of a message whose user strings were escaped for Markdown (:func:`ui.text.md_escape`): as a reader sees
+    it, without the backslashes and the invisible word joiners that keep web addresses from becoming links."""
+    return re.sub(r"\\(.)", r"\1", markdown).replace("\u2060", "")
 
 
 def errors(app) -> list[str]:
