@@ -104,8 +104,8 @@ def test_left_out_columns_are_named_and_the_rest_compared(tiny, tmp_path):
 def test_cache_reuse_rules(tiny, tmp_path):
     table = realdata.prepare("tiny", realdata.Path(tiny["data"]), realdata.Path(tiny["schema"]), "y", tmp_path)
     code = {"commit": "abc", "dirty": False, "changes": None}
-    base = {"format": realdata.RECORD_FORMAT, "table": "tiny", "seed": 0, "epsilon": 1.0, "tvd1": 0.1}
-    base |= {"input_digest": table.digest, "code": code, "timeout": 60.0}
+    base = {"format": realdata.RECORD_FORMAT, "table": "tiny", "seed": 0, "epsilon": 1.0}
+    base |= {k: 0.1 for k in realdata.METRICS} | {"input_digest": table.digest, "code": code, "timeout": 60.0}
     ok = realdata.reusable
     assert ok(base | {"system": "default"}, table, "default", 1.0, 0, code, 60.0)
     newer = {"commit": "def", "dirty": False, "changes": None}
@@ -117,3 +117,5 @@ def test_cache_reuse_rules(tiny, tmp_path):
     timed_out = base | {"system": "aim", "note": "did not finish", "timed_out": True}
     assert ok(timed_out, table, "aim", 1.0, 0, code, 60.0)  # a time-out stands for the same time limit
     assert not ok(timed_out, table, "aim", 1.0, 0, code, 600.0)  # but not when more time is allowed
+    older = {k: v for k, v in base.items() if k != "assoc_corrected"}  # measured before that figure was added
+    assert not ok(older | {"system": "aim"}, table, "aim", 1.0, 0, code, 60.0)

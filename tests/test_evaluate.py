@@ -274,3 +274,37 @@ def test_a_schema_date_attribute_is_binned_in_its_format():
     r = evaluate(real, syn, schema=schema, ml=False)
     assert r["one_way_tvd"]["max"] == pytest.approx(0.75)
     assert not any("could not be read" in n for n in r["notes"])
+
+
+def test_bias_corrected_association_closed_form_and_flat_marginals():
+    """Plain Cramér's V of independent columns grows with the categories they spread over (about sqrt(df / n) for a
+    2 × c table, df = c - 1), so flatter marginals score closer to a real association they do not have; the
+    bias-corrected V (Bergsma 2013) does not, and is exactly 1 for a perfect association."""
+    from dpcore.evaluate import _bias_corrected_v
+
+    # Perfect association, k × k diagonal of n rows: φ² = k - 1, and the corrected V is exactly 1.
+    for k, n in ((2, 10), (5, 100), (20, 1000)):
+        assert _bias_corrected_v(np.array([k - 1.0]), k, k, n)[0] == pytest.approx(1.0)
+
+    n, c = 2000, 20
+    rng = np.random.default_rng(7)
+    real = pd.DataFrame({"a": rng.integers(0, 2, n), "b": rng.integers(0, c, n)})
+    real["b"] = np.where(rng.random(n) < 0.5, real["a"] * 3, real["b"])  # b leans on a: V well above 0
+    concentrated = pd.DataFrame({"a": rng.integers(0, 2, n), "b": rng.choice(3, n)})  # independent, 3 of 20 values
+    flat = pd.DataFrame({"a": rng.integers(0, 2, n), "b": rng.integers(0, c, n)})  # independent, all 20 values
+    schema = Domain(
+        [
+            Attribute("a", "categorical", values=("0", "1")),
+            Attribute("b", "categorical", values=tuple(map(str, range(c)))),
+        ]
+    )
+    reps = {}
+    for name, syn in (("concentrated", concentrated), ("flat", flat)):
+        a = evaluate(real.astype(str), syn.astype(str), schema=schema, ml=False, n_triples=0)["association_diff"]
+        reps[name] = (a["mean"], a["mean_bias_corrected"])
+    # Plain V of the independent tables: about sqrt(1/n) = 0.022 on 3 values, sqrt(19/n) = 0.097 on 20, so the
+    # flat table's error is lower by about 0.075 (its sd here is about 0.7/sqrt(n) = 0.016 for sqrt(χ²_19/n)).
+    assert reps["concentrated"][0] - reps["flat"][0] > 0.04
+    # Corrected: both independent tables score about 0 (E ≤ sqrt(sd(χ²_19)/n) = 0.056), so both errors are the
+    # real table's corrected V to within that.
+    assert abs(reps["concentrated"][1] - reps["flat"][1]) < 0.056
