@@ -60,7 +60,11 @@ def test_text_output_and_escaped_html(tables, tmp_path, capsys):
     rc = main(["evaluate", "--data", tables["real"], "--synthetic", tables["syn"], "--html", str(page)])
     out = capsys.readouterr().out
     assert rc == 0 and out.startswith("INTERNAL") and "OPTIMISTIC" in out
+    line = next(x for x in out.splitlines() if x.startswith("association difference"))
+    corrected = float(line.rsplit(":", 1)[1].strip(" )"))  # the bias-corrected mean is printed beside the plain one
+    assert 0.0 <= corrected <= 1.0
     text = page.read_text(encoding="utf-8")
+    assert "bias-corrected" in text
     assert "INTERNAL" in text and "a sanity signal, not a privacy measure" in text
     assert HOSTILE not in text and html_escaped(HOSTILE) in text  # the hostile name is shown, escaped
     assert "<script" not in text.lower() and "src=" not in text and "href=" not in text  # self-contained

@@ -105,7 +105,10 @@ def text_report(r: dict) -> str:
         lines.append(f"    {_f(p['tvd'])}  {p['columns'][0]} × {p['columns'][1]}")
     lines.append(f"3-way TVD  mean {_f(three['mean'])}  max {_f(three['max'])}  ({three.get('sample', 'no triples')})")
     a = r["association_diff"]
-    lines.append(f"association difference  mean {_f(a['mean'])}  max {_f(a['max'])}")
+    lines.append(
+        f"association difference  mean {_f(a['mean'])}  max {_f(a['max'])}  (mean with Cramér's V bias-corrected: "
+        f"{_f(a.get('mean_bias_corrected'))})"
+    )
     for kind in ("categorical", "numeric", "mixed"):
         if a.get(kind):
             lines.append(
@@ -179,6 +182,12 @@ def html_report(r: dict) -> str:
                 ],
                 ["3-way TVD", _f(three["mean"]), _f(three["max"]), three.get("sample", "no triples")],
                 ["association difference", _f(a["mean"]), _f(a["max"]), a.get("measures", "")],
+                [
+                    "association difference, Cramér's V bias-corrected",
+                    _f(a.get("mean_bias_corrected")),
+                    "—",
+                    "independent columns score about 0 on V whatever their marginals",
+                ],
             ],
         ),
         "<h2>Worst column pairs (2-way TVD)</h2>",
