@@ -669,7 +669,11 @@ def default_rounds(shape, n: int, rho: float, max_pairs: int) -> tuple[int, floa
     which chooses it; the measurement's noise per cell is σ·sqrt(2/π) counts, σ = sqrt(1 / ρ_meas).  A pair is a
     candidate when its average cell holds at least that noise (and 5 rows).  R is the largest number of rounds,
     at most ``max_pairs``, that still leaves R candidates: fewer, larger measurements when ε or n is small, more
-    when the noise allows; 0 when not even one pair measured with all the pairs' budget would stand above it."""
+    when the noise allows.  When not even one pair stands above the noise of that even split (f = p / (p + 1)),
+    one pair may still take all the one-way marginals can spare, 1 - 0.3 of ρ, as AIM's last round does: R = 1,
+    f = 0.3, and the candidates are the pairs standing above that noise (on 614 rows × 9 columns at ε = 0.3 the
+    outcome's pairs: the release keeps one association instead of none, docs/benchmarks.md).  0 when not even
+    that pair would stand above its noise."""
     from .workload import MIN_ROWS_PER_CELL
 
     p = len(shape)
@@ -682,6 +686,14 @@ def default_rounds(shape, n: int, rho: float, max_pairs: int) -> tuple[int, floa
         if sizes[r - 1] > n / least:
             break  # fewer than r pairs stand above this noise; more rounds only add noise to each
         rounds, share, floor = r, f, least
+    if rounds == 0 and sizes:
+        # No pair stands above the noise of an even split.  One pair may still stand above the noise of what the
+        # one-way marginals can spare (AIM's last round spends its remainder on one marginal the same way): the
+        # release then carries the table's strongest supported association instead of independent columns only.
+        rho_meas = (1.0 - DEFAULT_MIN_ONE_WAY) * rho * (1.0 - DEFAULT_SELECT_FRACTION)
+        least = max(float(MIN_ROWS_PER_CELL), math.sqrt(2.0 / math.pi) * math.sqrt(1.0 / rho_meas))
+        if sizes[0] <= n / least and max_pairs >= 1:
+            rounds, share, floor = 1, DEFAULT_MIN_ONE_WAY, least
     return rounds, share, floor
 
 

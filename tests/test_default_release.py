@@ -48,18 +48,50 @@ def test_the_number_of_pairs_is_the_largest_the_noise_leaves_room_for(n, eps):
     p, cap = len(SHAPE), len(SHAPE)
     sizes = sorted(SHAPE[i] * SHAPE[j] for i in range(p) for j in range(i + 1, p))
     r, f, floor = default_rounds(SHAPE, n, rho, cap)
-    if r:
+    lone = sizes[0] > n / _floor(p, 1, rho)  # not even one pair stands above the noise of an even split
+    if r and not lone:
         assert f == pytest.approx(max(DEFAULT_MIN_ONE_WAY, p / (p + r)))
         assert floor == pytest.approx(_floor(p, r, rho))
         assert sizes[r - 1] <= n / floor
+    elif r:  # ... but one pair does, given all the one-way marginals can spare
+        assert (r, f) == (1, DEFAULT_MIN_ONE_WAY)
+        assert floor == pytest.approx(_lone_floor(rho)) and sizes[0] <= n / floor
     else:
         assert (f, floor) == (1.0, math.inf)
-    if r < cap:
+        assert sizes[0] > n / _lone_floor(rho)
+    if r < cap and not lone:
         assert sizes[r] > n / _floor(p, r + 1, rho)  # one more pair would sit below the noise
 
 
+def _lone_floor(rho: float) -> float:
+    """The noise per cell of the one pair that takes all the one-way marginals can spare, 1 - 0.3 of ρ."""
+    rho_meas = (1 - DEFAULT_MIN_ONE_WAY) * rho * (1 - DEFAULT_SELECT_FRACTION)
+    return max(MIN_ROWS_PER_CELL, math.sqrt(2 / math.pi) / math.sqrt(rho_meas))
+
+
+def test_one_pair_takes_what_the_one_way_marginals_can_spare_when_no_pair_fits_an_even_split():
+    """614 rows × 9 columns at ε = 0.3 (Pima's declared shape): no pair stands above the noise of an even split
+    (f = 9/10), but the outcome's pairs (2 × 9 … 2 × 16 cells) stand above the noise of 0.7 ρ; the plan measures one
+    of them, chosen from the data, with the adaptive projection."""
+    shape, n = [22, 16, 21, 11, 9, 21, 13, 21, 2], 614
+    budget = Budget(0.3, 1.0 / n**2)
+    rho = zcdp_rho(budget)
+    sizes = sorted(shape[i] * shape[j] for i in range(9) for j in range(i + 1, 9))
+    assert sizes[0] > n / _floor(9, 1, rho)
+    assert default_rounds(shape, n, rho, default_max_pairs(9)) == (1, DEFAULT_MIN_ONE_WAY, _lone_floor(rho))
+    dom = Domain.from_dict({f"c{i}": k for i, k in enumerate(shape)})
+    cls, params, wl, note = default_release_plan(dom, n, budget)
+    assert cls is AdaptiveProjection and params["rounds"] == 1 and params["one_way_fraction"] == DEFAULT_MIN_ONE_WAY
+    pairs = wl.marginals[9:]
+    assert pairs and all(8 in m for m in pairs)  # the outcome's pairs: the only ones small enough
+    assert all(shape[a] * shape[b] <= n / _lone_floor(rho) for a, b in pairs)
+    assert "1 two-way marginal," in note and "30% of the budget" in note
+    # Half the rows: not even that pair stands above its noise, and the columns come out independent.
+    assert default_rounds(shape, n // 2, rho, default_max_pairs(9))[0] == 0
+
+
 def test_fewer_pairs_when_n_or_epsilon_is_small_and_none_when_nothing_stands_above_the_noise():
-    by_n = [default_rounds(SHAPE, n, 0.05, 6)[0] for n in (20, 100, 300, 1000, 3000, 30_000)]
+    by_n = [default_rounds(SHAPE, n, 0.05, 6)[0] for n in (10, 20, 100, 300, 1000, 3000, 30_000)]
     by_rho = [default_rounds(SHAPE, 1000, rho, 6)[0] for rho in (1e-5, 1e-4, 1e-3, 1e-2, 0.1)]
     assert by_n == sorted(by_n) and by_rho == sorted(by_rho)
     assert by_n[0] == 0 and by_rho[0] == 0 and by_n[-1] == 6 and by_rho[-1] == 6
