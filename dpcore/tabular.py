@@ -867,8 +867,9 @@ class SchemaPlan:
             "(nearly) empty columns, so it does not start and nothing is charged. "
             + " ".join(line[0].upper() + line[1:] + "." for line in self.lines())
             + " Ways out: choose fewer columns (--columns, or columns=), so the schema's share goes further; "
-            "declare what is public, free (a codebook as --schema FILE, or --roles: `dpcore info FILE` proposes "
-            "roles for you to review, and confirming one states that it is public); or raise ε. --force "
+            "declare what is public, free (a codebook as --schema FILE -- `dpcore schema FILE --out schema.json` "
+            "writes one from the table for you to review -- or --roles: `dpcore info FILE` proposes roles for you to "
+            "review, and confirming one states that it is public); or raise ε. --force "
             "(force=True) runs anyway."
         )
 
