@@ -677,7 +677,8 @@ def default_rounds(shape, n: int, rho: float, max_pairs: int) -> tuple[int, floa
     from .workload import MIN_ROWS_PER_CELL
 
     p = len(shape)
-    sizes = sorted(shape[i] * shape[j] for i in range(p) for j in range(i + 1, p))
+    # A pair with a one-value attribute says no more than the other's one-way marginal: never worth a round.
+    sizes = sorted(shape[i] * shape[j] for i in range(p) for j in range(i + 1, p) if min(shape[i], shape[j]) > 1)
     rounds, share, floor = 0, 1.0, math.inf
     for r in range(1, min(int(max_pairs), len(sizes)) + 1):
         f = max(DEFAULT_MIN_ONE_WAY, p / float(p + r))
@@ -723,7 +724,8 @@ def default_release_plan(domain, n: int, budget: Budget, params: dict | None = N
         # The projection runs: parameters only the adaptive one takes do not apply.
         wl = one_way if r == 0 else fitted_default_workload(domain, n, proj, budget, proj.validate_params(given))
         return proj, given, wl, default_workload_note(wl, n)
-    candidates = eligible_pairs(domain, n, floor)
+    shape = domain.shape
+    candidates = [(a, b) for a, b in eligible_pairs(domain, n, floor) if min(shape[a], shape[b]) > 1]
     adaptive = dict(params)
     adaptive.setdefault("rounds", r)
     adaptive.setdefault("one_way_fraction", round(f, 4))

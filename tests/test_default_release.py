@@ -270,3 +270,16 @@ def test_the_command_line_default_refuses_bad_parameters_in_one_line_before_any_
     )  # fmt: skip
     assert out.returncode == 2 and said in out.stderr and "Traceback" not in out.stderr
     assert Ledger(Workspace(tmp_path / "ws")).entries() == []
+
+
+def test_a_one_value_attribute_is_never_in_a_measured_pair():
+    """A pair with a constant attribute holds no more than the other's one-way marginal: the plan leaves it out
+    of the candidates and of the count of pairs that fit, however few cells it has."""
+    dom = Domain.from_dict({"constant": 1, "a": 9, "b": 16, "c": 2})
+    n = 1000
+    budget = Budget(1.0, 1.0 / n**2)
+    _, _, wl, _ = default_release_plan(dom, n, budget)
+    pairs = [m for m in wl.marginals if len(m) == 2]
+    assert pairs and all(0 not in m for m in pairs)
+    r, _, _ = default_rounds((1, 9, 16, 2), n, zcdp_rho(budget), default_max_pairs(4))
+    assert r == default_rounds((9, 16, 2), n, zcdp_rho(budget), default_max_pairs(4))[0]
