@@ -564,7 +564,7 @@ def _pairs(cols, codings, codes_r, codes_s, sizes, p1_r, p1_s, real, synthetic, 
     total = m * (m - 1) // 2
     if total == 0:
         empty: dict = {"mean": None, "max": None, "pairs": [], "pairs_total": 0, "pairs_evaluated": 0}
-        none = {"mean": None, "max": None, "mean_bias_corrected": None, "pairs": []}
+        none: dict = {"mean": None, "max": None, "mean_bias_corrected": None, "pairs": []}
         return empty, {**none, "categorical": None, "numeric": None, "mixed": None}
     rows = codes_r.shape[0] + codes_s.shape[0]
     cap = max(MIN_SAMPLED_PAIRS, int(budget // max(rows, 1)))
