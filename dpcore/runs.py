@@ -355,11 +355,13 @@ def execute_release(
     from .data import table_digest
     from .mechanisms import registry
     from .privacy.ledger import BudgetExceeded, Ledger
-    from .release import base_mechanism, new_run_id, release_table, run_release
+    from .release import AUTO, base_mechanism, is_auto, new_run_id, release_table, run_release
 
     store = RunStore(workspace)
     run_id = run_id or new_run_id()
     mech_cls = registry.get(base_mechanism(mechanism))  # "auto" is resolved by release_table
+    # The run's row says "auto" until the default has chosen (not the projection it plans as): then what ran.
+    shown = AUTO if is_auto(mechanism) else mech_cls.name
     if table is not None:
         table.attrs.setdefault("source_digest", table_digest(table))
         options = dict(table_options or {})
@@ -370,11 +372,11 @@ def execute_release(
     auto_label = not (label or "").strip()
     started = time.time()
     if auto_label:
-        label = default_label(mech_cls.name, float(epsilon), str(name), started)
+        label = default_label(shown, float(epsilon), str(name), started)
     store.create(
         run_id=run_id,
         kind=kind,
-        mechanism=mech_cls.name,
+        mechanism=shown,
         dataset=key,
         dataset_name=name,
         params=dict(params or {}),
@@ -435,7 +437,7 @@ def execute_release(
     artifacts = store.write_artifacts(run_id, files)
     done: dict[str, Any] = {}
     ran = str((release.card.get("mechanism") or {}).get("name") or mech_cls.name)
-    if ran != mech_cls.name:  # the default ("auto") chose another mechanism once the schema was known
+    if ran != shown:  # the default ("auto") has chosen, once the schema was known
         done["mechanism"] = ran
         mech_cls = registry.get(ran)
     if auto_label:

@@ -283,3 +283,30 @@ def test_a_one_value_attribute_is_never_in_a_measured_pair():
     assert pairs and all(0 not in m for m in pairs)
     r, _, _ = default_rounds((1, 9, 16, 2), n, zcdp_rho(budget), default_max_pairs(4))
     assert r == default_rounds((9, 16, 2), n, zcdp_rho(budget), default_max_pairs(4))[0]
+
+
+def test_a_default_run_says_auto_until_it_has_chosen(adult_small, tmp_path):
+    """The run's row (what the app's run lists and `dpcore runs` show) says "auto" while the default has not chosen,
+    not the projection it plans as; once done, the mechanism that ran, label included."""
+    from dpcore.runs import RunStore, execute_release
+    from dpcore.workspace import Workspace
+
+    df, schema = adult_small
+    ws = Workspace(tmp_path)
+    seen = []
+    execute_release(
+        ws,
+        None,
+        None,
+        "auto",
+        1.0,
+        params={"max_iterations": 40, "round_iterations": 5},
+        seed=0,
+        table=df.iloc[:600],
+        table_options={"schema": schema, "name": "adult-600"},
+        on_created=lambda rid: seen.append(RunStore(ws).get(rid)),
+    )
+    assert seen[0]["mechanism"] == "auto" and seen[0]["label"].startswith("auto ε=1")
+    done = RunStore(ws).get(seen[0]["id"])
+    assert done["status"] == "done" and done["mechanism"] == "projection_adaptive"
+    assert done["label"].startswith("projection_adaptive ε=1")
