@@ -661,9 +661,9 @@ def projection_only(params: dict | None) -> dict:
     return params
 
 
-def default_rounds(shape, n: int, rho: float, max_pairs: int) -> tuple[int, float, float]:
-    """How many pairs the default measures, from public quantities only (n, the attribute sizes, ρ):
-    ``(R, one-way share, rows a candidate pair's average cell holds at least)``.
+def default_rounds(shape, n: int, rho: float, max_pairs: int, ordered=()) -> tuple[int, float, float, int | None]:
+    """How many pairs the default measures, from public quantities only (n, the attribute sizes and kinds, ρ):
+    ``(R, one-way share, rows a candidate pair's average cell holds at least, cell cap or None)``.
 
     With R pairs, the one-way marginals get f = max(0.3, p / (p + R)) of ρ and each pair (1 - f)ρ / R, a tenth of
     which chooses it; the measurement's noise per cell is σ·sqrt(2/π) counts, σ = sqrt(1 / ρ_meas).  A pair is a
@@ -672,30 +672,53 @@ def default_rounds(shape, n: int, rho: float, max_pairs: int) -> tuple[int, floa
     when the noise allows.  When not even one pair stands above the noise of that even split (f = p / (p + 1)),
     one pair may still take all the one-way marginals can spare, 1 - 0.3 of ρ, as AIM's last round does: R = 1,
     f = 0.3, and the candidates are the pairs standing above that noise (on 614 rows × 9 columns at ε = 0.3 the
-    outcome's pairs: the release keeps one association instead of none, docs/benchmarks.md).  0 when not even
-    that pair would stand above its noise."""
+    outcome's pairs: the release keeps one association instead of none, docs/benchmarks.md).
+
+    When not even that pair fits, pairs of ``ordered`` (numeric or date) attributes may still be measured with
+    their values grouped (the cap is returned: the adaptive projection's ``max_cells_ordered``): the same rule,
+    each pair's cells counted with its ordered attributes down to two groups.  On 248 rows of eight bike
+    counters (eleven bins each) at ε = 1 no pair fits whole, sixteen fit as 3 × 3 groups.  0 pairs when not even
+    that fits."""
     from .workload import MIN_ROWS_PER_CELL
 
     p = len(shape)
-    # A pair with a one-value attribute says no more than the other's one-way marginal: never worth a round.
-    sizes = sorted(shape[i] * shape[j] for i in range(p) for j in range(i + 1, p) if min(shape[i], shape[j]) > 1)
-    rounds, share, floor = 0, 1.0, math.inf
-    for r in range(1, min(int(max_pairs), len(sizes)) + 1):
-        f = max(DEFAULT_MIN_ONE_WAY, p / float(p + r))
+    ordered = set(int(a) for a in ordered)
+
+    def pair_sizes(grouped: bool) -> list[int]:
+        # A pair with a one-value attribute says no more than the other's one-way marginal: never worth a round.
+        def cells(a: int) -> int:
+            return min(2, int(shape[a])) if grouped and a in ordered else int(shape[a])
+
+        return sorted(cells(i) * cells(j) for i in range(p) for j in range(i + 1, p) if min(shape[i], shape[j]) > 1)
+
+    def noise_floor(f: float, r: int) -> float:
         rho_meas = (1.0 - f) * rho / r * (1.0 - DEFAULT_SELECT_FRACTION)
-        least = max(float(MIN_ROWS_PER_CELL), math.sqrt(2.0 / math.pi) * math.sqrt(1.0 / rho_meas))
-        if sizes[r - 1] > n / least:
-            break  # fewer than r pairs stand above this noise; more rounds only add noise to each
-        rounds, share, floor = r, f, least
-    if rounds == 0 and sizes:
+        return max(float(MIN_ROWS_PER_CELL), math.sqrt(2.0 / math.pi) * math.sqrt(1.0 / rho_meas))
+
+    def even_split(sizes: list[int]) -> tuple[int, float, float]:
+        rounds, share, floor = 0, 1.0, math.inf
+        for r in range(1, min(int(max_pairs), len(sizes)) + 1):
+            f = max(DEFAULT_MIN_ONE_WAY, p / float(p + r))
+            least = noise_floor(f, r)
+            if sizes[r - 1] > n / least:
+                break  # fewer than r pairs stand above this noise; more rounds only add noise to each
+            rounds, share, floor = r, f, least
+        return rounds, share, floor
+
+    sizes = pair_sizes(False)
+    rounds, share, floor = even_split(sizes)
+    if rounds == 0 and sizes and max_pairs >= 1:
         # No pair stands above the noise of an even split.  One pair may still stand above the noise of what the
         # one-way marginals can spare (AIM's last round spends its remainder on one marginal the same way): the
         # release then carries the table's strongest supported association instead of independent columns only.
-        rho_meas = (1.0 - DEFAULT_MIN_ONE_WAY) * rho * (1.0 - DEFAULT_SELECT_FRACTION)
-        least = max(float(MIN_ROWS_PER_CELL), math.sqrt(2.0 / math.pi) * math.sqrt(1.0 / rho_meas))
-        if sizes[0] <= n / least and max_pairs >= 1:
-            rounds, share, floor = 1, DEFAULT_MIN_ONE_WAY, least
-    return rounds, share, floor
+        least = noise_floor(DEFAULT_MIN_ONE_WAY, 1)
+        if sizes[0] <= n / least:
+            return 1, DEFAULT_MIN_ONE_WAY, least, None
+        if ordered:
+            rounds, share, floor = even_split(pair_sizes(True))
+            if rounds:
+                return rounds, share, floor, max(4, int(n / floor))
+    return rounds, share, floor, None
 
 
 def default_release_plan(domain, n: int, budget: Budget, params: dict | None = None):
@@ -719,17 +742,32 @@ def default_release_plan(domain, n: int, budget: Budget, params: dict | None = N
     given = auto_params(params)  # refuses a parameter neither may take; the projection's own
     p = len(domain)
     one_way = Workload(domain, tuple((a,) for a in range(p)))
-    r, f, floor = default_rounds(domain.shape, n, zcdp_rho(budget), default_max_pairs(p))
+    ordered = [a for a, attr in enumerate(domain.attributes) if attr.kind in ("numeric", "datetime")]
+    r, f, floor, cap = default_rounds(domain.shape, n, zcdp_rho(budget), default_max_pairs(p), ordered)
     if r == 0 or set(params) - _param_names(AdaptiveProjection.name):
         # The projection runs: parameters only the adaptive one takes do not apply.
         wl = one_way if r == 0 else fitted_default_workload(domain, n, proj, budget, proj.validate_params(given))
         return proj, given, wl, default_workload_note(wl, n)
     shape = domain.shape
-    candidates = [(a, b) for a, b in eligible_pairs(domain, n, floor) if min(shape[a], shape[b]) > 1]
+    if cap is None:
+        candidates = [(a, b) for a, b in eligible_pairs(domain, n, floor) if min(shape[a], shape[b]) > 1]
+    else:  # measured with their ordered attributes' values grouped: those whose two groups a side fit the cap
+
+        def least(a: int) -> int:
+            return min(2, shape[a]) if a in ordered else shape[a]
+
+        candidates = [
+            (a, b)
+            for a in range(p)
+            for b in range(a + 1, p)
+            if min(shape[a], shape[b]) > 1 and least(a) * least(b) <= cap
+        ]
     adaptive = dict(params)
     adaptive.setdefault("rounds", r)
     adaptive.setdefault("one_way_fraction", round(f, 4))
     adaptive.setdefault("select_fraction", DEFAULT_SELECT_FRACTION)
+    if cap is not None:
+        adaptive.setdefault("max_cells_ordered", cap)
     valid = AdaptiveProjection.validate_params(adaptive)
     wl = Workload(domain, one_way.marginals + tuple(candidates))
     note = (
@@ -737,7 +775,13 @@ def default_release_plan(domain, n: int, budget: Budget, params: dict | None = N
         f"{valid['rounds']} two-way marginal{'s' if valid['rounds'] != 1 else ''}, each chosen from the data "
         f"(under DP, with a tenth of its share) as the pair the fit so far gets most wrong, among the "
         f"{len(candidates)} pairs whose cells hold enough rows to stand above the noise at this n and ε "
-        f"({floor:,.0f} rows a cell or more on average); fewer pairs, each measured better, when ε or n is small. "
+        f"({floor:,.0f} rows a cell or more on average"
+        + (
+            f"; no pair fits whole, so each is measured in at most {cap:,} cells, its numeric and date values grouped"
+            if cap is not None
+            else ""
+        )
+        + "); fewer pairs, each measured better, when ε or n is small. "
         "Unmeasured pairs come out as independent as the measured marginals allow. Choosing the marginals "
         "yourself (--k/--marginals; another mode on the Workload page) measures them all with the projection instead"
     )

@@ -47,7 +47,8 @@ def test_the_number_of_pairs_is_the_largest_the_noise_leaves_room_for(n, eps):
     rho = zcdp_rho(Budget(eps, 1.0 / n**2))
     p, cap = len(SHAPE), len(SHAPE)
     sizes = sorted(SHAPE[i] * SHAPE[j] for i in range(p) for j in range(i + 1, p))
-    r, f, floor = default_rounds(SHAPE, n, rho, cap)
+    r, f, floor, grouped_cap = default_rounds(SHAPE, n, rho, cap)
+    assert grouped_cap is None  # categories: nothing is grouped
     lone = sizes[0] > n / _floor(p, 1, rho)  # not even one pair stands above the noise of an even split
     if r and not lone:
         assert f == pytest.approx(max(DEFAULT_MIN_ONE_WAY, p / (p + r)))
@@ -78,7 +79,7 @@ def test_one_pair_takes_what_the_one_way_marginals_can_spare_when_no_pair_fits_a
     rho = zcdp_rho(budget)
     sizes = sorted(shape[i] * shape[j] for i in range(9) for j in range(i + 1, 9))
     assert sizes[0] > n / _floor(9, 1, rho)
-    assert default_rounds(shape, n, rho, default_max_pairs(9)) == (1, DEFAULT_MIN_ONE_WAY, _lone_floor(rho))
+    assert default_rounds(shape, n, rho, default_max_pairs(9)) == (1, DEFAULT_MIN_ONE_WAY, _lone_floor(rho), None)
     dom = Domain.from_dict({f"c{i}": k for i, k in enumerate(shape)})
     cls, params, wl, note = default_release_plan(dom, n, budget)
     assert cls is AdaptiveProjection and params["rounds"] == 1 and params["one_way_fraction"] == DEFAULT_MIN_ONE_WAY
@@ -111,7 +112,7 @@ def test_the_plan_is_the_adaptive_projection_over_the_pairs_that_stand_above_the
     dom, n = _domain(), 1000
     budget = Budget(1.0, 1.0 / n**2)
     cls, params, wl, note = default_release_plan(dom, n, budget)
-    r, f, floor = default_rounds(SHAPE, n, zcdp_rho(budget), default_max_pairs(6))
+    r, f, floor, _ = default_rounds(SHAPE, n, zcdp_rho(budget), default_max_pairs(6))
     assert cls is AdaptiveProjection and r > 0
     assert params == {"rounds": r, "one_way_fraction": round(f, 4), "select_fraction": DEFAULT_SELECT_FRACTION}
     assert wl.marginals == tuple((a,) for a in range(6)) + tuple(eligible_pairs(dom, n, floor))
@@ -281,7 +282,7 @@ def test_a_one_value_attribute_is_never_in_a_measured_pair():
     _, _, wl, _ = default_release_plan(dom, n, budget)
     pairs = [m for m in wl.marginals if len(m) == 2]
     assert pairs and all(0 not in m for m in pairs)
-    r, _, _ = default_rounds((1, 9, 16, 2), n, zcdp_rho(budget), default_max_pairs(4))
+    r, _, _, _ = default_rounds((1, 9, 16, 2), n, zcdp_rho(budget), default_max_pairs(4))
     assert r == default_rounds((9, 16, 2), n, zcdp_rho(budget), default_max_pairs(4))[0]
 
 

@@ -38,10 +38,12 @@ from ..errors import BudgetError
 from ..workload import Workload
 from .base import Budget, Mechanism, MechanismResult, Param, RunContext, SpendRecord
 from .decouple import DECOUPLE_PARAM, decouple_notes, decouple_rows
+from .direct import project_simplex
 from .projection import (
     ROWS_PARAM,
     SOLVER_PARAMS,
     STOP_RULES,
+    MeasuredMarginals,
     RecordProjector,
     check_rows,
     largest_remainder_rows,
@@ -49,8 +51,10 @@ from .projection import (
     projection_memory_bytes,
     rounding_bound,
     settings_from_params,
+    value_groups,
     zcdp_rho,
 )
+from .smoothing import ordered_attributes
 
 #: Replace-one: one record moves one unit of count out of one cell and into another.
 SCORE_SENSITIVITY = 2.0
@@ -144,6 +148,18 @@ class AdaptiveProjection(Mechanism):
                 advanced=True,
             ),
             Param(
+                "max_cells_ordered",
+                "int",
+                None,
+                "Most cells of a measured marginal: one with more is measured with its ordered (numeric or date) "
+                "attributes' values grouped -- consecutive values of similar mass in the released one-way marginals "
+                "(post-processing) -- halving the finest until it fits (default: every marginal at full resolution).",
+                4,
+                100_000_000,
+                optional=True,
+                advanced=True,
+            ),
+            Param(
                 "round_iterations",
                 "int",
                 30,
@@ -198,6 +214,7 @@ class AdaptiveProjection(Mechanism):
             "rounds": T,
             "rows": rows,
             "candidate_marginals": workload.n_marginals,
+            **({"max_cells_ordered": int(params["max_cells_ordered"])} if params.get("max_cells_ordered") else {}),
             "largest_candidate_cells": int(workload.sizes.max()),
             "memory_bytes": int(memory),
         }
@@ -215,23 +232,27 @@ class AdaptiveProjection(Mechanism):
         # final projection keeps the rest.  Only projections are cut: the T rounds of
         # selection and measurement are fixed in advance (finding 5 of the privacy issue).
         rounds_end = t0 + (1.0 - FINAL_SHARE) * settings.max_seconds
-        # Measurements: clique -> (sum of noisy answers, count, σ of one measurement).
+        # Measurements: clique -> (sum of noisy answers, count, σ of one measurement, value maps).
         measured: dict[tuple[int, ...], list] = {}
 
-        def measure(clique: tuple[int, ...], sigma_counts: float) -> None:
-            # The Gaussian mechanism on one marginal of counts, exact discrete noise [CKS20]:
-            # the only reads of the data besides the selection scores.
-            codes = dataset.codes[:, list(clique)]
-            shape = [workload.domain.shape[a] for a in clique]
+        def measure(clique: tuple[int, ...], sigma_counts: float, maps=None) -> None:
+            # The Gaussian mechanism on one marginal of counts (of groups of values, when ``maps`` groups them:
+            # still one count out and one in per changed row, L2 sensitivity sqrt 2), exact discrete noise
+            # [CKS20]: the only reads of the data besides the selection scores.
+            if maps is None:
+                maps = tuple(np.arange(workload.domain.shape[a]) for a in clique)
+            codes = np.column_stack([f[dataset.codes[:, a]] for a, f in zip(clique, maps)])
+            shape = [int(f.max()) + 1 for f in maps]
             counts = np.bincount(np.ravel_multi_index(codes.T, shape), minlength=math.prod(shape))
             noisy = (counts + ctx.noise.discrete_gaussian(sigma_counts, counts.size)) / n
             if clique in measured:
                 measured[clique][0] += noisy
                 measured[clique][1] += 1
             else:
-                measured[clique] = [noisy, 1, sigma_counts / n]
+                measured[clique] = [noisy, 1, sigma_counts / n, maps]
 
-        true_cache = _TrueMarginals(dataset, workload)
+        true_cache = _TrueMarginals(dataset, workload)  # the internal evaluation, at full resolution
+        candidates = workload  # what the rounds choose among and measure (grouped below, once one-way is out)
         records, weights = None, None
         trace: list[dict] = []
         calls = 0
@@ -266,13 +287,18 @@ class AdaptiveProjection(Mechanism):
             calls += out.oracle_calls
             records, weights = out.records, out.weights
             log(0, out, sub_wl, "all one-way marginals")
-        penalty = math.sqrt(2.0 / math.pi) * plan["sigma_counts"] * workload.sizes  # public expected noise L1
+            if params.get("max_cells_ordered") is not None:
+                candidates = grouped_candidates(
+                    workload, int(params["max_cells_ordered"]), {a: measured[(a,)][0] for a in range(p)}
+                )
+        scorer = true_cache if candidates is workload else _TrueMarginals(dataset, candidates)
+        penalty = math.sqrt(2.0 / math.pi) * plan["sigma_counts"] * candidates.sizes  # public expected noise L1
         for t in range(1, T + 1):
             ctx.check_cancel()
-            j = self._select(true_cache, records, weights, penalty, measured, params, plan, ctx)
-            clique = workload.marginals[j]
-            measure(clique, plan["sigma_counts"])
-            chosen.append(workload.marginal_name(j))
+            j = self._select(scorer, records, weights, penalty, measured, params, plan, ctx)
+            clique = candidates.marginals[j]
+            measure(clique, plan["sigma_counts"], None if candidates is workload else candidates.value_maps[j])
+            chosen.append(candidates.marginal_name(j))
             if t < T:
                 if time.perf_counter() < rounds_end:
                     # Post-processing: the next selection scores against the re-fitted records.
@@ -349,8 +375,11 @@ class AdaptiveProjection(Mechanism):
         }
         public["rounds_run"] = len(chosen)
         public["stopping_rule_fired"] = out.stop_rule
+        if plan.get("max_cells_ordered"):
+            public["max_cells_ordered"] = plan["max_cells_ordered"]
         notes = [
-            f"Selected marginals in order: {', '.join(chosen)}.",
+            f"Selected marginals in order: {', '.join(chosen)}"
+            + (" (* = measured with that attribute's values grouped)." if any("*" in c for c in chosen) else "."),
             f"Final projection stopped by: {out.stop_rule} — {STOP_RULES[out.stop_rule]}.",
             (
                 f"Rounding {len(weights):,} weighted records to {plan['rows']:,} rows moves any answer by at most "
@@ -395,7 +424,9 @@ class AdaptiveProjection(Mechanism):
     @staticmethod
     def _project(measured, domain, records, weights, settings, iterations, final, deadline, rng, ctx):
         cliques = list(measured)
-        sub_wl = Workload(domain, tuple(cliques))
+        maps = [measured[c][3] for c in cliques]
+        full = all(int(f.max()) + 1 == domain.shape[a] for c, m in zip(cliques, maps) for a, f in zip(c, m))
+        sub_wl = Workload(domain, tuple(cliques)) if full else MeasuredMarginals(domain, cliques, maps)
         noisy = np.concatenate([measured[c][0] / measured[c][1] for c in cliques])
         # Averaging c measurements of σ gives σ/sqrt(c): the ML weights of the projection.
         sig = np.array([measured[c][2] / math.sqrt(measured[c][1]) for c in cliques])
@@ -410,6 +441,36 @@ class AdaptiveProjection(Mechanism):
         if records is not None:
             proj.warm_start(records, weights)
         return proj.run(rng, ctx, deadline=deadline), sub_wl
+
+
+def grouped_candidates(workload, cap: int, noisy_one: dict[int, np.ndarray]) -> MeasuredMarginals:
+    """The workload's marginals as the rounds measure them under a cell cap: while a marginal has more than ``cap``
+    cells, its ordered (numeric or date) attribute with the most groups is halved (at least 2 groups; categories
+    stay whole).  The groups merge consecutive values of similar mass in the released one-way marginal
+    (:func:`dpcore.mechanisms.projection.value_groups` on ``noisy_one``): post-processing of private outputs."""
+    domain = workload.domain
+    shape = domain.shape
+    ordered = set(ordered_attributes(domain, range(len(shape))))
+    cache: dict[tuple[int, int], np.ndarray] = {}
+
+    def grouping(a: int, G: int) -> np.ndarray:
+        if G >= shape[a]:
+            return np.arange(int(shape[a]))
+        if (a, G) not in cache:
+            cache[(a, G)] = value_groups(project_simplex(np.asarray(noisy_one[a], dtype=float)), G)
+        return cache[(a, G)]
+
+    maps = []
+    for m in workload.marginals:
+        G = [int(shape[a]) for a in m]
+        while math.prod(G) > cap:
+            can = [i for i, a in enumerate(m) if a in ordered and G[i] > 2]
+            if not can:
+                break
+            i = max(can, key=lambda k: G[k])
+            G[i] = max(2, G[i] // 2)
+        maps.append(tuple(grouping(a, g) for a, g in zip(m, G)))
+    return MeasuredMarginals(domain, workload.marginals, maps)
 
 
 class _TrueMarginals:
