@@ -153,7 +153,8 @@ class AdaptiveProjection(Mechanism):
                 None,
                 "Most cells of a measured marginal: one with more is measured with its ordered (numeric or date) "
                 "attributes' values grouped -- consecutive values of similar mass in the released one-way marginals "
-                "(post-processing) -- halving the finest until it fits (default: every marginal at full resolution).",
+                "(post-processing) -- halving the finest until it fits; one-way marginals stay whole (default, or "
+                "with one_way off: every marginal at full resolution).",
                 4,
                 100_000_000,
                 optional=True,
@@ -444,10 +445,11 @@ class AdaptiveProjection(Mechanism):
 
 
 def grouped_candidates(workload, cap: int, noisy_one: dict[int, np.ndarray]) -> MeasuredMarginals:
-    """The workload's marginals as the rounds measure them under a cell cap: while a marginal has more than ``cap``
-    cells, its ordered (numeric or date) attribute with the most groups is halved (at least 2 groups; categories
-    stay whole).  The groups merge consecutive values of similar mass in the released one-way marginal
-    (:func:`dpcore.mechanisms.projection.value_groups` on ``noisy_one``): post-processing of private outputs."""
+    """The workload's marginals as the rounds measure them under a cell cap: while a marginal of two or more
+    attributes has more than ``cap`` cells, its ordered (numeric or date) attribute with the most groups is halved
+    (at least 2 groups; categories and one-way marginals stay whole).  The groups merge consecutive values of
+    similar mass in the released one-way marginal (:func:`dpcore.mechanisms.projection.value_groups` on
+    ``noisy_one``): post-processing of private outputs."""
     domain = workload.domain
     shape = domain.shape
     ordered = set(ordered_attributes(domain, range(len(shape))))
@@ -463,7 +465,7 @@ def grouped_candidates(workload, cap: int, noisy_one: dict[int, np.ndarray]) -> 
     maps = []
     for m in workload.marginals:
         G = [int(shape[a]) for a in m]
-        while math.prod(G) > cap:
+        while len(m) > 1 and math.prod(G) > cap:  # a one-way marginal stays whole, as the one-way step measured it
             can = [i for i, a in enumerate(m) if a in ordered and G[i] > 2]
             if not can:
                 break
