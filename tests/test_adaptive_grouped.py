@@ -139,3 +139,21 @@ def test_a_pair_that_fits_whole_is_not_grouped_by_the_default():
     _, params, _, _ = default_release_plan(dom, n, budget)
     assert "max_cells_ordered" not in params
     assert math.isfinite(r)
+
+
+@pytest.mark.parametrize("seed", range(5))
+def test_a_grouped_histogram_moves_by_at_most_sqrt2_when_one_row_is_replaced(seed):
+    """The sensitivity the accounting charges for (one count out, one in), for any grouping of the values."""
+    rng = np.random.default_rng(seed)
+    ds = _correlated(200, seed)
+    wl = Workload(ds.domain, ((0, 1), (0, 2), (1, 2)))
+    noisy = {a: rng.dirichlet(np.ones(ds.domain.shape[a])) for a in range(3)}  # any released one-way marginal
+    g = grouped_candidates(wl, int(rng.integers(4, 30)), noisy)
+    other = ds.codes.copy()
+    i = int(rng.integers(200))
+    other[i] = [rng.integers(11), rng.integers(11), rng.integers(3)]
+    for j in range(g.n_marginals):
+        size = int(g.sizes[j])
+        a = np.bincount(g.cell_index(ds.codes, j), minlength=size)
+        b = np.bincount(g.cell_index(other, j), minlength=size)
+        assert np.abs(a - b).sum() <= 2 and np.linalg.norm(a - b) <= math.sqrt(2) + 1e-12
