@@ -502,3 +502,23 @@ def test_the_default_says_what_it_chose_before_the_run_and_the_run_and_its_card_
     at.switch_page("pages/release.py").run()
     assert default not in at.selectbox(key=state.MECH).options and not at.exception
     assert at.selectbox(key=state.MECH).value == "projection"  # the recommended mechanism
+
+
+def test_the_sidebar_ledger_shows_the_recent_datasets_and_folds_the_rest(ws_path):
+    """A workspace that has charged many tables: the sidebar shows the three used last, the others in an expander
+    (still every total, nothing hidden)."""
+    from dpcore.privacy.ledger import Ledger
+    from dpcore.workspace import Workspace
+    from ui import sidebar
+
+    led = Ledger(Workspace(ws_path))
+    for i in range(5):
+        led.reserve(dataset=f"key{i}", name=f"table{i}", n=100, run=None, mechanism="gaussian", epsilon=0.5, delta=0)
+        time.sleep(0.01)  # "last used" orders them: table4 is the most recent
+    with apptest.session("pages/release.py") as app:
+        assert not app.exception
+        shown = [t.value for t in app.sidebar.text]  # in page order, the expander's last
+        assert shown[-5:] == ["table4", "table3", "table2", "table1", "table0"] and sidebar.LEDGER_SHOWN == 3
+        folded = [e for e in app.sidebar.expander if e.label == "2 more datasets (used less recently)"]
+        assert len(folded) == 1 and [t.value for t in folded[0].text] == ["table1", "table0"]
+        assert sum(c.value == "1 charged run · total ε = 0.5" for c in app.sidebar.caption) == 5

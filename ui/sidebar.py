@@ -10,6 +10,8 @@ from .text import fmt_delta, fmt_eps, md_escape
 
 #: Seconds between refreshes of the sidebar while a run is in progress.
 POLL_SECONDS = 1.0
+#: Datasets whose ledger totals the sidebar shows open (most recently used first); the rest sit in an expander.
+LEDGER_SHOWN = 3
 
 
 def ledger_tables() -> list[tuple[str, int, pd.DataFrame, dict]]:
@@ -64,11 +66,20 @@ def _ledger_and_runs(was_live: bool) -> None:
     tables = ledger_tables() if state.has_spent() else []
     if not tables:
         st.caption("Nothing spent yet.")
-    for name, runs, table, tot in tables:
-        st.text(name)
-        cap = "" if tot["cap_epsilon"] is None else f" · cap ε = {fmt_eps(tot['cap_epsilon'])}"
-        st.caption(f"{runs} charged run{'' if runs == 1 else 's'} · total ε = {fmt_eps(tot['epsilon'])}{cap}")
-        st.dataframe(table, width="stretch")
+    for name, runs, table, tot in tables[:LEDGER_SHOWN]:  # the most recently used first
+        _ledger_entry(name, runs, table, tot)
+    if len(tables) > LEDGER_SHOWN:
+        rest = tables[LEDGER_SHOWN:]
+        with st.expander(f"{len(rest)} more dataset{'' if len(rest) == 1 else 's'} (used less recently)"):
+            for name, runs, table, tot in rest:
+                _ledger_entry(name, runs, table, tot)
+
+
+def _ledger_entry(name: str, runs: int, table: pd.DataFrame, tot: dict) -> None:
+    st.text(name)
+    cap = "" if tot["cap_epsilon"] is None else f" · cap ε = {fmt_eps(tot['cap_epsilon'])}"
+    st.caption(f"{runs} charged run{'' if runs == 1 else 's'} · total ε = {fmt_eps(tot['epsilon'])}{cap}")
+    st.dataframe(table, width="stretch")
 
 
 def render(summary: dict | None) -> None:
