@@ -711,17 +711,40 @@ def resolution_plan(workload, n: int, sigma_counts: float, cap: int | None = Non
     """
     cap = max(8, int(n / (RESOLUTION_KAPPA * sigma_counts))) if cap is None else int(cap)
     shape = workload.domain.shape
-    levels = []
-    for m in workload.marginals:
-        G = [int(shape[a]) for a in m]
-        while math.prod(G) > cap:
-            i = int(np.argmax(G))
-            if G[i] <= 2:
-                break
-            G[i] = max(2, G[i] // 2)
-        levels.append(tuple(G))
+    levels = [marginal_levels(shape, m, cap) for m in workload.marginals]
     grouped = sorted({a for m, G in zip(workload.marginals, levels) for a, g in zip(m, G) if g < shape[a]})
     return {"levels": levels, "grouped_attributes": grouped, "cell_cap": cap}
+
+
+def marginal_levels(shape, marginal, cap: int, groupable=None) -> tuple[int, ...]:
+    """Groups per attribute of ``marginal`` so that it has at most ``cap`` cells where it can: while it has more,
+    its attribute with the most groups among ``groupable`` (default: all) is halved, down to 2.  Public."""
+    G = [int(shape[a]) for a in marginal]
+    can_group = [groupable is None or a in groupable for a in marginal]
+    while math.prod(G) > cap:
+        can = [i for i, g in enumerate(G) if can_group[i] and g > 2]
+        if not can:
+            break
+        i = max(can, key=lambda k: G[k])
+        G[i] = max(2, G[i] // 2)
+    return tuple(G)
+
+
+def grouped_value_maps(workload, levels, noisy_one: dict[int, np.ndarray]) -> list[tuple[np.ndarray, ...]]:
+    """Per marginal, each attribute's map from values to groups at the planned ``levels``: consecutive values of
+    similar mass in the released one-way marginal (:func:`value_groups`), or the identity at full resolution.
+    Post-processing of the noisy one-way marginals ``noisy_one``."""
+    shape = workload.domain.shape
+    cache: dict[tuple[int, int], np.ndarray] = {}
+
+    def grouping(a: int, G: int) -> np.ndarray:
+        if G >= shape[a]:
+            return np.arange(int(shape[a]))
+        if (a, G) not in cache:
+            cache[(a, G)] = value_groups(project_simplex(noisy_one[a]), G)
+        return cache[(a, G)]
+
+    return [tuple(grouping(a, G) for a, G in zip(m, lv)) for m, lv in zip(workload.marginals, levels)]
 
 
 def value_groups(mass: np.ndarray, groups: int) -> np.ndarray:
@@ -1242,18 +1265,7 @@ def measured_marginals(workload, resolution: dict, noisy_one: dict[int, np.ndarr
     if not grouped:
         return workload
     shape = workload.domain.shape
-    cache: dict[tuple[int, int], np.ndarray] = {}
-
-    def grouping(a: int, G: int) -> np.ndarray:
-        if G >= shape[a]:
-            return np.arange(int(shape[a]))
-        if (a, G) not in cache:
-            cache[(a, G)] = value_groups(project_simplex(noisy_one[a]), G)
-        return cache[(a, G)]
-
-    maps = [
-        tuple(grouping(a, G) for a, G in zip(m, levels)) for m, levels in zip(workload.marginals, resolution["levels"])
-    ]
+    maps = grouped_value_maps(workload, resolution["levels"], noisy_one)
     maps += [(np.arange(int(shape[a])),) for a in grouped]
     return MeasuredMarginals(workload.domain, list(workload.marginals) + [(a,) for a in grouped], maps)
 

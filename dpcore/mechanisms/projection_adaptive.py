@@ -38,7 +38,6 @@ from ..errors import BudgetError
 from ..workload import Workload
 from .base import Budget, Mechanism, MechanismResult, Param, RunContext, SpendRecord
 from .decouple import DECOUPLE_PARAM, decouple_notes, decouple_rows
-from .direct import project_simplex
 from .projection import (
     ROWS_PARAM,
     SOLVER_PARAMS,
@@ -46,12 +45,13 @@ from .projection import (
     MeasuredMarginals,
     RecordProjector,
     check_rows,
+    grouped_value_maps,
     largest_remainder_rows,
+    marginal_levels,
     oracle_gather,
     projection_memory_bytes,
     rounding_bound,
     settings_from_params,
-    value_groups,
     zcdp_rho,
 )
 from .smoothing import ordered_attributes
@@ -448,31 +448,12 @@ def grouped_candidates(workload, cap: int, noisy_one: dict[int, np.ndarray]) -> 
     """The workload's marginals as the rounds measure them under a cell cap: while a marginal of two or more
     attributes has more than ``cap`` cells, its ordered (numeric or date) attribute with the most groups is halved
     (at least 2 groups; categories and one-way marginals stay whole).  The groups merge consecutive values of
-    similar mass in the released one-way marginal (:func:`dpcore.mechanisms.projection.value_groups` on
+    similar mass in the released one-way marginal (:func:`dpcore.mechanisms.projection.grouped_value_maps` on
     ``noisy_one``): post-processing of private outputs."""
-    domain = workload.domain
-    shape = domain.shape
-    ordered = set(ordered_attributes(domain, range(len(shape))))
-    cache: dict[tuple[int, int], np.ndarray] = {}
-
-    def grouping(a: int, G: int) -> np.ndarray:
-        if G >= shape[a]:
-            return np.arange(int(shape[a]))
-        if (a, G) not in cache:
-            cache[(a, G)] = value_groups(project_simplex(np.asarray(noisy_one[a], dtype=float)), G)
-        return cache[(a, G)]
-
-    maps = []
-    for m in workload.marginals:
-        G = [int(shape[a]) for a in m]
-        while len(m) > 1 and math.prod(G) > cap:  # a one-way marginal stays whole, as the one-way step measured it
-            can = [i for i, a in enumerate(m) if a in ordered and G[i] > 2]
-            if not can:
-                break
-            i = max(can, key=lambda k: G[k])
-            G[i] = max(2, G[i] // 2)
-        maps.append(tuple(grouping(a, g) for a, g in zip(m, G)))
-    return MeasuredMarginals(domain, workload.marginals, maps)
+    shape = workload.domain.shape
+    ordered = set(ordered_attributes(workload.domain, range(len(shape))))
+    levels = [marginal_levels(shape, m, cap, ordered if len(m) > 1 else ()) for m in workload.marginals]
+    return MeasuredMarginals(workload.domain, workload.marginals, grouped_value_maps(workload, levels, noisy_one))
 
 
 class _TrueMarginals:
