@@ -661,6 +661,18 @@ def projection_only(params: dict | None) -> dict:
     return params
 
 
+def pair_cells(shape, ordered=(), grouped: bool = False) -> list[tuple[int, int, int]]:
+    """``(cells, a, b)`` of every attribute pair worth a round, fewest cells first: whole, or (``grouped``) with
+    its ``ordered`` attributes down to two groups.  A pair with a one-value attribute says no more than the
+    other's one-way marginal and is left out.  Public: the attribute sizes and kinds."""
+    p = len(shape)
+
+    def cells(a: int) -> int:
+        return min(2, int(shape[a])) if grouped and a in ordered else int(shape[a])
+
+    return sorted((cells(a) * cells(b), a, b) for a in range(p) for b in range(a + 1, p) if min(shape[a], shape[b]) > 1)
+
+
 def default_rounds(shape, n: int, rho: float, max_pairs: int, ordered=()) -> tuple[int, float, float, int | None]:
     """How many pairs the default measures, from public quantities only (n, the attribute sizes and kinds, ρ):
     ``(R, one-way share, rows a candidate pair's average cell holds at least, cell cap or None)``.
@@ -685,11 +697,7 @@ def default_rounds(shape, n: int, rho: float, max_pairs: int, ordered=()) -> tup
     ordered = set(int(a) for a in ordered)
 
     def pair_sizes(grouped: bool) -> list[int]:
-        # A pair with a one-value attribute says no more than the other's one-way marginal: never worth a round.
-        def cells(a: int) -> int:
-            return min(2, int(shape[a])) if grouped and a in ordered else int(shape[a])
-
-        return sorted(cells(i) * cells(j) for i in range(p) for j in range(i + 1, p) if min(shape[i], shape[j]) > 1)
+        return [c for c, _, _ in pair_cells(shape, ordered, grouped)]
 
     def noise_floor(f: float, r: int) -> float:
         rho_meas = (1.0 - f) * rho / r * (1.0 - DEFAULT_SELECT_FRACTION)
@@ -735,7 +743,6 @@ def default_release_plan(domain, n: int, budget: Budget, params: dict | None = N
     projection measures the one-way marginals alone (the rows come out as independent columns)."""
     from .mechanisms.projection import zcdp_rho
     from .mechanisms.projection_adaptive import AdaptiveProjection
-    from .workload import eligible_pairs
 
     proj = registry.get("projection")
     params = dict(params or {})
@@ -748,20 +755,9 @@ def default_release_plan(domain, n: int, budget: Budget, params: dict | None = N
         # The projection runs: parameters only the adaptive one takes do not apply.
         wl = one_way if r == 0 else fitted_default_workload(domain, n, proj, budget, proj.validate_params(given))
         return proj, given, wl, default_workload_note(wl, n)
-    shape = domain.shape
-    if cap is None:
-        candidates = [(a, b) for a, b in eligible_pairs(domain, n, floor) if min(shape[a], shape[b]) > 1]
-    else:  # measured with their ordered attributes' values grouped: those whose two groups a side fit the cap
-
-        def least(a: int) -> int:
-            return min(2, shape[a]) if a in ordered else shape[a]
-
-        candidates = [
-            (a, b)
-            for a in range(p)
-            for b in range(a + 1, p)
-            if min(shape[a], shape[b]) > 1 and least(a) * least(b) <= cap
-        ]
+    # The pairs that fit: whole under the noise floor, or (grouped) with two groups a side under the cap.
+    most = n / floor if cap is None else cap
+    candidates = sorted((a, b) for c, a, b in pair_cells(domain.shape, set(ordered), cap is not None) if c <= most)
     adaptive = dict(params)
     adaptive.setdefault("rounds", r)
     adaptive.setdefault("one_way_fraction", round(f, 4))
