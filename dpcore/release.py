@@ -614,8 +614,9 @@ def is_auto(mechanism: str | None) -> bool:
 DEFAULT_SELECT_FRACTION = 0.1
 #: The default's one-way marginals get p / (p + R) of the budget (R pairs), at least this share ...
 DEFAULT_MIN_ONE_WAY = 0.3
-#: ... and at most this one (the adaptive projection's largest ``one_way_fraction``): with ten or more columns
-#: and one pair, p / (p + 1) would exceed it and the plan would be refused at run time.
+#: ... and at most this one (the adaptive projection's largest ``one_way_fraction``): an even split that would
+#: give the one-way marginals more (ten or more columns and one pair, p / (p + 1) > 0.9) is not taken -- the
+#: pairs would share less than a tenth of ρ -- and one pair takes 70% of ρ instead (:func:`default_rounds`).
 DEFAULT_MAX_ONE_WAY = 0.9
 
 
@@ -680,14 +681,15 @@ def default_rounds(shape, n: int, rho: float, max_pairs: int, ordered=()) -> tup
     """How many pairs the default measures, from public quantities only (n, the attribute sizes and kinds, ρ):
     ``(R, one-way share, rows a candidate pair's average cell holds at least, cell cap or None)``.
 
-    With R pairs, the one-way marginals get f = min(0.9, max(0.3, p / (p + R))) of ρ and each pair (1 - f)ρ / R, a
-    tenth of which chooses it; the measurement's noise per cell is σ·sqrt(2/π) counts, σ = sqrt(1 / ρ_meas). A pair
-    is a candidate when its average cell holds at least that noise (and 5 rows).  R is the largest number of rounds,
-    at most ``max_pairs``, that still leaves R candidates: fewer, larger measurements when ε or n is small, more
-    when the noise allows.  When not even one pair stands above the noise of that even split (f = p / (p + 1), at
-    most 0.9), one pair may still take all the one-way marginals can spare, 1 - 0.3 of ρ, as AIM's last round does:
-    R = 1, f = 0.3, and the candidates are the pairs standing above that noise (on 614 rows × 9 columns at ε = 0.3
-    the outcome's pairs: the release keeps one association instead of none, docs/benchmarks.md).
+    With R pairs, the one-way marginals get f = max(0.3, p / (p + R)) of ρ and each pair (1 - f)ρ / R, a tenth of
+    which chooses it; the measurement's noise per cell is σ·sqrt(2/π) counts, σ = sqrt(1 / ρ_meas). A pair is a
+    candidate when its average cell holds at least that noise (and 5 rows).  R is the largest number of rounds, at
+    most ``max_pairs``, that still leaves R candidates and f at most 0.9: fewer, larger measurements when ε or n is
+    small, more when the noise allows.  When no such even split exists (not even one pair stands above its noise, or
+    the pairs that do would share less than a tenth of ρ: ten or more columns, one or two pairs), one pair may still
+    take all the one-way marginals can spare, 1 - 0.3 of ρ, as AIM's last round does: R = 1, f = 0.3, and the
+    candidates are the pairs standing above that noise (on 614 rows × 9 columns at ε = 0.3 the outcome's pairs: the
+    release keeps one association instead of none, docs/benchmarks.md).
 
     When not even that pair fits, pairs of ``ordered`` (numeric or date) attributes may still be measured with
     their values grouped (the cap is returned: the adaptive projection's ``max_cells_ordered``): the same rule,
@@ -709,10 +711,12 @@ def default_rounds(shape, n: int, rho: float, max_pairs: int, ordered=()) -> tup
     def even_split(sizes: list[int]) -> tuple[int, float, float]:
         rounds, share, floor = 0, 1.0, math.inf
         for r in range(1, min(int(max_pairs), len(sizes)) + 1):
-            f = min(DEFAULT_MAX_ONE_WAY, max(DEFAULT_MIN_ONE_WAY, p / float(p + r)))
+            f = max(DEFAULT_MIN_ONE_WAY, p / float(p + r))
             least = noise_floor(f, r)
             if sizes[r - 1] > n / least:
                 break  # fewer than r pairs stand above this noise; more rounds only add noise to each
+            if f > DEFAULT_MAX_ONE_WAY:
+                continue  # the pairs would share less than a tenth of ρ: not a split the default takes
             rounds, share, floor = r, f, least
         return rounds, share, floor
 
