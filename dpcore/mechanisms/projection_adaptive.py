@@ -11,7 +11,9 @@ inference step:
         select S from the workload by the exponential mechanism with score
             n·||m_S(D) - m_S(p)||_1 - sqrt(2/π)·σ·|cells(S)|            ε_sel, Δ = 2
         measure S with discrete Gaussian noise σ (counts)                 1/σ²
-        p <- projection of all measurements so far (warm start: the previous p)
+        p <- projection of all measurements so far (warm start: the previous p),
+             each measured pair shrunk toward the independence of its margins by
+             the share of its departure the noise explains (:mod:`.shrinkage`)
     round p to rows
 
 **Privacy.**  ρ-zCDP, ρ = ρ_1 + T (ε_sel²/8 + 1/σ²) (ALGORITHMS.md "Common ground":
@@ -22,8 +24,9 @@ L1, hence Δ = 2 for the score (the public noise penalty does not depend on the 
 Every draw goes through ``ctx.noise``: exact integer noise on counts, selection by the
 samplers' exponential mechanism.  T is a public parameter fixed before the run: every
 round runs and the planned ρ is charged whatever the clock does; the time limit cuts only
-the re-projections (post-processing).  The projection and the rounding are
-post-processing: robust whatever the solver does.
+the re-projections (post-processing).  The projection, the shrinkage (it reads
+the noisy answers and the public σ) and the rounding are post-processing: robust whatever
+the solver does.
 """
 
 from __future__ import annotations
@@ -54,6 +57,7 @@ from .projection import (
     settings_from_params,
     zcdp_rho,
 )
+from .shrinkage import shrink_pair
 from .smoothing import ordered_attributes
 
 #: Replace-one: one record moves one unit of count out of one cell and into another.
@@ -139,6 +143,15 @@ class AdaptiveProjection(Mechanism):
                 advanced=True,
             ),
             DECOUPLE_PARAM,
+            Param(
+                "shrink_pairs",
+                "bool",
+                True,
+                "Fit each measured pair with its departure from independence shrunk by the share its noise "
+                "explains (λ = max(0, 1 − expected noise energy / ‖departure‖²); post-processing): a pair measured "
+                "near its noise level adds no association the data does not support.",
+                advanced=True,
+            ),
             Param(
                 "allow_repeats",
                 "bool",
@@ -260,6 +273,7 @@ class AdaptiveProjection(Mechanism):
         chosen: list[str] = []
         round_iters = int(params.get("round_iterations", 30))
         skipped_projections = 0
+        shrink = bool(params.get("shrink_pairs", True))
 
         def log(t: int, out, sub_wl, label: str) -> None:
             trace.append(
@@ -283,7 +297,7 @@ class AdaptiveProjection(Mechanism):
                 ctx.check_cancel()
                 measure((a,), plan["sigma_one_way_counts"])
             out, sub_wl = self._project(
-                measured, workload.domain, None, None, settings, round_iters, False, rounds_end, rng, ctx
+                measured, workload.domain, None, None, settings, round_iters, False, rounds_end, rng, ctx, shrink
             )
             calls += out.oracle_calls
             records, weights = out.records, out.weights
@@ -314,6 +328,7 @@ class AdaptiveProjection(Mechanism):
                         min(rounds_end, time.perf_counter() + (rounds_end - time.perf_counter()) / (T - t)),
                         rng,
                         ctx,
+                        shrink,
                     )
                     calls += out.oracle_calls
                     records, weights = out.records, out.weights
@@ -324,7 +339,17 @@ class AdaptiveProjection(Mechanism):
         # The final projection of everything measured, with the public stopping rule and SCIP's
         # certificate; it gets what is left of the time limit.
         out, sub_wl = self._project(
-            measured, workload.domain, records, weights, settings, settings.max_iterations, True, deadline, rng, ctx
+            measured,
+            workload.domain,
+            records,
+            weights,
+            settings,
+            settings.max_iterations,
+            True,
+            deadline,
+            rng,
+            ctx,
+            shrink,
         )
         calls += out.oracle_calls
         records, weights = out.records, out.weights
@@ -334,6 +359,8 @@ class AdaptiveProjection(Mechanism):
         if params.get("decouple", True):  # post-processing over the (public) measured cliques
             rows, decoupled = decouple_rows(rows, workload.domain.shape, list(measured), rng)
         result = self._result(plan, budget, params, p, chosen, out, rows, trace, calls, skipped_projections)
+        if shrink:
+            result.notes.extend(shrinkage_notes(fit_targets(measured, True)[1], workload.domain))
         result.notes.extend(decouple_notes(decoupled))
         return result
 
@@ -423,12 +450,13 @@ class AdaptiveProjection(Mechanism):
         )
 
     @staticmethod
-    def _project(measured, domain, records, weights, settings, iterations, final, deadline, rng, ctx):
+    def _project(measured, domain, records, weights, settings, iterations, final, deadline, rng, ctx, shrink=True):
         cliques = list(measured)
         maps = [measured[c][3] for c in cliques]
         full = all(int(f.max()) + 1 == domain.shape[a] for c, m in zip(cliques, maps) for a, f in zip(c, m))
         sub_wl = Workload(domain, tuple(cliques)) if full else MeasuredMarginals(domain, cliques, maps)
-        noisy = np.concatenate([measured[c][0] / measured[c][1] for c in cliques])
+        targets, _ = fit_targets(measured, shrink)
+        noisy = np.concatenate([targets[c] for c in cliques])
         # Averaging c measurements of σ gives σ/sqrt(c): the ML weights of the projection.
         sig = np.array([measured[c][2] / math.sqrt(measured[c][1]) for c in cliques])
         s = replace(
@@ -442,6 +470,33 @@ class AdaptiveProjection(Mechanism):
         if records is not None:
             proj.warm_start(records, weights)
         return proj.run(rng, ctx, deadline=deadline), sub_wl
+
+
+def fit_targets(measured: dict, shrink: bool = True) -> tuple[dict, dict]:
+    """What the projection fits for each measured clique (the average of its measurements), and for each pair the
+    share λ of its departure from independence kept (:mod:`.shrinkage`; only with ``shrink``).  Reads the noisy
+    answers and their public σ: post-processing."""
+    targets, kept = {}, {}
+    for c, (total, count, sigma, maps) in measured.items():
+        y = total / count
+        if shrink and len(c) == 2:
+            shape = tuple(int(f.max()) + 1 for f in maps)
+            shrunk, lam = shrink_pair(y.reshape(shape), sigma / math.sqrt(count))
+            y, kept[c] = shrunk.ravel(), lam
+        targets[c] = y
+    return targets, kept
+
+
+def shrinkage_notes(kept: dict, domain) -> list[str]:
+    """What the shrinkage did, for the card: which measured pairs kept how much of their measured association."""
+    if not kept:
+        return []
+    names = domain.names
+    parts = [f"{' × '.join(names[a] for a in c)} {lam:.0%}" for c, lam in sorted(kept.items(), key=lambda kv: kv[1])]
+    return [
+        "Each measured pair's departure from independence was kept in the share its noise does not explain "
+        f"(post-processing; 0% = as independent as its margins): {', '.join(parts)}."
+    ]
 
 
 def grouped_candidates(workload, cap: int, noisy_one: dict[int, np.ndarray]) -> MeasuredMarginals:

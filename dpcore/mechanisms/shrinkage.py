@@ -1,0 +1,77 @@
+"""Shrinking a measured pair toward independence by the share of its departure the noise explains.
+
+Why.  The default release measures a pair when its average cell holds about as many rows as the measurement's
+noise.  At that signal-to-noise ratio the noisy table departs from independence mostly *because of the noise*:
+fitted as measured, it hands the released rows an association the data does not have.  On a 672-row table of
+travel-mode choices at ε = 1 (statsmodels' ``modechoice``), the nine measured pairs with the binary outcome came
+out with Cramér's V 0.41-0.61 where the real pairs have 0.06-0.34, and the release's association error (0.221)
+was worse than that of independent columns (0.192) -- the invented structure this product must not ship.
+
+What.  For a measured two-way table ``y`` (I × J cells, noise N(0, σ²) on each, independent), write
+``y = e + r`` with ``e`` the independence table of ``y``'s own margins (row sums × column sums / total) and ``r``
+the departure from it (its rows and columns sum to 0).  Whatever the data, the noise puts an expected
+N = σ² (I - 2 + I‖a‖²)(J - 2 + J‖b‖²) of energy into ``r`` (a, b the row and column shares; (I - 1)(J - 1)σ²
+with uniform margins, :func:`noise_energy`); the data's own departure adds ‖r_true‖².  The estimate keeps the
+margins and shrinks the departure:
+
+    ŷ = e + λ r,    λ = max(0, 1 - N / ‖r‖²)
+
+the positive-part (James–Stein) estimate of the share of ‖r‖² that is signal.  A pair whose departure the noise
+explains comes out independent (given its margins); a strong association (‖r‖² ≫ the noise) is kept almost
+whole; in between, the association is damped by the noise's share.  Maximum entropy given the margins is the
+λ = 0 end: this estimate moves toward it exactly as far as the measurement fails to support the departure.
+
+Privacy.  Reads only the noisy answers and the public noise level σ: post-processing, the guarantee is unchanged.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+
+def interaction_shrinkage(y: np.ndarray, sigma: float) -> float:
+    """λ in [0, 1]: the share of the noisy table ``y``'s departure from independence kept (see the module)."""
+    y = np.asarray(y, dtype=np.float64)
+    if y.ndim != 2 or min(y.shape) < 2 or sigma <= 0:
+        return 1.0
+    energy = float(np.sum((y - independence(y)) ** 2))
+    if energy <= 0.0:
+        return 0.0
+    return max(0.0, 1.0 - noise_energy(y, sigma) / energy)
+
+
+def noise_energy(y: np.ndarray, sigma: float) -> float:
+    """The expected energy the noise (N(0, σ²) per cell) puts into the departure of ``y`` from its independence
+    table: σ² (I - 2 + I‖a‖²)(J - 2 + J‖b‖²), with a, b the row and column shares.
+
+    Linearised, the departure map sends noise z to (1 - a 1ᵀ) z (1 - 1 bᵀ), whose squared Frobenius norm
+    factorises; with uniform margins it is (I - 1)(J - 1)σ², the dimension of the interaction space, and more
+    when the margins are skewed (the independence table is fitted through the margins, not projected onto them)."""
+    y = np.asarray(y, dtype=np.float64)
+    rows, cols = np.clip(y.sum(axis=1), 0.0, None), np.clip(y.sum(axis=0), 0.0, None)
+    if rows.sum() <= 0.0 or cols.sum() <= 0.0:
+        return float(y.size) * float(sigma) ** 2
+    a, b = rows / rows.sum(), cols / cols.sum()
+    rows_n, cols_n = y.shape
+    return float(sigma) ** 2 * (rows_n - 2 + rows_n * float(a @ a)) * (cols_n - 2 + cols_n * float(b @ b))
+
+
+def independence(y: np.ndarray) -> np.ndarray:
+    """The independence table with the margins of ``y`` (row sums × column sums / total), with ``y``'s total;
+    zeros when the total is not positive.  A margin made negative by the noise counts as 0."""
+    y = np.asarray(y, dtype=np.float64)
+    total = float(y.sum())
+    rows, cols = np.clip(y.sum(axis=1), 0.0, None), np.clip(y.sum(axis=0), 0.0, None)
+    if total <= 0.0 or rows.sum() <= 0.0 or cols.sum() <= 0.0:
+        return np.zeros_like(y)
+    return np.outer(rows / rows.sum(), cols / cols.sum()) * total
+
+
+def shrink_pair(y: np.ndarray, sigma: float) -> tuple[np.ndarray, float]:
+    """``(ŷ, λ)``: the measured two-way table ``y`` with its departure from independence scaled by λ."""
+    y = np.asarray(y, dtype=np.float64)
+    lam = interaction_shrinkage(y, sigma)
+    if lam >= 1.0:
+        return y, 1.0
+    e = independence(y)
+    return e + lam * (y - e), lam
