@@ -148,7 +148,7 @@ class AdaptiveProjection(Mechanism):
                 "bool",
                 True,
                 "Fit each measured pair with its departure from independence shrunk by the share its noise "
-                "explains (λ = max(0, 1 − expected noise energy / ‖departure‖²); post-processing): a pair measured "
+                "explains (James–Stein: λ = max(0, 1 − (d − 2)σ² / ‖departure‖²); post-processing): a pair measured "
                 "near its noise level adds no association the data does not support.",
                 advanced=True,
             ),

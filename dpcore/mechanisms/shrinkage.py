@@ -14,12 +14,16 @@ N = σ² (I - 2 + I‖a‖²)(J - 2 + J‖b‖²) of energy into ``r`` (a, b the
 with uniform margins, :func:`noise_energy`); the data's own departure adds ‖r_true‖².  The estimate keeps the
 margins and shrinks the departure:
 
-    ŷ = e + λ r,    λ = max(0, 1 - N / ‖r‖²)
+    ŷ = e + λ r,    λ = max(0, 1 - (d - 2)σ² / ‖r‖²),   d = N / σ²
 
-the positive-part (James–Stein) estimate of the share of ‖r‖² that is signal.  A pair whose departure the noise
-explains comes out independent (given its margins); a strong association (‖r‖² ≫ the noise) is kept almost
-whole; in between, the association is damped by the noise's share.  Maximum entropy given the margins is the
-λ = 0 end: this estimate moves toward it exactly as far as the measurement fails to support the departure.
+the positive-part James–Stein estimate with its classical constant d - 2 (d, the noise's degrees of freedom in the
+departure; with isotropic noise of known σ and d ≥ 3 this estimate has a lower mean squared error than the
+measurement itself, whatever the truth; 1 is used below d = 3).  A pair whose departure the noise explains comes out
+independent (given its margins); a strong association (‖r‖² ≫ the noise) is kept almost whole; in between, the
+association is damped.  Maximum entropy given the margins is the λ = 0 end: this estimate moves toward it as far as
+the measurement fails to support the departure.  Measured on twelve real tables (docs/benchmarks.md, "Shrinking
+measured pairs"), the plug-in constant d (the whole share the noise explains) removed more real association on small
+tables: Titanic at ε = 0.3, ML efficacy 0.72 / 0.65 against 0.75 / 0.73 with d - 2.
 
 Privacy.  Reads only the noisy answers and the public noise level σ: post-processing, the guarantee is unchanged.
 """
@@ -37,7 +41,8 @@ def interaction_shrinkage(y: np.ndarray, sigma: float) -> float:
     energy = float(np.sum((y - independence(y)) ** 2))
     if energy <= 0.0:
         return 0.0
-    return max(0.0, 1.0 - noise_energy(y, sigma) / energy)
+    d = noise_energy(y, sigma) / float(sigma) ** 2  # the noise's degrees of freedom in the departure
+    return max(0.0, 1.0 - max(d - 2.0, 1.0) * float(sigma) ** 2 / energy)
 
 
 def noise_energy(y: np.ndarray, sigma: float) -> float:
