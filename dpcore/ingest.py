@@ -57,7 +57,8 @@ from .errors import BudgetError, DataError
 
 ROLES = ("categorical", "numeric", "datetime", "excluded")
 #: The strftime formats a date column may have (day/month orders with '-', '/', '.'; with or without
-#: time; ISO first).  A cell counts as a date in a format only if it has that format's exact shape.
+#: time; ISO first; English month names as spreadsheets and statistics packages write them: 01-Jan-2020,
+#: Jan-1-1995, January 1, 2020).  A cell counts as a date in a format only if it has that format's exact shape.
 DATE_FORMATS = (
     "%Y-%m-%d",
     "%Y-%m-%d %H:%M:%S",
@@ -80,6 +81,12 @@ DATE_FORMATS = (
     "%m/%d/%Y %H:%M:%S",
     "%m/%d/%Y %H:%M",
     "%m-%d-%Y",
+    "%d-%b-%Y",
+    "%d %b %Y",
+    "%b-%d-%Y",
+    "%b %d, %Y",
+    "%d %B %Y",
+    "%B %d, %Y",
 )
 #: The seven statistics per column, in the order of the noisy vector.
 STATISTICS = ("present", "numeric", "non_integer", "date", "distinct", "mode", "long_text")
@@ -151,6 +158,7 @@ _ENTITY_TOKENS = {
 }  # fmt: skip
 _DATE_LIKE = re.compile(
     r"^\d{1,4}[-/.]\d{1,2}[-/.]\d{1,4}(?:[ T]\d{1,2}:\d{2}(?::\d{2})?(?:Z|[+-]\d{2}:?\d{2})?)?$|^\d{4}-\d{1,2}$"
+    r"|^\d{1,2}[- ][A-Za-z]{3,9}[- ]\d{4}$|^[A-Za-z]{3,9}[- ]\d{1,2},?[- ]\d{4}$"
 )
 _LEADING_ZERO = re.compile(r"^\s*[+-]?0\d+\s*$")
 _FORMAT_PIECES = {
@@ -161,6 +169,8 @@ _FORMAT_PIECES = {
     "%M": r"\d{2}",
     "%S": r"\d{2}",
     "%z": r"[+-]\d{2}:?\d{2}",
+    "%b": r"[A-Za-z]{3}",
+    "%B": r"[A-Za-z]{3,9}",
 }
 
 

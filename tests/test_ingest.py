@@ -323,3 +323,24 @@ def test_a_proposal_one_changed_row_could_flip_is_marked():
     assert propose_roles(flipped[["codes"]])[0].role == "categorical"
     st = exact_stats(df, ["sex"])[0]
     assert not one_row_could_flip(st, rarest=500) and one_row_could_flip(st, rarest=None) is True
+
+
+def test_dates_with_english_month_names_are_dates_as_written():
+    """Found on a statistics package's monthly series ("Jan-1-1995", days not zero-padded): read as free text, the
+    column was dropped.  Month names in either case, written the ways spreadsheets and packages write them, are
+    dates in their own format."""
+    raw = b"DATE,value\nJan-1-1995,66.19\nFeb-1-1995,65.15\nmar-1-1995,70.2\nDEC-31-1996,71.0\n"
+    df = read_table(raw, filename="series.csv")
+    role = propose_roles(df)[0]
+    assert (role.role, role.format) == ("datetime", "%b-%d-%Y")
+    for cells, fmt in (
+        (["01-Jan-2020", "15-Feb-2021"], "%d-%b-%Y"),
+        (["Jan 5, 2020", "Dec 25, 2019"], "%b %d, %Y"),
+        (["1 January 2020", "25 December 2019"], "%d %B %Y"),
+        (["January 1, 2020", "September 3, 2021"], "%B %d, %Y"),
+    ):
+        _, fmts = column_counts(pd.Series(cells))
+        assert fmts[fmt] == 2 and max(fmts, key=fmts.get) == fmt
+    # A word that is not a month does not parse, whatever its shape.
+    _, fmts = column_counts(pd.Series(["Foo-1-1995", "Bar-2-1996"]))
+    assert not any(fmts.values())

@@ -355,8 +355,10 @@ def test_the_discovery_outlook_says_before_the_run_what_the_budget_cannot_resolv
     )
     small = discovery_outlook(df.columns, n, epsilon=1.0, delta=1 / n**2)
     assert any(w.startswith("No category can be discovered") for w in small)
-    with pytest.raises(DataError, match="No column could be kept"):  # as the outlook said: nothing can be kept
-        prepare_table(df, epsilon=1.0, delta=1 / n**2, noise=Randomness(5), ledger=None)
+    # As the outlook said: nothing can be kept.  (A value held by ~150 rows clears the threshold by noise on a
+    # rare draw -- seed 5 since the date formats grew, one seed in eight: the seed is fixed, not the law.)
+    with pytest.raises(DataError, match="No column could be kept"):
+        prepare_table(df, epsilon=1.0, delta=1 / n**2, noise=Randomness(0), ledger=None)
     assert any("σ ≈" in w for w in small)
     big = pd.concat([df] * 100, ignore_index=True)
     roles = {"priors": "numeric"}
