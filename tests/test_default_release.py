@@ -24,6 +24,7 @@ from dpcore.release import (
     default_max_pairs,
     default_release_plan,
     default_rounds,
+    lone_pair_share,
     release_table,
 )
 from dpcore.workload import MIN_ROWS_PER_CELL, eligible_pairs
@@ -111,12 +112,38 @@ def test_the_one_way_share_stays_within_what_the_adaptive_projection_takes():
                     shares.append(params["one_way_fraction"])
     assert max(shares) <= DEFAULT_MAX_ONE_WAY and DEFAULT_MIN_ONE_WAY in shares and len(set(shares)) > 3
     # The survey's shape at ε = 0.3: one pair fits an even split only at 10/11 of ρ for the one-way marginals,
-    # so it takes 70% of ρ instead (more than it needs to stand above its noise).
+    # so it is measured alone, with what its 14 cells need to hold twice their noise (37% of ρ).
     shape, n = [10, 8, 7, 7, 7, 7, 10, 7, 10, 2], 755
     rho = zcdp_rho(Budget(0.3, 1.0 / n**2))
     smallest = sorted(shape[i] * shape[j] for i in range(10) for j in range(i + 1, 10))
-    assert smallest[0] <= n / _floor(10, 1, rho) and smallest[1] > n / _floor(10, 2, rho)
-    assert default_rounds(shape, n, rho, default_max_pairs(10)) == (1, DEFAULT_MIN_ONE_WAY, _lone_floor(rho), None)
+    assert smallest[0] == 14 and smallest[0] <= n / _floor(10, 1, rho) and smallest[1] > n / _floor(10, 2, rho)
+    r, f, floor, cap = default_rounds(shape, n, rho, default_max_pairs(10))
+    assert (r, cap) == (1, None) and f == lone_pair_share(14, n, rho) == 0.63
+    assert floor == pytest.approx(_pair_floor(f, rho))
+
+
+def _pair_floor(f: float, rho: float) -> float:
+    """The noise per cell of one pair measured with (1 - f) of ρ (a tenth of it choosing the pair)."""
+    return max(MIN_ROWS_PER_CELL, math.sqrt(2 / math.pi) / math.sqrt((1 - f) * rho * (1 - DEFAULT_SELECT_FRACTION)))
+
+
+@pytest.mark.parametrize(
+    "cells, n, eps", [(14, 755, 0.3), (20, 455, 1.0), (18, 614, 0.3), (4, 20_000, 1.0), (30, 120, 3.0)]
+)
+def test_a_lone_pair_takes_what_its_cells_need_to_hold_twice_its_noise(cells, n, eps):
+    """The one-way share f when one pair is measured alone: the largest hundredth in [0.3, 0.9] at which the pair's
+    cells hold twice its noise on average; 0.3 when even 70% of ρ cannot give it that."""
+    rho = zcdp_rho(Budget(eps, 1.0 / n**2))
+    f = lone_pair_share(cells, n, rho)
+    assert DEFAULT_MIN_ONE_WAY <= f <= DEFAULT_MAX_ONE_WAY and f == round(f, 2)
+    holds = lambda share: cells <= n / (2 * _pair_floor(share, rho))  # noqa: E731
+    if f == DEFAULT_MIN_ONE_WAY:
+        assert not holds(DEFAULT_MIN_ONE_WAY + 0.01)
+    elif f < DEFAULT_MAX_ONE_WAY:
+        assert holds(f) and not holds(f + 0.01)
+    else:
+        assert holds(DEFAULT_MAX_ONE_WAY)
+    assert lone_pair_share(18, 614, zcdp_rho(Budget(0.3, 1.0 / 614**2))) == DEFAULT_MIN_ONE_WAY  # Pima: needs all
 
 
 def test_fewer_pairs_when_n_or_epsilon_is_small_and_none_when_nothing_stands_above_the_noise():
