@@ -612,6 +612,10 @@ def is_auto(mechanism: str | None) -> bool:
 
 #: Share of each round of the default's adaptive selection spent on choosing (the rest measures the choice).
 DEFAULT_SELECT_FRACTION = 0.1
+#: With grouped pairs (the last resort, often on weakly related columns), the rounds left go back to the one-way
+#: marginals once the pairs measured depart from independence by less than this many times their noise's energy
+#: (``return_below``; 1 is pure noise).
+DEFAULT_RETURN_BELOW = 1.5
 #: The default's one-way marginals get p / (p + R) of the budget (R pairs), at least this share ...
 DEFAULT_MIN_ONE_WAY = 0.3
 #: ... and at most this one (the adaptive projection's largest ``one_way_fraction``): an even split that would
@@ -794,6 +798,7 @@ def default_release_plan(domain, n: int, budget: Budget, params: dict | None = N
     adaptive.setdefault("select_fraction", DEFAULT_SELECT_FRACTION)
     if cap is not None:
         adaptive.setdefault("max_cells_ordered", cap)
+        adaptive.setdefault("return_below", DEFAULT_RETURN_BELOW)
     valid = AdaptiveProjection.validate_params(adaptive)
     wl = Workload(domain, one_way.marginals + tuple(candidates))
     note = (

@@ -13,7 +13,7 @@ from dpcore.data import Dataset
 from dpcore.domain import Attribute, Domain
 from dpcore.mechanisms.base import Budget, RunContext
 from dpcore.mechanisms.projection import zcdp_rho
-from dpcore.mechanisms.projection_adaptive import AdaptiveProjection, grouped_candidates
+from dpcore.mechanisms.projection_adaptive import AdaptiveProjection, departure_ratio, grouped_candidates
 from dpcore.privacy import eps_to_zcdp
 from dpcore.release import default_max_pairs, default_release_plan, default_rounds
 from dpcore.workload import Workload
@@ -157,3 +157,68 @@ def test_a_grouped_histogram_moves_by_at_most_sqrt2_when_one_row_is_replaced(see
         a = np.bincount(g.cell_index(ds.codes, j), minlength=size)
         b = np.bincount(g.cell_index(other, j), minlength=size)
         assert np.abs(a - b).sum() <= 2 and np.linalg.norm(a - b) <= math.sqrt(2) + 1e-12
+
+
+def _independent_numbers(n: int, seed: int) -> Dataset:
+    rng = np.random.default_rng(seed)
+    dom = Domain([_numeric(f"x{i}", 11) for i in range(5)])
+    return Dataset(rng.integers(0, 11, size=(n, 5)), dom, name="independent")
+
+
+def test_rounds_go_back_to_the_one_way_marginals_when_the_pairs_carry_no_signal():
+    """Five independent columns of 11 bins on 300 rows, eight grouped pairs planned at ε = 1: the first three
+    measured pairs depart from independence by about what their noise alone gives (ratio ≈ 1 ± 0.4), mostly below
+    1.5, so the rounds left re-measure every one-way marginal.  The spend is the planned ρ either way.  On four columns
+    all strongly related (rank correlations ≈ 0.9) the ratio stays far above and every round runs.  (The ratio pools
+    the pairs measured: one strong pair among noise ones can fall below -- then what is left is noise.)"""
+    budget = Budget(1.0, 1.0 / 300**2)
+    base = {"rounds": 8, "one_way_fraction": 0.3, "max_cells_ordered": 10, **FAST}
+    ds = _independent_numbers(300, 0)
+    wl = Workload(ds.domain, tuple((a, b) for a in range(5) for b in range(a + 1, 5)))
+    returned = []
+    for seed in range(12):
+        params = AdaptiveProjection.validate_params({**base, "return_below": 1.5})
+        res = AdaptiveProjection().run(ds, wl, budget, params, RunContext.seeded(seed))
+        assert res.spends[0].rho == pytest.approx(zcdp_rho(budget), rel=1e-12)
+        if "rounds_returned_to_one_way" in res.public:
+            back = res.public["rounds_returned_to_one_way"]
+            assert 1 <= back <= 5 and any(n.startswith("After ") and "measured every one-way" in n for n in res.notes)
+            assert len(next(n for n in res.notes if n.startswith("Selected")).split(", ")) == 8 - back
+            returned.append(back)
+    # Pure noise: the ratio of three 2 × 5 pairs is about χ²₁₂ / 12, below 1.5 with probability ≈ 0.88 (0.75 seen
+    # with the selection's pick of the worst-fitted pairs): 6 or more of 12 fails with probability < 0.02.
+    assert len(returned) >= 6
+    off = AdaptiveProjection().run(ds, wl, budget, AdaptiveProjection.validate_params(base), RunContext.seeded(0))
+    assert "rounds_returned_to_one_way" not in off.public  # off unless asked (the default asks for grouped pairs)
+    rng = np.random.default_rng(4)
+    z = rng.normal(size=(300, 1))
+    codes = np.clip(np.round(5 + 2 * z + rng.normal(0, 0.5, (300, 4))), 0, 10).astype(np.int64)
+    corr = Dataset(codes, Domain([_numeric(f"x{i}", 11) for i in range(4)]), name="related")
+    wl = Workload(corr.domain, tuple((a, b) for a in range(4) for b in range(a + 1, 4)))
+    params = AdaptiveProjection.validate_params({**base, "rounds": 6, "return_below": 1.5})
+    for seed in range(3):
+        res = AdaptiveProjection().run(corr, wl, budget, params, RunContext.seeded(seed))
+        assert "rounds_returned_to_one_way" not in res.public
+
+
+def test_the_departure_ratio_is_about_one_on_noise_and_far_above_on_signal():
+    """The statistic the return reads: Σ‖y - e‖² / Σ N over the measured pairs (fractions of n, σ in the same
+    units).  Independent 4 × 5 tables, 200 draws of three pairs: mean within 4 standard errors of 1 (the
+    linearised noise energy is exact to first order; counts far above σ here)."""
+    rng = np.random.default_rng(5)
+    n, sigma = 10**6, 30.0
+    maps = (np.arange(4), np.arange(5))
+    ratios = []
+    for _ in range(200):
+        measured = {}
+        for k in range(3):
+            y = n * np.outer(rng.dirichlet(np.ones(4) * 3), rng.dirichlet(np.ones(5) * 3)) + rng.normal(
+                0, sigma, (4, 5)
+            )
+            measured[(k, k + 1)] = [y.ravel() / n, 1, sigma / n, maps]
+        ratios.append(departure_ratio(measured))
+    ratios = np.array(ratios)
+    assert abs(ratios.mean() - 1.0) <= 4 * ratios.std() / math.sqrt(len(ratios))
+    strong = n * np.array([[0.2, 0.0, 0.05, 0.0, 0.0], [0.0, 0.2, 0.0, 0.05, 0.0], [0.0, 0.0, 0.2, 0.0, 0.05],
+                           [0.05, 0.0, 0.0, 0.2, 0.0]])  # fmt: skip
+    assert departure_ratio({(0, 1): [strong.ravel() / n, 1, sigma / n, maps]}) > 100

@@ -57,7 +57,7 @@ from .projection import (
     settings_from_params,
     zcdp_rho,
 )
-from .shrinkage import shrink_pair
+from .shrinkage import independence, noise_energy, shrink_pair
 from .smoothing import ordered_attributes
 
 #: Replace-one: one record moves one unit of count out of one cell and into another.
@@ -150,6 +150,19 @@ class AdaptiveProjection(Mechanism):
                 "Fit each measured pair with its departure from independence shrunk by the share its noise "
                 "explains (James–Stein: λ = max(0, 1 − (d − 2)σ² / ‖departure‖²); post-processing): a pair measured "
                 "near its noise level adds no association the data does not support.",
+                advanced=True,
+            ),
+            Param(
+                "return_below",
+                "float",
+                None,
+                "When the pairs measured in the first quarter of the rounds (at least three) depart from "
+                "independence by less than this many times the energy their noise alone would give (1: pure "
+                "noise), the rounds left re-measure the one-way marginals instead (same ρ; decided once, from "
+                "released answers). Off by default; the default release sets it for grouped pairs.",
+                1.0,
+                100.0,
+                optional=True,
                 advanced=True,
             ),
             Param(
@@ -246,7 +259,7 @@ class AdaptiveProjection(Mechanism):
         # final projection keeps the rest.  Only projections are cut: the T rounds of
         # selection and measurement are fixed in advance (finding 5 of the privacy issue).
         rounds_end = t0 + (1.0 - FINAL_SHARE) * settings.max_seconds
-        # Measurements: clique -> (sum of noisy answers, count, σ of one measurement, value maps).
+        # Measurements: clique -> (combined noisy answers, 1, their σ, value maps).
         measured: dict[tuple[int, ...], list] = {}
 
         def measure(clique: tuple[int, ...], sigma_counts: float, maps=None) -> None:
@@ -259,11 +272,14 @@ class AdaptiveProjection(Mechanism):
             shape = [int(f.max()) + 1 for f in maps]
             counts = np.bincount(np.ravel_multi_index(codes.T, shape), minlength=math.prod(shape))
             noisy = (counts + ctx.noise.discrete_gaussian(sigma_counts, counts.size)) / n
+            sigma = sigma_counts / n
             if clique in measured:
-                measured[clique][0] += noisy
-                measured[clique][1] += 1
+                # Two measurements of one marginal combine by their precisions (the average when σ is equal).
+                before, _, s0, _ = measured[clique]
+                w0, w1 = 1.0 / s0**2, 1.0 / sigma**2
+                measured[clique] = [(w0 * before + w1 * noisy) / (w0 + w1), 1, 1.0 / math.sqrt(w0 + w1), maps]
             else:
-                measured[clique] = [noisy, 1, sigma_counts / n, maps]
+                measured[clique] = [noisy, 1, sigma, maps]
 
         true_cache = _TrueMarginals(dataset, workload)  # the internal evaluation, at full resolution
         candidates = workload  # what the rounds choose among and measure (grouped below, once one-way is out)
@@ -308,12 +324,23 @@ class AdaptiveProjection(Mechanism):
                 )
         scorer = true_cache if candidates is workload else _TrueMarginals(dataset, candidates)
         penalty = math.sqrt(2.0 / math.pi) * plan["sigma_counts"] * candidates.sizes  # public expected noise L1
+        returned = None
         for t in range(1, T + 1):
             ctx.check_cancel()
             j = self._select(scorer, records, weights, penalty, measured, params, plan, ctx)
             clique = candidates.marginals[j]
             measure(clique, plan["sigma_counts"], None if candidates is workload else candidates.value_maps[j])
             chosen.append(candidates.marginal_name(j))
+            if t < T and self._return_budget(measured, t, T, params):
+                # The pairs measured so far carry (nearly) nothing above their noise: the rounds left are
+                # spent on the one-way marginals instead (adaptive composition: decided from released
+                # answers; the same ρ as the rounds would have spent).
+                rho_left = (T - t) * plan["rho_per_round"]
+                for a in range(p):
+                    measure((a,), math.sqrt(p / rho_left))
+                returned = (t, T - t)
+                ctx.report(T, T, f"round {t}: the pairs carry no signal; the rest re-measures the one-way marginals")
+                break
             if t < T:
                 if time.perf_counter() < rounds_end:
                     # Post-processing: the next selection scores against the re-fitted records.
@@ -359,10 +386,32 @@ class AdaptiveProjection(Mechanism):
         if params.get("decouple", True):  # post-processing over the (public) measured cliques
             rows, decoupled = decouple_rows(rows, workload.domain.shape, list(measured), rng)
         result = self._result(plan, budget, params, p, chosen, out, rows, trace, calls, skipped_projections)
+        if returned is not None:
+            result.public["rounds_returned_to_one_way"] = returned[1]
+            result.notes.append(
+                f"After {returned[0]} rounds the measured pairs departed from independence by less than "
+                f"{float(params['return_below']):g} times what their noise alone gives: the budget of the "
+                f"{returned[1]} rounds left measured every one-way marginal again."
+            )
         if shrink:
             result.notes.extend(shrinkage_notes(fit_targets(measured, True)[1], workload.domain))
         result.notes.extend(decouple_notes(decoupled))
         return result
+
+    #: The budget may go back to the one-way marginals once, after this many rounds or a quarter of them.
+    RETURN_AFTER = 3
+
+    @staticmethod
+    def _return_budget(measured, t, T, params) -> bool:
+        """Whether the rounds left go to the one-way marginals: ``return_below`` is set, this is the one round
+        where it is decided (max(RETURN_AFTER, ⌈T/4⌉): one test, not one a round, so a table whose pairs do carry
+        signal is not sent back by the one round where the noise happens to dip), and the pairs measured so far
+        depart from independence by less than ``return_below`` times the energy the noise alone puts there
+        (:func:`departure_ratio`, from the noisy answers and σ)."""
+        below = params.get("return_below")
+        if below is None or t != max(AdaptiveProjection.RETURN_AFTER, math.ceil(T / 4)):
+            return False
+        return departure_ratio(measured) < float(below)
 
     @staticmethod
     def _select(true_cache, records, weights, penalty, measured, params, plan, ctx) -> int:
@@ -470,6 +519,20 @@ class AdaptiveProjection(Mechanism):
         if records is not None:
             proj.warm_start(records, weights)
         return proj.run(rng, ctx, deadline=deadline), sub_wl
+
+
+def departure_ratio(measured: dict) -> float:
+    """Σ ‖y - e‖² / Σ N over the measured pairs: their departures from independence against the energy the noise
+    alone would put there (:func:`.shrinkage.noise_energy`).  About 1 (± sqrt(2 / Σ d)) when the pairs are
+    independent, above when they carry signal.  Reads the noisy answers and σ: post-processing."""
+    energy = noise = 0.0
+    for c, (y, count, sigma, maps) in measured.items():
+        if len(c) != 2:
+            continue
+        table = (y / count).reshape(tuple(int(f.max()) + 1 for f in maps))
+        energy += float(np.sum((table - independence(table)) ** 2))
+        noise += noise_energy(table, sigma / math.sqrt(count))
+    return energy / noise if noise > 0 else math.inf
 
 
 def fit_targets(measured: dict, shrink: bool = True) -> tuple[dict, dict]:
