@@ -15,6 +15,7 @@ from dpcore.mechanisms.base import Budget, RunContext
 from dpcore.mechanisms.projection import zcdp_rho
 from dpcore.mechanisms.projection_adaptive import AdaptiveProjection, departure_ratio, grouped_candidates
 from dpcore.privacy import eps_to_zcdp
+from dpcore.privacy.samplers import Randomness
 from dpcore.release import default_max_pairs, default_release_plan, default_rounds
 from dpcore.workload import Workload
 
@@ -222,3 +223,38 @@ def test_the_departure_ratio_is_about_one_on_noise_and_far_above_on_signal():
     strong = n * np.array([[0.2, 0.0, 0.05, 0.0, 0.0], [0.0, 0.2, 0.0, 0.05, 0.0], [0.0, 0.0, 0.2, 0.0, 0.05],
                            [0.05, 0.0, 0.0, 0.2, 0.0]])  # fmt: skip
     assert departure_ratio({(0, 1): [strong.ravel() / n, 1, sigma / n, maps]}) > 100
+
+
+class _Counting(Randomness):
+    """The samplers, counting what each draw costs: a histogram of counts (L2 sensitivity sqrt 2) with discrete
+    Gaussian noise σ is 1/σ²-zCDP; an exponential mechanism at ε (sensitivity as declared) is ε²/8-zCDP."""
+
+    def __init__(self, seed: int) -> None:
+        super().__init__(seed)
+        self.rho = 0.0
+
+    def discrete_gaussian(self, sigma, size):
+        self.rho += 1.0 / sigma**2
+        return super().discrete_gaussian(sigma, size)
+
+    def exponential_mechanism(self, scores, epsilon, sensitivity):
+        self.rho += epsilon**2 / 8.0
+        return super().exponential_mechanism(scores, epsilon, sensitivity)
+
+
+def test_the_noise_drawn_costs_the_planned_rho_whether_or_not_the_budget_goes_back():
+    """Adaptive composition with a filter: on every path (all rounds, or the rounds left spent on the one-way
+    marginals) the draws themselves add up to the ρ the plan charged, to rounding."""
+    budget = Budget(1.0, 1.0 / 300**2)
+    params = AdaptiveProjection.validate_params(
+        {"rounds": 8, "one_way_fraction": 0.3, "max_cells_ordered": 10, "return_below": 1.5, **FAST}
+    )
+    ds = _independent_numbers(300, 0)
+    wl = Workload(ds.domain, tuple((a, b) for a in range(5) for b in range(a + 1, 5)))
+    paths = set()
+    for seed in range(6):
+        noise = _Counting(seed)
+        res = AdaptiveProjection().run(ds, wl, budget, params, RunContext(noise=noise))
+        assert noise.rho == pytest.approx(zcdp_rho(budget), rel=1e-9) == pytest.approx(res.spends[0].rho, rel=1e-9)
+        paths.add("rounds_returned_to_one_way" in res.public)
+    assert paths == {True, False}  # both paths were walked
