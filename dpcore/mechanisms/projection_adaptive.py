@@ -24,9 +24,12 @@ L1, hence Δ = 2 for the score (the public noise penalty does not depend on the 
 Every draw goes through ``ctx.noise``: exact integer noise on counts, selection by the
 samplers' exponential mechanism.  T is a public parameter fixed before the run: every
 round runs and the planned ρ is charged whatever the clock does; the time limit cuts only
-the re-projections (post-processing).  The projection, the shrinkage (it reads
-the noisy answers and the public σ) and the rounding are post-processing: robust whatever
-the solver does.
+the re-projections (post-processing).  With ``return_below`` the rounds left after a
+quarter of them may instead re-measure every one-way marginal with their ρ ((T - t) ρ_round
+split over the p marginals): decided once from released answers, and every path spends
+exactly the planned ρ (adaptive composition under a privacy filter; a test counts the draws).
+The projection, the shrinkage (it reads the noisy answers and the public σ) and the
+rounding are post-processing: robust whatever the solver does.
 """
 
 from __future__ import annotations
@@ -506,7 +509,7 @@ class AdaptiveProjection(Mechanism):
         sub_wl = Workload(domain, tuple(cliques)) if full else MeasuredMarginals(domain, cliques, maps)
         targets, _ = fit_targets(measured, shrink)
         noisy = np.concatenate([targets[c] for c in cliques])
-        # Averaging c measurements of σ gives σ/sqrt(c): the ML weights of the projection.
+        # Each clique's combined measurement and its σ: the ML weights of the projection.
         sig = np.array([measured[c][2] / math.sqrt(measured[c][1]) for c in cliques])
         s = replace(
             settings,
