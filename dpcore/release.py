@@ -620,7 +620,7 @@ DEFAULT_RETURN_BELOW = 1.5
 DEFAULT_MIN_ONE_WAY = 0.3
 #: ... and at most this one (the adaptive projection's largest ``one_way_fraction``): an even split that would
 #: give the one-way marginals more (ten or more columns and one pair, p / (p + 1) > 0.9) is not taken -- the
-#: pairs would share less than a tenth of ρ -- and one pair takes 70% of ρ instead (:func:`default_rounds`).
+#: pairs would share less than a tenth of ρ -- and one pair is measured alone instead (:func:`default_rounds`).
 DEFAULT_MAX_ONE_WAY = 0.9
 
 

@@ -216,13 +216,13 @@ def test_the_departure_ratio_is_about_one_on_noise_and_far_above_on_signal():
             y = n * np.outer(rng.dirichlet(np.ones(4) * 3), rng.dirichlet(np.ones(5) * 3)) + rng.normal(
                 0, sigma, (4, 5)
             )
-            measured[(k, k + 1)] = [y.ravel() / n, 1, sigma / n, maps]
+            measured[(k, k + 1)] = (y.ravel() / n, sigma / n, maps)
         ratios.append(departure_ratio(measured))
     ratios = np.array(ratios)
     assert abs(ratios.mean() - 1.0) <= 4 * ratios.std() / math.sqrt(len(ratios))
     strong = n * np.array([[0.2, 0.0, 0.05, 0.0, 0.0], [0.0, 0.2, 0.0, 0.05, 0.0], [0.0, 0.0, 0.2, 0.0, 0.05],
                            [0.05, 0.0, 0.0, 0.2, 0.0]])  # fmt: skip
-    assert departure_ratio({(0, 1): [strong.ravel() / n, 1, sigma / n, maps]}) > 100
+    assert departure_ratio({(0, 1): (strong.ravel() / n, sigma / n, maps)}) > 100
 
 
 class _Counting(Randomness):

@@ -16,7 +16,7 @@ from dpcore.domain import Attribute, Domain
 from dpcore.evaluate import cramers_v
 from dpcore.mechanisms.base import Budget, RunContext
 from dpcore.mechanisms.projection import zcdp_rho
-from dpcore.mechanisms.projection_adaptive import AdaptiveProjection, fit_targets
+from dpcore.mechanisms.projection_adaptive import AdaptiveProjection, combine_measurements, fit_targets
 from dpcore.mechanisms.shrinkage import independence, interaction_shrinkage, noise_energy, shrink_pair
 from dpcore.workload import Workload
 
@@ -136,7 +136,9 @@ def test_fit_targets_shrink_pairs_only_and_average_repeated_measurements():
     sigma = 0.01
     pair = np.array([0.3, 0.1, 0.1, 0.5]) + np.array([0.01, -0.01, 0.0, 0.0])
     maps = (np.arange(2), np.arange(2))
-    measured = {(0,): [np.array([0.8, 1.2]), 2, sigma, (np.arange(2),)], (0, 1): [pair, 1, sigma, maps]}
+    one, s_one = combine_measurements(np.array([0.3, 0.7]), sigma, np.array([0.5, 0.5]), sigma)  # measured twice
+    assert s_one == pytest.approx(sigma / math.sqrt(2))
+    measured = {(0,): (one, s_one, (np.arange(2),)), (0, 1): (pair, sigma, maps)}
     targets, kept = fit_targets(measured, True)
     assert np.allclose(targets[(0,)], [0.4, 0.6]) and set(kept) == {(0, 1)}
     assert np.allclose(targets[(0, 1)], shrink_pair(pair.reshape(2, 2), sigma)[0].ravel())

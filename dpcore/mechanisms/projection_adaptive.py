@@ -60,7 +60,7 @@ from .projection import (
     settings_from_params,
     zcdp_rho,
 )
-from .shrinkage import independence, noise_energy, shrink_pair
+from .shrinkage import departure, shrink_pair
 from .smoothing import ordered_attributes
 
 #: Replace-one: one record moves one unit of count out of one cell and into another.
@@ -262,8 +262,8 @@ class AdaptiveProjection(Mechanism):
         # final projection keeps the rest.  Only projections are cut: the T rounds of
         # selection and measurement are fixed in advance (finding 5 of the privacy issue).
         rounds_end = t0 + (1.0 - FINAL_SHARE) * settings.max_seconds
-        # Measurements: clique -> (combined noisy answers, 1, their σ, value maps).
-        measured: dict[tuple[int, ...], list] = {}
+        # Measurements: clique -> (noisy answers, combined if measured again; their σ; value maps).
+        measured: dict[tuple[int, ...], tuple] = {}
 
         def measure(clique: tuple[int, ...], sigma_counts: float, maps=None) -> None:
             # The Gaussian mechanism on one marginal of counts (of groups of values, when ``maps`` groups them:
@@ -275,14 +275,10 @@ class AdaptiveProjection(Mechanism):
             shape = [int(f.max()) + 1 for f in maps]
             counts = np.bincount(np.ravel_multi_index(codes.T, shape), minlength=math.prod(shape))
             noisy = (counts + ctx.noise.discrete_gaussian(sigma_counts, counts.size)) / n
-            sigma = sigma_counts / n
+            y, sigma = noisy, sigma_counts / n
             if clique in measured:
-                # Two measurements of one marginal combine by their precisions (the average when σ is equal).
-                before, _, s0, _ = measured[clique]
-                w0, w1 = 1.0 / s0**2, 1.0 / sigma**2
-                measured[clique] = [(w0 * before + w1 * noisy) / (w0 + w1), 1, 1.0 / math.sqrt(w0 + w1), maps]
-            else:
-                measured[clique] = [noisy, 1, sigma, maps]
+                y, sigma = combine_measurements(measured[clique][0], measured[clique][1], noisy, sigma)
+            measured[clique] = (y, sigma, maps)
 
         true_cache = _TrueMarginals(dataset, workload)  # the internal evaluation, at full resolution
         candidates = workload  # what the rounds choose among and measure (grouped below, once one-way is out)
@@ -504,13 +500,13 @@ class AdaptiveProjection(Mechanism):
     @staticmethod
     def _project(measured, domain, records, weights, settings, iterations, final, deadline, rng, ctx, shrink=True):
         cliques = list(measured)
-        maps = [measured[c][3] for c in cliques]
+        maps = [measured[c][2] for c in cliques]
         full = all(int(f.max()) + 1 == domain.shape[a] for c, m in zip(cliques, maps) for a, f in zip(c, m))
         sub_wl = Workload(domain, tuple(cliques)) if full else MeasuredMarginals(domain, cliques, maps)
         targets, _ = fit_targets(measured, shrink)
         noisy = np.concatenate([targets[c] for c in cliques])
-        # Each clique's combined measurement and its σ: the ML weights of the projection.
-        sig = np.array([measured[c][2] / math.sqrt(measured[c][1]) for c in cliques])
+        # Each clique's σ: the ML weights of the projection.
+        sig = np.array([measured[c][1] for c in cliques])
         s = replace(
             settings,
             max_iterations=iterations,
@@ -524,31 +520,38 @@ class AdaptiveProjection(Mechanism):
         return proj.run(rng, ctx, deadline=deadline), sub_wl
 
 
+def combine_measurements(y0: np.ndarray, s0: float, y1: np.ndarray, s1: float) -> tuple[np.ndarray, float]:
+    """Two noisy measurements of one marginal, combined by their precisions (the average when σ is equal):
+    ``(estimate, its σ)``.  Post-processing."""
+    w0, w1 = 1.0 / s0**2, 1.0 / s1**2
+    return (w0 * y0 + w1 * y1) / (w0 + w1), 1.0 / math.sqrt(w0 + w1)
+
+
+def _pair_table(y: np.ndarray, maps) -> np.ndarray:
+    return y.reshape(tuple(int(f.max()) + 1 for f in maps))
+
+
 def departure_ratio(measured: dict) -> float:
     """Σ ‖y - e‖² / Σ N over the measured pairs: their departures from independence against the energy the noise
-    alone would put there (:func:`.shrinkage.noise_energy`).  About 1 (± sqrt(2 / Σ d)) when the pairs are
+    alone would put there (:func:`.shrinkage.departure`).  About 1 (± sqrt(2 / Σ d)) when the pairs are
     independent, above when they carry signal.  Reads the noisy answers and σ: post-processing."""
     energy = noise = 0.0
-    for c, (y, count, sigma, maps) in measured.items():
-        if len(c) != 2:
-            continue
-        table = (y / count).reshape(tuple(int(f.max()) + 1 for f in maps))
-        energy += float(np.sum((table - independence(table)) ** 2))
-        noise += noise_energy(table, sigma / math.sqrt(count))
+    for c, (y, sigma, maps) in measured.items():
+        if len(c) == 2:
+            _, pair_energy, pair_noise = departure(_pair_table(y, maps), sigma)
+            energy, noise = energy + pair_energy, noise + pair_noise
     return energy / noise if noise > 0 else math.inf
 
 
 def fit_targets(measured: dict, shrink: bool = True) -> tuple[dict, dict]:
-    """What the projection fits for each measured clique (the average of its measurements), and for each pair the
-    share λ of its departure from independence kept (:mod:`.shrinkage`; only with ``shrink``).  Reads the noisy
-    answers and their public σ: post-processing."""
+    """What the projection fits for each measured clique, and for each pair the share λ of its departure from
+    independence kept (:mod:`.shrinkage`; only with ``shrink``).  Reads the noisy answers and their public σ:
+    post-processing."""
     targets, kept = {}, {}
-    for c, (total, count, sigma, maps) in measured.items():
-        y = total / count
+    for c, (y, sigma, maps) in measured.items():
         if shrink and len(c) == 2:
-            shape = tuple(int(f.max()) + 1 for f in maps)
-            shrunk, lam = shrink_pair(y.reshape(shape), sigma / math.sqrt(count))
-            y, kept[c] = shrunk.ravel(), lam
+            shrunk, kept[c] = shrink_pair(_pair_table(y, maps), sigma)
+            y = shrunk.ravel()
         targets[c] = y
     return targets, kept
 

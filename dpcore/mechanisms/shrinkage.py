@@ -35,14 +35,37 @@ import numpy as np
 
 def interaction_shrinkage(y: np.ndarray, sigma: float) -> float:
     """λ in [0, 1]: the share of the noisy table ``y``'s departure from independence kept (see the module)."""
+    return shrink_pair(y, sigma)[1]
+
+
+def shrink_pair(y: np.ndarray, sigma: float) -> tuple[np.ndarray, float]:
+    """``(ŷ, λ)``: the measured two-way table ``y`` with its departure from independence scaled by λ."""
     y = np.asarray(y, dtype=np.float64)
     if y.ndim != 2 or min(y.shape) < 2 or sigma <= 0:
-        return 1.0
-    energy = float(np.sum((y - independence(y)) ** 2))
+        return y, 1.0
+    e, energy, noise = departure(y, sigma)
     if energy <= 0.0:
-        return 0.0
-    d = noise_energy(y, sigma) / float(sigma) ** 2  # the noise's degrees of freedom in the departure
-    return max(0.0, 1.0 - max(d - 2.0, 1.0) * float(sigma) ** 2 / energy)
+        return e, 0.0
+    d = noise / float(sigma) ** 2  # the noise's degrees of freedom in the departure
+    lam = max(0.0, 1.0 - max(d - 2.0, 1.0) * float(sigma) ** 2 / energy)
+    return (y, 1.0) if lam >= 1.0 else (e + lam * (y - e), lam)
+
+
+def departure(y: np.ndarray, sigma: float) -> tuple[np.ndarray, float, float]:
+    """``(e, ‖y - e‖², N)``: the independence table of ``y``, the energy of the departure from it, and the energy
+    the noise alone puts there (:func:`noise_energy`)."""
+    y = np.asarray(y, dtype=np.float64)
+    e = independence(y)
+    return e, float(np.sum((y - e) ** 2)), noise_energy(y, sigma)
+
+
+def _shares(y: np.ndarray) -> tuple[np.ndarray, np.ndarray] | None:
+    """The row and column shares of ``y`` (a margin made negative by the noise counts as 0); None if either side
+    sums to nothing."""
+    rows, cols = np.clip(y.sum(axis=1), 0.0, None), np.clip(y.sum(axis=0), 0.0, None)
+    if rows.sum() <= 0.0 or cols.sum() <= 0.0:
+        return None
+    return rows / rows.sum(), cols / cols.sum()
 
 
 def noise_energy(y: np.ndarray, sigma: float) -> float:
@@ -53,10 +76,10 @@ def noise_energy(y: np.ndarray, sigma: float) -> float:
     factorises; with uniform margins it is (I - 1)(J - 1)σ², the dimension of the interaction space, and more
     when the margins are skewed (the independence table is fitted through the margins, not projected onto them)."""
     y = np.asarray(y, dtype=np.float64)
-    rows, cols = np.clip(y.sum(axis=1), 0.0, None), np.clip(y.sum(axis=0), 0.0, None)
-    if rows.sum() <= 0.0 or cols.sum() <= 0.0:
+    shares = _shares(y)
+    if shares is None:
         return float(y.size) * float(sigma) ** 2
-    a, b = rows / rows.sum(), cols / cols.sum()
+    a, b = shares
     rows_n, cols_n = y.shape
     return float(sigma) ** 2 * (rows_n - 2 + rows_n * float(a @ a)) * (cols_n - 2 + cols_n * float(b @ b))
 
@@ -66,17 +89,7 @@ def independence(y: np.ndarray) -> np.ndarray:
     zeros when the total is not positive.  A margin made negative by the noise counts as 0."""
     y = np.asarray(y, dtype=np.float64)
     total = float(y.sum())
-    rows, cols = np.clip(y.sum(axis=1), 0.0, None), np.clip(y.sum(axis=0), 0.0, None)
-    if total <= 0.0 or rows.sum() <= 0.0 or cols.sum() <= 0.0:
+    shares = _shares(y)
+    if total <= 0.0 or shares is None:
         return np.zeros_like(y)
-    return np.outer(rows / rows.sum(), cols / cols.sum()) * total
-
-
-def shrink_pair(y: np.ndarray, sigma: float) -> tuple[np.ndarray, float]:
-    """``(ŷ, λ)``: the measured two-way table ``y`` with its departure from independence scaled by λ."""
-    y = np.asarray(y, dtype=np.float64)
-    lam = interaction_shrinkage(y, sigma)
-    if lam >= 1.0:
-        return y, 1.0
-    e = independence(y)
-    return e + lam * (y - e), lam
+    return np.outer(*shares) * total
