@@ -313,6 +313,8 @@ def test_the_command_line_refuses_the_adaptive_ones_parameters_with_a_workload_b
     [
         (["--param", "samples=3"], "has no parameter(s) ['samples']"),
         (["--param", "rounds=0"], "rounds = '0' is outside"),
+        (["--param", "return_below=0.5"], "return_below = '0.5' is outside the allowed range [1, 100]"),
+        (["--param", "shrink_pairs=maybe"], "shrink_pairs: expected true or false, got 'maybe'"),
     ],
 )
 def test_the_command_line_default_refuses_bad_parameters_in_one_line_before_any_spend(tmp_path, args, said):
