@@ -56,11 +56,15 @@ bounds are the outer edges of the outermost bins whose noisy count clears the pu
 T = σ·Φ^-1(1 - :data:`BIN_FALSE_POSITIVE` / bins) (noise alone lifts some empty bin over T with probability about
 BIN_FALSE_POSITIVE), widened by the bin next to each end when its noisy count reaches :data:`ADJACENT_Z`·σ (thin
 edge bins of the bulk; a false positive there widens the range by one power of two only), so they hold the bulk
-of the rows and tails thinner than that are clipped (counted, never dropped).  A positive range that spans three
-octaves above :data:`ZERO_REACH` reaches down to 0 (its thin low bins are together a real share; mirrored for
-negative ranges).
-A column where no bin clears T gets no bounds: :func:`dpcore.tabular.prepare_table` leaves it out with
-the reason.  Post-processing of the noisy counts, at no further cost.  Public test before the run
+of the rows and tails thinner than that are clipped (counted, never dropped).  Where the rows spread over many
+powers of two (a count, an income, a population density) no single bin may clear T although together they hold
+most rows: runs of w in :data:`WINDOWS` adjacent bins are then read together -- a run whose noisy sum clears
+σ·Φ^-1(1 - BIN_FALSE_POSITIVE / (3·bins))·sqrt(w) anchors the range when no bin clears T, and the range grows one
+bin at a time while some run just past an end sums to :data:`WINDOW_Z`·σ·sqrt(w) (past the rows: probability
+about 0.07% a step).  A positive range that spans three octaves above :data:`ZERO_REACH` reaches down to 0 (its
+thin low bins are together a real share; mirrored for negative ranges).
+A column where no bin or run clears its threshold gets no bounds: :func:`dpcore.tabular.prepare_table` leaves it
+out with the reason.  Post-processing of the noisy counts, at no further cost.  Public test before the run
 (:func:`bounds_locatable`): T ≤ :data:`BULK_SHARE`·n, i.e. a column whose rows lie in at most 1/BULK_SHARE bins
 can be located.  (Earlier versions searched each bound by an exponential-mechanism quantile over a
 25,201-point grid; at small budgets that grid's far points won and bounds landed anywhere, so those columns were
@@ -101,6 +105,11 @@ POWER_RANGE = (-10, 50)
 BIN_FALSE_POSITIVE = 0.001
 #: A bin next to the located range joins it when its noisy count reaches this many σ (one-sided 5%).
 ADJACENT_Z = 1.645
+#: Runs of this many adjacent bins are read together where no single bin stands out (a spread tail, or a column
+#: whose rows spread over many powers of two) ...
+WINDOWS = (2, 4, 8)
+#: ... and a run just past the located range joins it when its noisy sum reaches WINDOW_Z·σ·sqrt(w).
+WINDOW_Z = 3.5
 #: A located positive range [lo, hi] with lo ≥ ZERO_REACH and hi ≥ ZERO_REACH·lo reaches down to 0 (mirrored).
 ZERO_REACH = 8.0
 #: Bounds are expected to be locatable when the threshold is at most this share of the rows (the plan).
@@ -431,18 +440,24 @@ def histogram_bounds(
     threshold = bin_threshold(sigma, len(counts))
     held = np.flatnonzero(noisy >= threshold)
     report = {"sigma": sigma, "threshold": threshold, "bins": int(len(counts))}
-    if not held.size:
-        return None, None, report
+    zero = (len(noisy) - 1) // 2 if kind == "numeric" else -1
+    if held.size:
+        first, last = int(held[0]), int(held[-1])
+    else:  # no single bin stands out: a run of adjacent bins may (a count spread over many powers of two)
+        run = _window_anchor(noisy, sigma, zero)
+        if run is None:
+            return None, None, report
+        first, last = run
+        report["window"] = True
     # The outermost bins of the bulk are often thin (a 1-10 score's [1, 2) holds one value): next to the bulk a
     # lower threshold suffices, since a bin lifted there by noise alone only widens the range by one power of two.
     # Never out of the bin around zero: that would give a count column a negative bound on noise alone.
-    first, last = int(held[0]), int(held[-1])
     near = sigma * ADJACENT_Z
-    zero = (len(noisy) - 1) // 2 if kind == "numeric" else -1
     if first > 0 and first != zero and noisy[first - 1] >= near:
         first -= 1
     if last < len(noisy) - 1 and last != zero and noisy[last + 1] >= near:
         last += 1
+    first, last = _extend_spread(noisy, sigma, first, last, zero)
     lo, hi = float(lower_edges[first]), float(upper_edges[last])
     if kind == "numeric":
         # The bins below a wide positive range hold few rows each (uniform incomes from 0: [8192, 16384) holds 4%),
@@ -454,6 +469,62 @@ def histogram_bounds(
         elif hi <= -ZERO_REACH and lo - step <= ZERO_REACH * hi:
             hi = 0.0
     return lo, hi, report
+
+
+def _window_anchor(noisy: np.ndarray, sigma: float, zero: int) -> tuple[int, int] | None:
+    """The run of w in WINDOWS adjacent bins (not across the bin around zero) whose noisy sum clears
+    T_w = σ·Φ^-1(1 - BIN_FALSE_POSITIVE / (bins·len(WINDOWS)))·sqrt(w) by the most (in units of σ·sqrt(w), so a
+    run padded with empty bins loses to the run without them); None when no run clears it (a union bound: noise
+    alone finds one with probability at most BIN_FALSE_POSITIVE).  Post-processing of the noisy counts."""
+    from scipy.stats import norm
+
+    z = float(norm.isf(BIN_FALSE_POSITIVE / (len(noisy) * len(WINDOWS))))
+    best, score = None, 0.0
+    for w in WINDOWS:
+        if w > len(noisy):
+            break
+        sums = np.convolve(noisy.astype(float), np.ones(w), mode="valid")
+        for start in np.flatnonzero(sums >= z * sigma * math.sqrt(w)):
+            stop = int(start) + w - 1
+            if int(start) < zero < stop:  # a run across zero would give a count column a negative bound
+                continue
+            excess = float(sums[start]) / (sigma * math.sqrt(w))
+            if excess > score:
+                best, score = (int(start), stop), excess
+    return best
+
+
+def _extend_spread(noisy: np.ndarray, sigma: float, first: int, last: int, zero: int) -> tuple[int, int]:
+    """Widen [first, last] over spread tails: while some run of w in WINDOWS bins just past an end has a noisy sum
+    of at least WINDOW_Z·σ·sqrt(w), the end moves one bin on.  A count or an income whose rows spread over many
+    powers of two, no single one holding enough to clear the threshold, keeps its range instead of collapsing onto
+    the bin of the mode (anes96's population density: [0, 1] of 0 to 7,300).  Past the rows every run ahead is
+    empty, and a step passes with probability at most len(WINDOWS)·Φ(-WINDOW_Z) ≈ 0.07%.  A run ends at the bin
+    around zero, and never leaves it toward negative values.  Post-processing of the noisy counts."""
+    size = len(noisy)
+
+    def step(end: int, direction: int) -> int | None:
+        if end == zero and direction < 0:  # a count column's range does not go negative on noise
+            return None
+        for w in WINDOWS:
+            idx = [end + direction * k for k in range(1, w + 1)]
+            if idx[-1] < 0 or idx[-1] >= size or zero in idx[:-1]:  # the bin around zero ends a run
+                return None
+            if float(noisy[idx].sum()) >= WINDOW_Z * sigma * math.sqrt(w):
+                return idx[0]  # one bin at a time: past the rows, only a run of empty bins could move it on
+        return None
+
+    for direction in (-1, 1):
+        while True:
+            end = first if direction < 0 else last
+            moved = step(end, direction)
+            if moved is None or moved == end:
+                break
+            if direction < 0:
+                first = moved
+            else:
+                last = moved
+    return first, last
 
 
 def sorted_present(column: pd.Series, kind: str, granularity: str | None = None, fmt: str | None = None) -> np.ndarray:

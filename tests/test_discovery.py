@@ -234,6 +234,51 @@ def test_no_bounds_when_nothing_stands_out_and_few_false_alarms():
     assert alarms <= binom.ppf(1 - 1e-6, runs, p), alarms
 
 
+def _spread_counts(n: int, rng) -> np.ndarray:
+    """A population density on n rows: a quarter zeros, the rest spread evenly over the powers of two up to ~7,000
+    (every power-of-two bin but zero's holds ~6% of the rows: none stands out on its own at small ρ)."""
+    zeros = rng.random(n) < 0.25
+    return np.where(zeros, 0.0, np.floor(2.0 ** rng.uniform(0, 12.8, n)))
+
+
+def test_a_count_spread_over_many_powers_of_two_keeps_its_range():
+    """anes96's population density (944 rows, 0 to 7,300) came back as [0, 1]: only the bin around zero cleared the
+    threshold.  Runs of adjacent bins read together keep the bulk: over 40 draws at σ = 25 (ρ_col = 1/625, about
+    what a ~1,000-row table's column gets at ε = 1), the median draw's bounds hold at least 75% of the rows (the
+    single-bin rule: 25%, the zeros), and no draw reaches past the data's top bin."""
+    rng = np.random.default_rng(1)
+    values = _spread_counts(944, rng)
+    held = []
+    for seed in range(40):
+        lo, hi, _ = histogram_bounds(values, "numeric", True, 1.0 / 25.0**2, Randomness(seed))
+        assert lo == 0.0 and hi <= 8191, (seed, lo, hi)  # 7,131 lies in [4096, 8191]
+        held.append(float(np.mean((values >= lo) & (values <= hi))))
+    assert np.median(held) >= 0.75, held
+
+
+def test_runs_of_bins_seldom_stretch_bounds_over_empty_bins():
+    """Past a bulk in one bin, a run of 2, 4 or 8 empty bins passes WINDOW_Z·σ·sqrt(w) with probability at most
+    3·Φ(-WINDOW_Z) a side (a union bound), and the range moves one bin per step, so the bounds go past the bin
+    next to the bulk (the adjacent rule's 5% a side) with probability at most 2·3·Φ(-WINDOW_Z)·(1 + 2·5%).  And a
+    column whose rows spread thinly, no bin over the threshold, is found by its runs."""
+    from scipy.stats import norm
+
+    from dpcore.discovery import WINDOW_Z, WINDOWS
+
+    values = np.full(2000, 100.0)  # one bin, [64, 127]
+    runs, wide = 3000, 0
+    for s in range(runs):
+        lo, hi, _ = histogram_bounds(values, "numeric", True, 1.0 / 50.0**2, Randomness(s))
+        wide += lo < 32 or hi > 255  # beyond the adjacent bin on either side
+    p = 2 * len(WINDOWS) * norm.sf(WINDOW_Z) * (1 + 2 * norm.sf(1.645))
+    assert wide <= binom.ppf(1 - 1e-6, runs, p), wide
+    thin = np.repeat(2.0 ** np.arange(4, 12), 60)  # 480 rows, 60 in each of 8 bins; σ = 25: the threshold ≈ 106
+    found = [histogram_bounds(thin, "numeric", True, 1.0 / 25.0**2, Randomness(s)) for s in range(20)]
+    assert all(f[2]["threshold"] > 60 for f in found)
+    assert sum(f[0] is not None for f in found) >= 15
+    assert all(np.mean((thin >= f[0]) & (thin <= f[1])) >= 0.5 for f in found if f[0] is not None)
+
+
 def test_bounds_are_expected_locatable_by_the_public_rule():
     assert bounds_locatable("numeric", True, None, 4e-5, 2, 7000)
     assert not bounds_locatable("numeric", True, None, 4e-5, 2, 1000)
