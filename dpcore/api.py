@@ -172,25 +172,17 @@ class Synthesizer:
         (:class:`dpcore.tabular.SchemaPlan`: ``.lines()``, ``.refuse``, ``.threshold``).  Public: it reads the
         header and the row count only, and charges nothing."""
         from .data import read_table
-        from .discovery import DEFAULT_SCHEMA_SHARE
         from .mechanisms import registry
         from .release import base_mechanism, choose_columns, joint_conversion, resolve_budget
-        from .tabular import schema_plan
+        from .tabular import resolve_schema_share, schema_plan
 
         df = data if isinstance(data, pd.DataFrame) else read_table(data)
         df = choose_columns(df, self.columns)
         budget, _, _ = resolve_budget(self.epsilon, self.delta, len(df))
         joint = joint_conversion(registry.get(base_mechanism(self.mechanism)), budget, self.schema_from_data)
-        return schema_plan(
-            df.columns,
-            len(df),
-            epsilon=budget.epsilon,
-            delta=budget.delta,
-            schema=self.schema,
-            roles=self.roles,
-            schema_share=DEFAULT_SCHEMA_SHARE if self.schema_share is None else self.schema_share,
-            joint=joint,
-        )
+        public = dict(epsilon=budget.epsilon, delta=budget.delta, schema=self.schema, roles=self.roles, joint=joint)
+        share = resolve_schema_share(self.schema_share, df.columns, len(df), **public)
+        return schema_plan(df.columns, len(df), schema_share=share, **public)
 
     def _fitted(self):
         if self.release is None:

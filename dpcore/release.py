@@ -418,8 +418,7 @@ def release_table(
     4. The mechanism runs on the rest of the budget; rows come back in the input's shape.
     """
     from .data import read_table, table_digest
-    from .discovery import DEFAULT_SCHEMA_SHARE
-    from .tabular import discovery_budget, prepare_table, schema_plan
+    from .tabular import discovery_budget, prepare_table, resolve_schema_share, schema_plan, share_note
 
     df = table if isinstance(table, pd.DataFrame) else read_table(table)
     if "source_digest" not in df.attrs:
@@ -433,8 +432,13 @@ def release_table(
     mech_cls, vparams = _prepare_mechanism(
         base_mechanism(mechanism), auto_params(params) if auto else params, n_rows, class_width
     )
-    share = DEFAULT_SCHEMA_SHARE if schema_share is None else float(schema_share)
     joint = joint_conversion(mech_cls, budget, schema_from_data)
+    share = resolve_schema_share(
+        schema_share, df.columns, n, epsilon=budget.epsilon, delta=budget.delta, schema=schema, roles=roles,
+        joint=joint,
+    )  # fmt: skip
+    if (raised := share_note(share)) is not None:
+        warnings.append(raised)
     eps_d, delta_d, _ = (
         (0.0, 0.0, [])
         if schema_from_data
@@ -518,6 +522,10 @@ def release_table(
             ) from None
         raise
     data = dict(prep.card_data)
+    if "schema_discovery" in data:  # the share of the budget the schema took, and why when it was raised
+        data["schema_discovery"] = {**data["schema_discovery"], "share": share}
+        if raised is not None:
+            data["schema_discovery"]["share_note"] = raised
     rel, internal = _run(
         prep.dataset,
         wl,

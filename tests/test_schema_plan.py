@@ -224,3 +224,54 @@ def test_a_table_of_one_column_is_whole_when_it_keeps_that_column(tmp_path):
     assert schema_plan(small.columns, 60, epsilon=0.1, delta=1e-6).refuse
     assert schema_plan(["answer", "other"], 60, epsilon=0.1, delta=1e-6).refuse
     assert schema_plan(["answer", "other"], 60, epsilon=0.1, delta=1e-6, schema=declared).refuse  # 1 usable of 2
+
+
+def _panel(n: int, seed: int = 0) -> pd.DataFrame:
+    """Ten whole-number columns shaped like anes96 (944 rows): seven-point scales, a 0-6 party code, an age, an
+    income code, a 0|1 vote and a population density spread over many powers of two."""
+    rng = np.random.default_rng(seed)
+    scale = [0.04, 0.1, 0.16, 0.3, 0.2, 0.12, 0.08]
+    cols = {f"scale{i}": rng.choice(np.arange(1, 8), n, p=scale) for i in range(4)}
+    cols["party"] = rng.integers(0, 7, n)
+    cols["news"] = rng.integers(0, 8, n)
+    cols["age"] = np.clip(np.round(rng.normal(47, 16, n)), 19, 91).astype(int)
+    cols["income"] = np.clip(np.round(rng.normal(16, 5, n)), 1, 24).astype(int)
+    cols["vote"] = rng.choice([0, 1], n, p=[0.58, 0.42])
+    cols["density"] = np.where(rng.random(n) < 0.25, 0, np.floor(2.0 ** rng.uniform(0, 12.8, n))).astype(int)
+    return pd.DataFrame(cols)
+
+
+def test_a_944_row_panel_at_eps_1_gives_the_schema_more_of_the_same_budget_instead_of_refusing(tmp_path, capsys):
+    """At the usual 20% the private schema of ten undeclared columns on 944 rows at ε = 1 keeps nothing usable, and
+    the run was refused.  The share is now fitted from public inputs (the smallest of SCHEMA_SHARES whose plan is
+    usable): the run releases every column as numbers, says why the schema took more, charges exactly ε = 1, and
+    a share the user gives is kept as given."""
+    from dpcore.api import Synthesizer
+    from dpcore.tabular import SCHEMA_SHARES, fitted_schema_share
+
+    df = _panel(944)
+    path = tmp_path / "panel.csv"
+    df.to_csv(path, index=False)
+    n, delta = len(df), 1.0 / len(df) ** 2
+    ws = tmp_path / "ws"
+    plan = Synthesizer(epsilon=1, workspace=ws).plan(path)  # the default's plan, public
+    share = fitted_schema_share(df.columns, n, epsilon=1, delta=delta, joint=True)
+    assert share > SCHEMA_SHARES[0] and not plan.refuse
+    for smaller in (s for s in SCHEMA_SHARES if s < share):  # the smallest share that keeps something
+        assert schema_plan(df.columns, n, epsilon=1, delta=delta, schema_share=smaller, joint=True).refuse
+    assert Synthesizer(epsilon=1, workspace=ws, schema_share=0.2).plan(path).refuse  # the user's share stands
+
+    out, card = tmp_path / "o.csv", tmp_path / "card.json"
+    rc = main(["release", "--data", str(path), "--epsilon", "1", "--workspace", str(ws), "--out", str(out)]
+              + ["--card", str(card), "--seed", "0"])  # fmt: skip
+    err = capsys.readouterr().err
+    assert rc == 0, err
+    assert f"The schema's share of the budget is {share:.0%}" in err
+    back = pd.read_csv(out)
+    assert list(back.columns) == list(df.columns)
+    for c in df.columns:  # numbers come back as numbers, never '(other)'
+        assert pd.api.types.is_numeric_dtype(back[c]), (c, back[c].head())
+    discovery = json.loads(card.read_text())["data"]["schema_discovery"]
+    assert discovery["share"] == share and "usually 20%" in discovery["share_note"]
+    total = math.fsum(e["epsilon"] for e in Ledger(Workspace(ws)).entries())
+    assert total == pytest.approx(1.0, rel=1e-9)

@@ -307,7 +307,6 @@ def _joint(args, budget) -> bool:
 def check_plan(source: dict, args, budget) -> None:
     """What the private schema is expected to keep (public); the run does not start when it keeps (nearly) nothing,
     unless --force.  Exit status 2 with the plan and the ways out; nothing is charged."""
-    from ..discovery import DEFAULT_SCHEMA_SHARE
     from ..errors import BudgetError
     from ..tabular import schema_plan
 
@@ -318,7 +317,7 @@ def check_plan(source: dict, args, budget) -> None:
         delta=budget.delta,
         schema=source["schema"],
         roles=parse_roles(args.roles),
-        schema_share=DEFAULT_SCHEMA_SHARE if args.schema_share is None else args.schema_share,
+        schema_share=_share(source, args, budget),
         joint=_joint(args, budget),
     )
     if plan.threshold is None:
@@ -336,10 +335,11 @@ def check_plan(source: dict, args, budget) -> None:
 def say_discovery(source: dict, args, budget) -> list[str]:
     """The schema's private discovery: which columns, what share of the budget and what it can resolve on a table
     of this size (public, before the run).  Returns the warnings said."""
-    from ..tabular import discovery_budget, discovery_outlook
+    from ..tabular import discovery_budget, discovery_outlook, share_note
 
-    share = {} if args.schema_share is None else {"schema_share": args.schema_share}
-    declared = dict(schema=source["schema"], roles=parse_roles(args.roles), joint=_joint(args, budget), **share)
+    share = _share(source, args, budget)
+    declared = dict(schema=source["schema"], roles=parse_roles(args.roles), joint=_joint(args, budget))
+    declared["schema_share"] = share
     eps_d, delta_d, cols = discovery_budget(
         source["table"].columns, epsilon=budget.epsilon, delta=budget.delta, **declared
     )
@@ -353,9 +353,21 @@ def say_discovery(source: dict, args, budget) -> list[str]:
             f"δ = {delta_d:.3g} of this budget; declare a schema (--schema) or roles (--roles) to spend less.",
             file=sys.stderr,
         )
+    if cols and (raised := share_note(share)) is not None:
+        outlook = [raised, *outlook]
     for w in outlook:
         print(f"warning: {w}", file=sys.stderr)
     return outlook
+
+
+def _share(source: dict, args, budget) -> float:
+    """--schema-share, else the share the run fits to the table (public: the header, the declarations, n, ε, δ)."""
+    from ..tabular import resolve_schema_share
+
+    return resolve_schema_share(
+        args.schema_share, source["table"].columns, source["n"], epsilon=budget.epsilon, delta=budget.delta,
+        schema=source["schema"], roles=parse_roles(args.roles), joint=_joint(args, budget),
+    )  # fmt: skip
 
 
 def say_cost(
