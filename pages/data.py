@@ -187,8 +187,8 @@ def discovery_controls() -> None:
         container=d1,
         disabled=busy,
         help="Spent once on this file: roles not declared come from noisy counts, category sets from thresholded "
-        "partition selection (a value held by one row enters with probability at most δ), bounds from private "
-        "quantiles. Larger ε: finer categories, tighter bounds, surer roles on small tables.",
+        "partition selection (a value held by one row enters with probability at most δ), bounds from a noisy "
+        "histogram over power-of-two ranges. Larger ε: finer categories, tighter bounds, surer roles on small tables.",
     )
     delta = datasource.default_schema_delta(n)
     d2.metric(
