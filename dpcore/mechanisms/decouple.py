@@ -117,3 +117,39 @@ def decouple_notes(summary: dict | None) -> list[str]:
         + "). Every measured marginal is unchanged; unmeasured pairs carry no invented association "
         "(post-processing; turn off with decouple=false)."
     ]
+
+
+def fill_empty_cells(
+    codes: np.ndarray, sizes, measured, empty: dict, rng: np.random.Generator
+) -> tuple[np.ndarray, int]:
+    """Rows holding a code the fit was told is empty (``empty``: attribute -> codes, e.g. a column's missing cell
+    measured under 2σ) take that attribute's value from a random donor row that holds none of those codes and
+    agrees with it on the attribute's blanket (every attribute it was measured with; any donor when no row
+    agrees), so the associations that were measured carry over.  The fit stops once its residuals are at the
+    noise level, which leaves such a cell a few percent of the rows; this removes them.  Returns (rows, cells
+    changed).  Post-processing of the released rows and the public list of measured marginals."""
+    codes = np.array(codes, copy=True)
+    n, p = codes.shape
+    if n < 2 or not empty:
+        return codes, 0
+    blanket = blankets(p, measured)
+    changed = 0
+    for a, bad_codes in sorted(empty.items()):
+        bad = np.isin(codes[:, a], np.fromiter(bad_codes, dtype=np.int64))
+        good = np.flatnonzero(~bad)
+        if not bad.any() or good.size == 0:
+            continue
+        key = group_keys(codes, blanket[a], sizes)
+        order = good[np.argsort(key[good], kind="stable")]
+        sorted_keys = key[order]
+        rows = np.flatnonzero(bad)
+        lo = np.searchsorted(sorted_keys, key[rows], side="left")
+        hi = np.searchsorted(sorted_keys, key[rows], side="right")
+        count = hi - lo
+        pick = lo + np.floor(rng.random(rows.size) * np.maximum(count, 1)).astype(np.int64)
+        donors = np.where(
+            count > 0, order[np.minimum(pick, order.size - 1)], good[rng.integers(0, good.size, rows.size)]
+        )
+        codes[rows, a] = codes[donors, a]
+        changed += int(rows.size)
+    return codes, changed

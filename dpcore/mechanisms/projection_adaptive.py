@@ -43,7 +43,7 @@ import numpy as np
 from ..errors import BudgetError
 from ..workload import Workload
 from .base import Budget, Mechanism, MechanismResult, Param, RunContext, SpendRecord
-from .decouple import DECOUPLE_PARAM, decouple_notes, decouple_rows
+from .decouple import DECOUPLE_PARAM, decouple_notes, decouple_rows, fill_empty_cells
 from .projection import (
     ROWS_PARAM,
     SOLVER_PARAMS,
@@ -62,6 +62,11 @@ from .projection import (
 )
 from .shrinkage import departure, shrink_pair
 from .smoothing import ordered_attributes
+
+#: A missing or '(other)' cell whose one-way measurement is under this many σ is fitted as empty: noise alone
+#: passes it with probability Φ(-2) ≈ 2.3%, and a column whose cells are all present is common.
+STRUCTURAL_Z = 2.0
+
 
 #: Replace-one: one record moves one unit of count out of one cell and into another.
 SCORE_SENSITIVITY = 2.0
@@ -153,6 +158,15 @@ class AdaptiveProjection(Mechanism):
                 "Fit each measured pair with its departure from independence shrunk by the share its noise "
                 "explains (James–Stein: λ = max(0, 1 − (d − 2)σ² / ‖departure‖²); post-processing): a pair measured "
                 "near its noise level adds no association the data does not support.",
+                advanced=True,
+            ),
+            Param(
+                "empty_special",
+                "bool",
+                True,
+                "Fit a column's missing cell or its '(other)' cell as empty when its measured one-way count is "
+                f"under {STRUCTURAL_Z:g}σ (post-processing): noise alone would otherwise put a few percent of rows "
+                "there in a column that has none.",
                 advanced=True,
             ),
             Param(
@@ -289,6 +303,8 @@ class AdaptiveProjection(Mechanism):
         round_iters = int(params.get("round_iterations", 30))
         skipped_projections = 0
         shrink = bool(params.get("shrink_pairs", True))
+        # Each column's missing and '(other)' codes (public, from the schema): fitted as empty when measured so.
+        special = special_codes(workload.domain) if params.get("empty_special", True) else {}
 
         def log(t: int, out, sub_wl, label: str) -> None:
             trace.append(
@@ -312,7 +328,18 @@ class AdaptiveProjection(Mechanism):
                 ctx.check_cancel()
                 measure((a,), plan["sigma_one_way_counts"])
             out, sub_wl = self._project(
-                measured, workload.domain, None, None, settings, round_iters, False, rounds_end, rng, ctx, shrink
+                measured,
+                workload.domain,
+                None,
+                None,
+                settings,
+                round_iters,
+                False,
+                rounds_end,
+                rng,
+                ctx,
+                shrink,
+                special,
             )
             calls += out.oracle_calls
             records, weights = out.records, out.weights
@@ -355,6 +382,7 @@ class AdaptiveProjection(Mechanism):
                         rng,
                         ctx,
                         shrink,
+                        special,
                     )
                     calls += out.oracle_calls
                     records, weights = out.records, out.weights
@@ -376,11 +404,14 @@ class AdaptiveProjection(Mechanism):
             rng,
             ctx,
             shrink,
+            special,
         )
         calls += out.oracle_calls
         records, weights = out.records, out.weights
         log(len(chosen), out, sub_wl, chosen[-1] if chosen else "")
         rows = largest_remainder_rows(records, weights, plan["rows"], rng)
+        zeros = structural_zeros(measured, special)
+        rows, filled = fill_empty_cells(rows, workload.domain.shape, list(measured), zeros, rng)
         decoupled = None
         if params.get("decouple", True):  # post-processing over the (public) measured cliques
             rows, decoupled = decouple_rows(rows, workload.domain.shape, list(measured), rng)
@@ -394,6 +425,7 @@ class AdaptiveProjection(Mechanism):
             )
         if shrink:
             result.notes.extend(shrinkage_notes(fit_targets(measured, True)[1], workload.domain))
+        result.notes.extend(empty_notes(zeros, workload.domain, filled))
         result.notes.extend(decouple_notes(decoupled))
         return result
 
@@ -498,12 +530,14 @@ class AdaptiveProjection(Mechanism):
         )
 
     @staticmethod
-    def _project(measured, domain, records, weights, settings, iterations, final, deadline, rng, ctx, shrink=True):
+    def _project(
+        measured, domain, records, weights, settings, iterations, final, deadline, rng, ctx, shrink=True, special=None
+    ):
         cliques = list(measured)
         maps = [measured[c][2] for c in cliques]
         full = all(int(f.max()) + 1 == domain.shape[a] for c, m in zip(cliques, maps) for a, f in zip(c, m))
         sub_wl = Workload(domain, tuple(cliques)) if full else MeasuredMarginals(domain, cliques, maps)
-        targets, _ = fit_targets(measured, shrink)
+        targets, _ = fit_targets(measured, shrink, structural_zeros(measured, special or {}))
         noisy = np.concatenate([targets[c] for c in cliques])
         # Each clique's σ: the ML weights of the projection.
         sig = np.array([measured[c][1] for c in cliques])
@@ -543,17 +577,72 @@ def departure_ratio(measured: dict) -> float:
     return energy / noise if noise > 0 else math.inf
 
 
-def fit_targets(measured: dict, shrink: bool = True) -> tuple[dict, dict]:
+def fit_targets(measured: dict, shrink: bool = True, zeros: dict | None = None) -> tuple[dict, dict]:
     """What the projection fits for each measured clique, and for each pair the share λ of its departure from
-    independence kept (:mod:`.shrinkage`; only with ``shrink``).  Reads the noisy answers and their public σ:
-    post-processing."""
+    independence kept (:mod:`.shrinkage`; only with ``shrink``); the cells of ``zeros`` (attribute -> codes, from
+    :func:`structural_zeros`) are fitted as empty in every clique that holds them as a group of their own.  Reads
+    the noisy answers and their public σ: post-processing."""
     targets, kept = {}, {}
     for c, (y, sigma, maps) in measured.items():
         if shrink and len(c) == 2:
             shrunk, kept[c] = shrink_pair(_pair_table(y, maps), sigma)
             y = shrunk.ravel()
+        if zeros and any(a in zeros for a in c):
+            table = np.array(y, dtype=float).reshape(tuple(int(f.max()) + 1 for f in maps))
+            for axis, (a, f) in enumerate(zip(c, maps)):
+                for code in zeros.get(a, ()):
+                    group = int(f[code])
+                    if int(np.count_nonzero(f == group)) == 1:
+                        index: list = [slice(None)] * table.ndim
+                        index[axis] = group
+                        table[tuple(index)] = 0.0
+            y = table.ravel()
         targets[c] = y
     return targets, kept
+
+
+def special_codes(domain) -> dict[int, tuple[int, ...]]:
+    """Each attribute's missing and '(other)' codes (public: the schema's)."""
+    out = {}
+    for a, attr in enumerate(domain.attributes):
+        codes = tuple(c for c in (attr.other_code, attr.n_regular if attr.missing else None) if c is not None)
+        if codes:
+            out[a] = codes
+    return out
+
+
+def structural_zeros(measured: dict, special: dict) -> dict[int, set[int]]:
+    """The special codes (:func:`special_codes`) whose measured one-way count is under STRUCTURAL_Z·σ: attribute ->
+    codes.  A thresholded (pre-test) estimate: it removes the few percent of rows noise alone puts in the empty
+    missing or '(other)' cell of a small table's column, at the price of a cell holding under about 2σ of rows
+    being fitted empty.  Reads the noisy one-way answers and their public σ: post-processing."""
+    out: dict[int, set[int]] = {}
+    for a, codes in special.items():
+        if (a,) not in measured:
+            continue
+        y, sigma, maps = measured[(a,)]
+        f = maps[0]
+        for code in codes:
+            group = int(f[code])
+            if int(np.count_nonzero(f == group)) == 1 and float(y[group]) < STRUCTURAL_Z * sigma:
+                out.setdefault(a, set()).add(code)
+    return out
+
+
+def empty_notes(zeros: dict, domain, filled: int = 0) -> list[str]:
+    """What the card says about the cells fitted as empty."""
+    if not zeros:
+        return []
+    parts = []
+    for a, codes in sorted(zeros.items()):
+        attr = domain.attributes[a]
+        labels = ["missing" if attr.missing and c == attr.n_regular else "(other)" for c in sorted(codes)]
+        parts.append(f"{attr.name}: {', '.join(labels)}")
+    return [
+        f"Cells measured under {STRUCTURAL_Z:g}σ were fitted as empty (post-processing), so noise does not fill "
+        f"them with rows the data may not have: {'; '.join(parts)}"
+        + (f" ({filled:,} cells left there by the fit took a value from a similar row)." if filled else ".")
+    ]
 
 
 def shrinkage_notes(kept: dict, domain) -> list[str]:
