@@ -98,6 +98,20 @@ THRESHOLD_DELTA_SHARE = 0.5
 ROLE_RHO_SHARE = 1.0 / 3.0
 #: Default number of bins of a discovered numeric or date attribute (a public setting).
 DEFAULT_BINS = 10
+#: From this many rows (public) a numeric attribute whose bounds were read from the data gets LARGE_TABLE_BINS:
+#: its one-way marginal then holds enough rows a bin to stand above the noise, and ten bins over power-of-two
+#: bounds were the coarsest part of such a release (fair, 6,366 rows: 2-way TVD 0.60 -> 0.53; bank-full 0.23 ->
+#: 0.17).  Below it, finer bins lost more to noise than they gained (Pima, 768 rows: 0.37 -> 0.41).
+LARGE_TABLE_ROWS = 5000
+LARGE_TABLE_BINS = 20
+
+
+def discovered_bins(n: int, bins: int = DEFAULT_BINS) -> int:
+    """Bins of a numeric attribute with bounds read from the data on n rows: ``bins``, or LARGE_TABLE_BINS when
+    ``bins`` is the default and n ≥ LARGE_TABLE_ROWS (public: n and the setting)."""
+    return LARGE_TABLE_BINS if (bins == DEFAULT_BINS and n >= LARGE_TABLE_ROWS) else bins
+
+
 #: Powers of two of the bounds histogram's bins: 2^lo ≤ |x| < 2^(hi+1), and one bin for |x| < 2^lo.
 POWER_RANGE = (-10, 50)
 #: Noise alone lifts some empty bin of a column's bounds histogram over its threshold with about this probability

@@ -67,6 +67,7 @@ from .discovery import (
     column_rho,
     column_weights,
     discover_values,
+    discovered_bins,
     discovery_cost,
     exact_bounds,
     exact_values,
@@ -389,7 +390,11 @@ def _integer_edges(lo: float, hi: float, bins: int) -> tuple[float, ...]:
     return tuple(float(e) for e in np.unique(np.round(np.linspace(lo, hi, bins + 1))))
 
 
-def _build_attribute(role: Role, spec: ColumnSpec | None, found: dict, found_source: str, bins: int) -> Attribute:
+def _build_attribute(
+    role: Role, spec: ColumnSpec | None, found: dict, found_source: str, bins: int, found_bins: int | None = None
+) -> Attribute:
+    """The attribute of a kept column: declared fields win, the rest from ``found``.  A numeric column whose bounds
+    come from the data (discovered or inferred) and that declares no bins gets ``found_bins`` (default: ``bins``)."""
     spec = spec if (spec is not None and spec.kind == role.role) else None
     settings = dict(spec.settings) if spec else {}
     prov = {"kind": role.source}
@@ -415,7 +420,8 @@ def _build_attribute(role: Role, spec: ColumnSpec | None, found: dict, found_sou
     lower, upper = pick("lower"), pick("upper")
     unparsable = settings.get("unparsable", "missing")
     if role.role == "numeric":
-        nbins = int(settings.get("bins") or bins)
+        from_data = prov.get("lower") == found_source or prov.get("upper") == found_source
+        nbins = int(settings.get("bins") or (found_bins if (from_data and found_bins) else bins))
         edges = tuple(settings.get("edges") or ())
         if lower is None or upper is None:
             raise DomainError(f"Column {role.name!r}: no bounds could be set (the column has no numbers).")
@@ -600,7 +606,8 @@ def prepare_table(
                     "Declare the roles, value sets and bounds of the columns to keep."
                 )
 
-    attrs = [_build_attribute(r, specs.get(r.name), found.get(r.name, {}), found_source, bins) for r in kept]
+    fine = discovered_bins(len(df), bins)  # public: n and the setting
+    attrs = [_build_attribute(r, specs.get(r.name), found.get(r.name, {}), found_source, bins, fine) for r in kept]
     # Post-processing of released values (free): a category set that discovery left empty carries nothing but
     # "(other)" -- an identifier, free text or a continuous column at this budget.  Leave it out, and say so.
     empty = {

@@ -461,3 +461,26 @@ def test_a_quantity_named_with_a_number_word_is_kept_and_a_unique_one_is_left_ou
     excluded = {e["name"]: e["reason"] for e in rel.card["data"]["excluded"]}
     assert "education-num" in kept and "sex" in kept
     assert excluded["house_no"].startswith("identifier: its header names an identifier and values rarely repeat")
+
+
+def test_numbers_discovered_on_a_large_table_get_finer_bins_and_declared_bounds_keep_theirs():
+    """From LARGE_TABLE_ROWS rows (public) a numeric column whose bounds come from the data gets LARGE_TABLE_BINS
+    bins (ten bins over power-of-two bounds were the coarsest part of a large release); below, and for bounds the
+    user declares, the default ten."""
+    from dpcore.discovery import DEFAULT_BINS, LARGE_TABLE_BINS, LARGE_TABLE_ROWS, discovered_bins
+
+    assert discovered_bins(LARGE_TABLE_ROWS - 1) == DEFAULT_BINS and discovered_bins(LARGE_TABLE_ROWS) == 20
+    assert discovered_bins(10**6, bins=7) == 7  # a bin count the caller chose stays
+    rng = np.random.default_rng(3)
+    n = LARGE_TABLE_ROWS + 1000
+    df = pd.DataFrame({"x": rng.normal(50, 10, n).round(2), "k": rng.integers(0, 40, n)})
+    roles = {"x": "real", "k": "integer"}
+    prep = prepare_table(df, epsilon=1.0, delta=1 / n**2, noise=Randomness(0), ledger=None, roles=roles)
+    assert prep.domain["x"].n_regular == LARGE_TABLE_BINS and prep.domain["k"].n_regular == LARGE_TABLE_BINS
+    declared = [{"name": "x", "kind": "numeric", "lower": 0, "upper": 100}]
+    prep = prepare_table(df, epsilon=1.0, delta=1 / n**2, noise=Randomness(0), ledger=None, roles={"k": "integer"},
+                         schema={"attributes": declared})  # fmt: skip
+    assert prep.domain["x"].n_regular == DEFAULT_BINS and prep.domain["k"].n_regular == LARGE_TABLE_BINS
+    small = df.iloc[: LARGE_TABLE_ROWS - 1]
+    prep = prepare_table(small, epsilon=4.0, delta=1 / n**2, noise=Randomness(0), ledger=None, roles=roles)
+    assert prep.domain["x"].n_regular == DEFAULT_BINS
