@@ -14,7 +14,8 @@ inference step:
         p <- projection of all measurements so far (warm start: the previous p),
              each measured pair shrunk toward the independence of its margins by
              the share of its departure the noise explains (:mod:`.shrinkage`)
-    round p to rows
+    round p to rows (a missing or '(other)' cell measured under 2σ is fitted as empty
+    throughout, and rows the fit left there take a similar row's value)
 
 **Privacy.**  ρ-zCDP, ρ = ρ_1 + T (ε_sel²/8 + 1/σ²) (ALGORITHMS.md "Common ground":
 the exponential mechanism is ε²/8-zCDP, discrete Gaussian noise σ on a histogram of
@@ -28,8 +29,9 @@ the re-projections (post-processing).  With ``return_below`` the rounds left aft
 quarter of them may instead re-measure every one-way marginal with their ρ ((T - t) ρ_round
 split over the p marginals): decided once from released answers, and every path spends
 exactly the planned ρ (adaptive composition under a privacy filter; a test counts the draws).
-The projection, the shrinkage (it reads the noisy answers and the public σ) and the
-rounding are post-processing: robust whatever the solver does.
+The projection, the shrinkage (it reads the noisy answers and the public σ), the empty
+cells (the noisy one-way answers, σ and the released rows) and the rounding are
+post-processing: robust whatever the solver does.
 """
 
 from __future__ import annotations
