@@ -216,11 +216,13 @@ def discovery_controls() -> None:
     )
     refused = False
     if plan.refuse:
+        enough = datasource.smallest_usable_epsilon(eps, delta)
         st.error(
             f"This discovery is expected to keep {len(plan.usable)} usable column(s) of {len(plan.columns)}: the "
             "release would spend its budget on (nearly) empty columns. Exclude the columns you do not need in the "
             "roles table (the share then goes further), declare roles and value sets you know to be public (free), "
-            "or raise the schema's ε.",
+            "or raise the schema's ε"
+            + (f" (at ε = {enough:g} the plan keeps something)." if enough is not None else "."),
             icon=":material/block:",
         )
         refused = not st.checkbox("Discover anyway", key=f"discover_anyway:{digest}")

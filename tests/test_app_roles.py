@@ -283,6 +283,20 @@ def test_a_small_table_is_told_before_the_discovery_what_the_budget_cannot_resol
     assert not any("No category can be discovered" in plain(w.value) for w in at.warning)
 
 
+def test_a_refused_discovery_names_the_smallest_schema_epsilon_that_keeps_something(at):
+    """A 944-row panel of ten number columns at the default schema ε: the plan refuses and says which ε would do
+    (public: the plan at the suggested ε); at that ε the page no longer refuses."""
+    from .test_schema_plan import _panel
+
+    upload(at, "panel.csv", _panel(944).to_csv(index=False).encode())
+    refused = [e for e in errors(at) if e.startswith("This discovery is expected to keep")]
+    assert refused and "the plan keeps something" in refused[0], errors(at)
+    eps = float(refused[0].split("(at ε = ")[1].split(" ")[0])
+    assert eps > datasource.DEFAULT_SCHEMA_EPSILON and not state.has_spent()
+    at.number_input(key=datasource.SCHEMA_EPS).set_value(eps).run()
+    assert not any(e.startswith("This discovery is expected to keep") for e in errors(at)), errors(at)
+
+
 def test_a_small_wide_table_is_refused_until_its_proposal_is_declared_and_then_releases_every_column(at):
     """Issue 22 in the app: 1,000 rows × 21 columns at the default schema ε -- the plan refuses the discovery before
     any spend (button disabled); declaring the proposed values and bounds as public makes the schema free, and the

@@ -608,6 +608,19 @@ def schema_plan(epsilon: float, delta: float):
     return plan(df.columns, len(df), **args)
 
 
+#: The schema ε the Data page suggests when the one chosen would keep (nearly) nothing (smallest first).
+SUGGESTED_SCHEMA_EPSILONS = (0.3, 0.4, 0.5, 0.75, 1.0, 1.5, 2.0)
+
+
+def smallest_usable_epsilon(epsilon: float, delta: float) -> float | None:
+    """The smallest suggested schema ε above ``epsilon`` whose plan keeps something (public: no data read); None
+    when none up to the last does."""
+    for eps in SUGGESTED_SCHEMA_EPSILONS:
+        if eps > epsilon and not schema_plan(eps, delta).refuse:
+            return eps
+    return None
+
+
 def _discovery_args(epsilon: float, delta: float) -> tuple[pd.DataFrame, dict]:
     """The table in use and the engine's arguments for a discovery run at (ε, δ): the run gets 2(ε, δ) with a
     share of one half, so all of (ε, δ) goes to the schema."""
