@@ -418,7 +418,14 @@ def release_table(
     4. The mechanism runs on the rest of the budget; rows come back in the input's shape.
     """
     from .data import read_table, table_digest
-    from .tabular import discovery_budget, prepare_table, resolve_schema_share, schema_plan, share_note
+    from .tabular import (
+        columns_that_fit,
+        discovery_budget,
+        prepare_table,
+        resolve_schema_share,
+        schema_plan,
+        share_note,
+    )
 
     df = table if isinstance(table, pd.DataFrame) else read_table(table)
     if "source_digest" not in df.attrs:
@@ -459,7 +466,10 @@ def release_table(
             joint=joint,
         )  # fmt: skip
         if plan.refuse:
-            raise BudgetError(plan.refusal())
+            fits = columns_that_fit(
+                df.columns, n, epsilon=budget.epsilon, delta=budget.delta, schema=schema, roles=roles, joint=joint
+            )
+            raise BudgetError(plan.refusal(fits))
         wanted = plan.kept
     mech_budget = Budget(budget.epsilon - eps_d, budget.delta - delta_d)
     run_id = run_id or new_run_id()

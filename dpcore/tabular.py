@@ -866,14 +866,17 @@ class SchemaPlan:
             out.append(f"{words[e]}: {len(cols)} column(s) ({shown})")
         return out
 
-    def refusal(self) -> str:
-        """Why the run does not start, and the three ways out."""
+    def refusal(self, fits: int | None = None) -> str:
+        """Why the run does not start, and the three ways out (``fits``: how many of the columns to discover would
+        fit this budget, :func:`columns_that_fit`)."""
+        to_discover = sum(e not in ("declared", "excluded") for e in self.columns.values())
+        fewer = f"; about {fits} of the {to_discover} whose schema is discovered fit this budget" if fits else ""
         return (
             f"At ε = {self.epsilon:g} on {self.n:,} rows the private schema is expected to keep "
             f"{len(self.usable)} usable column(s) of {len(self.columns)}: the release would spend its budget on "
             "(nearly) empty columns, so it does not start and nothing is charged. "
             + " ".join(line[0].upper() + line[1:] + "." for line in self.lines())
-            + " Ways out: choose fewer columns (--columns, or columns=), so the schema's share goes further; "
+            + f" Ways out: choose fewer columns (--columns, or columns={fewer}), so the schema's share goes further; "
             "declare what is public, free (a codebook as --schema FILE -- `dpcore schema FILE --out schema.json` "
             "writes one from the table for you to review -- or --roles: `dpcore info FILE` proposes roles for you to "
             "review, and confirming one states that it is public); or raise ε. --force "
@@ -958,6 +961,35 @@ def fitted_schema_share(
         if not plan.refuse:
             return share
     return SCHEMA_SHARES[0]
+
+
+def columns_that_fit(
+    columns,
+    n: int,
+    *,
+    epsilon: float,
+    delta: float,
+    schema=None,
+    roles=None,
+    unlisted: str | None = None,
+    joint: bool = False,
+) -> int:
+    """The most columns to discover -- the table's first ones, beside those declared -- whose plan keeps
+    something at its fitted share (0: not even one).  Public: the header, the declarations, n, ε, δ."""
+    columns, _ = unique_column_names(list(columns))
+    specs, complete = parse_schema(schema)
+    known, undecided = _resolve(
+        columns, specs, confirmed(roles) if roles else {}, _unlisted_policy(schema, unlisted, complete)
+    )
+    to_discover = _to_discover(columns, specs, known, undecided)
+    public = dict(epsilon=epsilon, delta=delta, schema=schema, roles=roles, unlisted=unlisted, joint=joint)
+    for k in range(len(to_discover) - 1, 0, -1):
+        keep = set(to_discover[:k])
+        subset = [c for c in columns if c in keep or c not in to_discover]
+        share = fitted_schema_share(subset, n, **public)
+        if not schema_plan(subset, n, schema_share=share, **public).refuse:
+            return k
+    return 0
 
 
 def resolve_schema_share(share: float | None, columns, n: int, **public) -> float:

@@ -275,3 +275,21 @@ def test_a_944_row_panel_at_eps_1_gives_the_schema_more_of_the_same_budget_inste
     assert discovery["share"] == share and "usually 20%" in discovery["share_note"]
     total = math.fsum(e["epsilon"] for e in Ledger(Workspace(ws)).entries())
     assert total == pytest.approx(1.0, rel=1e-9)
+
+
+def test_the_refusal_says_how_many_columns_fit_and_that_many_do(survey, tmp_path):
+    """The way out 'choose fewer columns' names a number: the most columns to discover whose public plan keeps
+    something at its fitted share.  That many of the survey's columns pass the plan; one more does not."""
+    from dpcore.api import Synthesizer
+    from dpcore.tabular import columns_that_fit, fitted_schema_share
+
+    df = _survey(1000)
+    public = dict(epsilon=1.0, delta=1e-6, joint=True)
+    k = columns_that_fit(df.columns, 1000, **public)
+    assert 2 <= k < len(df.columns)
+    for cols, refused in ((list(df.columns[:k]), False), (list(df.columns[: k + 1]), True)):
+        share = fitted_schema_share(cols, 1000, **public)
+        assert schema_plan(cols, 1000, schema_share=share, **public).refuse is refused, (len(cols), share)
+    with pytest.raises(BudgetError, match=f"about {k} of the 21 whose schema is discovered fit this budget"):
+        Synthesizer(epsilon=1, delta=1e-6, workspace=tmp_path / "ws").fit(survey)
+    assert columns_that_fit(["a", "b"], 20, **public) == 0  # 20 rows: not even one column

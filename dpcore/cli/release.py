@@ -308,7 +308,7 @@ def check_plan(source: dict, args, budget) -> None:
     """What the private schema is expected to keep (public); the run does not start when it keeps (nearly) nothing,
     unless --force.  Exit status 2 with the plan and the ways out; nothing is charged."""
     from ..errors import BudgetError
-    from ..tabular import schema_plan
+    from ..tabular import columns_that_fit, schema_plan
 
     plan = schema_plan(
         source["table"].columns,
@@ -323,7 +323,11 @@ def check_plan(source: dict, args, budget) -> None:
     if plan.threshold is None:
         return  # everything is declared: nothing to plan
     if plan.refuse and not args.force:
-        raise BudgetError(plan.refusal())
+        fits = columns_that_fit(
+            source["table"].columns, source["n"], epsilon=budget.epsilon, delta=budget.delta, schema=source["schema"],
+            roles=parse_roles(args.roles), joint=_joint(args, budget),
+        )  # fmt: skip
+        raise BudgetError(plan.refusal(fits))
     if not args.quiet:
         print("The private schema at this budget (public plan, before any spend):", file=sys.stderr)
         for line in plan.lines():
