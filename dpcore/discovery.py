@@ -54,7 +54,9 @@ changed row leaves one bin and enters another: L2 sensitivity sqrt(2), so discre
 of its bounds are needed.  The
 bounds are the outer edges of the outermost bins whose noisy count clears the public threshold
 T = σ·Φ^-1(1 - :data:`BIN_FALSE_POSITIVE` / bins) (noise alone lifts some empty bin over T with probability about
-BIN_FALSE_POSITIVE), widened by the bin next to each end when its noisy count reaches :data:`ADJACENT_Z`·σ (thin
+BIN_FALSE_POSITIVE; a held bin more than :data:`FAR_OCTAVES` powers of two beyond the bulk must clear the
+stricter σ·Φ^-1(1 - :data:`FAR_FALSE_POSITIVE` / bins), so a lone noisy bin far from the rows does not stretch a
+bound to 2^47), widened by the bin next to each end when its noisy count reaches :data:`ADJACENT_Z`·σ (thin
 edge bins of the bulk; a false positive there widens the range by one power of two only), so they hold the bulk
 of the rows and tails thinner than that are clipped (counted, never dropped).  Where the rows spread over many
 powers of two (a count, an income, a population density) no single bin may clear T although together they hold
@@ -117,6 +119,14 @@ POWER_RANGE = (-10, 50)
 #: Noise alone lifts some empty bin of a column's bounds histogram over its threshold with about this probability
 #: (a far bin that clears it stretches the bounds to a power of two far from the data: 2^45 at 0.05 per column).
 BIN_FALSE_POSITIVE = 0.001
+#: A held bin far from the bulk (the fullest bin and the bins of at least ADJACENT_Z·σ chained to it) must clear
+#: the threshold of this false-positive rate instead (about 5.2σ on the numeric grid): far from the rows, a lone
+#: bin over the usual threshold is more likely noise than an outlying cluster ...
+FAR_FALSE_POSITIVE = 1e-5
+#: ... where far is more than this many powers of two beyond the bulk's largest magnitude ...
+FAR_OCTAVES = 3
+#: ... or, for dates, more than this many years from the bulk.
+FAR_YEARS = 10
 #: A bin next to the located range joins it when its noisy count reaches this many σ (one-sided 5%).
 ADJACENT_Z = 1.645
 #: Runs of this many adjacent bins are read together where no single bin stands out (a spread tail, or a column
@@ -456,7 +466,7 @@ def histogram_bounds(
     report = {"sigma": sigma, "threshold": threshold, "bins": int(len(counts))}
     zero = (len(noisy) - 1) // 2 if kind == "numeric" else -1
     if held.size:
-        first, last = int(held[0]), int(held[-1])
+        first, last = _outermost_held(noisy, sigma, held, lower_edges, upper_edges, kind)
     else:  # no single bin stands out: a run of adjacent bins may (a count spread over many powers of two)
         run = _window_anchor(noisy, sigma, zero)
         if run is None:
@@ -483,6 +493,34 @@ def histogram_bounds(
         elif hi <= -ZERO_REACH and lo - step <= ZERO_REACH * hi:
             hi = 0.0
     return lo, hi, report
+
+
+def _outermost_held(
+    noisy: np.ndarray, sigma: float, held: np.ndarray, lower_edges: np.ndarray, upper_edges: np.ndarray, kind: str
+) -> tuple[int, int]:
+    """The outermost held bins, where a held bin far from the bulk -- the fullest bin and the bins of at least
+    ADJACENT_Z·σ chained to it -- must also clear the stricter threshold σ·Φ^-1(1 - FAR_FALSE_POSITIVE / bins).
+    Far: more than FAR_OCTAVES powers of two beyond the bulk's largest magnitude (dates: more than FAR_YEARS years
+    away).  Noise alone lifts some empty bin over the usual threshold with probability BIN_FALSE_POSITIVE, and an
+    empty bin far out stretched a bound to 2^47 (hours a week on 7,000 rows); a real distant cluster holding over
+    ~5σ rows still counts, and both halves of a column centred on zero stay (their magnitudes are alike).
+    Post-processing of the noisy counts."""
+    from scipy.stats import norm
+
+    near = ADJACENT_Z * sigma
+    a = b = int(np.argmax(noisy))
+    while a > 0 and noisy[a - 1] >= near:
+        a -= 1
+    while b < len(noisy) - 1 and noisy[b + 1] >= near:
+        b += 1
+    if kind == "datetime":
+        far_bin = (np.arange(len(noisy)) < a - FAR_YEARS) | (np.arange(len(noisy)) > b + FAR_YEARS)
+    else:
+        magnitude = np.maximum(np.abs(lower_edges), np.abs(upper_edges))
+        far_bin = magnitude > magnitude[a : b + 1].max() * 2.0**FAR_OCTAVES
+    strict = sigma * float(norm.isf(FAR_FALSE_POSITIVE / len(noisy)))
+    keep = [int(i) for i in held if not far_bin[i] or noisy[i] >= strict]
+    return min(keep), max(keep)  # the fullest bin is held and never far from itself
 
 
 def _window_anchor(noisy: np.ndarray, sigma: float, zero: int) -> tuple[int, int] | None:

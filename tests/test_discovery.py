@@ -279,6 +279,46 @@ def test_runs_of_bins_seldom_stretch_bounds_over_empty_bins():
     assert all(np.mean((thin >= f[0]) & (thin <= f[1])) >= 0.5 for f in found if f[0] is not None)
 
 
+def test_a_lone_bin_far_from_the_rows_needs_stronger_evidence():
+    """A held bin more than FAR_OCTAVES powers of two beyond the bulk must clear the stricter FAR_FALSE_POSITIVE
+    threshold (≈ 5.2σ): a 4.5σ spike at 2^20 is read as noise, a 6σ cluster there is kept, a 4.5σ bin two octaves
+    up is kept, and so are both halves of a column centred on zero.  On 7,000 rows of hours a week (σ ≈ 89, the
+    budget a 15-column table gets at ε = 1) 3,000 draws never reach past 255 (before: 2 reached 2^47)."""
+    from scipy.stats import norm
+
+    from dpcore.discovery import FAR_FALSE_POSITIVE, _outermost_held
+
+    lower, upper = bound_bins("numeric", True)
+    sigma, bins = 10.0, len(lower)
+    at = {int(v): i for i, v in enumerate(lower)}  # whole-number grid: the bin starting at v
+    threshold = bin_threshold(sigma, bins)
+    strict = sigma * norm.isf(FAR_FALSE_POSITIVE / bins)
+    assert threshold < 4.5 * sigma < strict < 6 * sigma
+
+    def located(noisy):
+        return _outermost_held(noisy, sigma, np.flatnonzero(noisy >= threshold), lower, upper, "numeric")
+
+    noisy = np.zeros(bins)
+    noisy[at[32]] = 500.0  # the bulk: [32, 63]
+    noisy[at[2**20]] = 4.5 * sigma  # a lone spike far out
+    assert located(noisy) == (at[32], at[32])
+    noisy[at[2**20]] = 6 * sigma  # a distant cluster with enough rows
+    assert located(noisy) == (at[32], at[2**20])
+    noisy[at[2**20]] = 0.0
+    noisy[at[128]] = 4.5 * sigma  # two octaves up: not far
+    assert located(noisy) == (at[32], at[128])
+    real_lower, real_upper = bound_bins("numeric", False)
+    centred = np.zeros(len(real_lower))
+    for v, c in ((-4.0, 100), (-2.0, 600), (-1.0, 600), (0.5, 600), (1.0, 650), (2.0, 100)):
+        centred[int(np.flatnonzero(real_lower == v)[0])] = c
+    held = np.flatnonzero(centred >= bin_threshold(sigma, len(real_lower)))
+    first, last = _outermost_held(centred, sigma, held, real_lower, real_upper, "numeric")
+    assert real_lower[first] == -4.0 and real_upper[last] == 4.0  # both halves
+    hours = np.clip(np.round(np.random.default_rng(0).normal(40, 12, 7000)), 1, 99)
+    his = [histogram_bounds(hours, "numeric", True, 1 / 89.39**2, Randomness(s))[1] for s in range(3000)]
+    assert max(his) <= 255, max(his)
+
+
 def test_bounds_are_expected_locatable_by_the_public_rule():
     assert bounds_locatable("numeric", True, None, 4e-5, 2, 7000)
     assert not bounds_locatable("numeric", True, None, 4e-5, 2, 1000)
