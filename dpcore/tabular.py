@@ -61,6 +61,8 @@ from .discovery import (
     BOUNDS_WEIGHT,
     DEFAULT_BINS,
     DEFAULT_SCHEMA_SHARE,
+    LARGE_TABLE_ROWS,
+    POINTS_WEIGHT,
     DiscoveryPlan,
     ValueTask,
     bounds_locatable,
@@ -72,6 +74,7 @@ from .discovery import (
     exact_bounds,
     exact_values,
     joint_split,
+    split_column_rho,
 )
 from .domain import Attribute, Domain, _normalise_source
 from .errors import BudgetError, DataError, DomainError
@@ -390,6 +393,26 @@ def _integer_edges(lo: float, hi: float, bins: int) -> tuple[float, ...]:
     return tuple(float(e) for e in np.unique(np.round(np.linspace(lo, hi, bins + 1))))
 
 
+def _isolate_points(edges: tuple[float, ...], points) -> tuple[float, ...]:
+    """Whole-number bin edges with each released frequent value p inside them in a bin of its own, [p - 0.5,
+    p + 0.5): edges at p ± 0.5 added, an edge at p itself dropped.  Points outside the edges are ignored (their
+    rows are clipped to the bounds like any other)."""
+    lo, hi = edges[0], edges[-1]
+    inner = [p for p in points if lo <= p <= hi]
+    if not inner:
+        return edges
+    out = set(edges)
+    for p in inner:
+        out.discard(float(p))
+        for e in (p - 0.5, p + 0.5):
+            if lo <= e <= hi:
+                out.add(float(e))
+    out.update((lo, hi))
+    if inner[0] - 0.5 < lo:  # the lowest point sits on the lower bound: it keeps [lo, p + 0.5)
+        out.discard(inner[0] - 0.5)
+    return tuple(sorted(out))
+
+
 def _build_attribute(
     role: Role, spec: ColumnSpec | None, found: dict, found_source: str, bins: int, found_bins: int | None = None
 ) -> Attribute:
@@ -427,6 +450,8 @@ def _build_attribute(
             raise DomainError(f"Column {role.name!r}: no bounds could be set (the column has no numbers).")
         if not edges and role.integer:
             edges = _integer_edges(float(lower), float(upper), nbins)
+            if found.get("points"):  # released frequent values: a bin of their own (post-processing)
+                edges = _isolate_points(edges, found["points"])
         if edges:
             return Attribute(
                 role.name, "numeric", edges=edges, integer=role.integer, unparsable=unparsable,
@@ -460,7 +485,9 @@ def _fallback_unlocatable_bounds(
     for t in needing:
         r, k = by_name[t.name], int(t.need_lower) + int(t.need_upper)
         kind = t.kind
-        if kind not in ("numeric", "datetime") or bounds_locatable(kind, t.integer, t.granularity, rho[t.name], k, n):
+        if kind not in ("numeric", "datetime"):
+            continue
+        if bounds_locatable(kind, t.integer, t.granularity, split_column_rho(t, rho[t.name])[0], k, n):
             continue
         changed[r.name] = replace(r, role="excluded", reason=NO_BOUNDS_REASON)
     if changed:
@@ -468,7 +495,16 @@ def _fallback_unlocatable_bounds(
     return [changed.get(r.name, r) for r in all_roles]
 
 
-def _task(role: Role, spec: ColumnSpec | None) -> ValueTask:
+def _wants_points(role: Role, spec: ColumnSpec | None, n: int) -> bool:
+    """Whether a kept column's frequent values are released to get bins of their own (public: its role, what the
+    schema declares, and n): a whole-number column on LARGE_TABLE_ROWS rows or more whose bounds are discovered."""
+    if role.role != "numeric" or not role.integer or n < LARGE_TABLE_ROWS:
+        return False
+    _, need_lower, need_upper = _needs(role, spec)
+    return need_lower or need_upper  # bounds from the data: declared bounds (or edges) keep the declared bins
+
+
+def _task(role: Role, spec: ColumnSpec | None, n: int = 0) -> ValueTask:
     need_values, need_lower, need_upper = _needs(role, spec)
     declared_lower = declared_upper = None
     if spec is not None and spec.kind == role.role and role.role != "categorical":
@@ -487,6 +523,7 @@ def _task(role: Role, spec: ColumnSpec | None) -> ValueTask:
         need_upper=need_upper,
         declared_lower=declared_lower,
         declared_upper=declared_upper,
+        need_points=_wants_points(role, spec, n),
     )
 
 
@@ -571,7 +608,7 @@ def prepare_table(
             "Declare the roles of the columns to keep."
         )
 
-    tasks = [_task(r, specs.get(r.name)) for r in kept]
+    tasks = [_task(r, specs.get(r.name), len(df)) for r in kept]
     if plan is not None and not schema_from_data:
         all_roles = _fallback_unlocatable_bounds(all_roles, tasks, plan, len(df), report)
         kept = [r for r in all_roles if r.kept]
@@ -581,7 +618,7 @@ def prepare_table(
                 + "; ".join(f"{r.name}: {r.reason}" for r in all_roles[:6])
                 + ". Declare the roles and bounds of the columns to keep, or raise ε."
             )
-        tasks = [_task(r, specs.get(r.name)) for r in kept]
+        tasks = [_task(r, specs.get(r.name), len(df)) for r in kept]
     found: dict[str, dict] = {}
     if schema_from_data:
         for t in tasks:
@@ -746,11 +783,16 @@ def _public_figures(columns, n, epsilon, delta, schema, roles, unlisted, schema_
     # The split of discover_values (dpcore.discovery.column_rho), with every undecided column counted as a category:
     # the least a category column and a numeric one can get, whatever the private roles turn out to be.
     kinds = ["categorical" if c in undecided else known[c].role for c in cols]
-    total = sum(column_weights(kinds))
+    # A whole-number column on a large table releases its frequent values too (discover_values' partition selection
+    # for points, which shares δ_t with the category sets).
+    points = [c not in undecided and _wants_points(known[c], specs.get(c), n) for c in cols]
+    total = sum(column_weights(kinds, points))
     categories = sum(k == "categorical" for k in kinds)
-    threshold = partition_threshold(math.sqrt(total / plan.rho_values), plan.delta_threshold / max(categories, 1))
+    threshold = partition_threshold(
+        math.sqrt(total / plan.rho_values), plan.delta_threshold / max(categories + sum(points), 1)
+    )
     if categories == len(kinds):  # a numeric column, if any, is one of the undecided ones
-        total += BOUNDS_WEIGHT - 1.0
+        total += BOUNDS_WEIGHT + (POINTS_WEIGHT if n >= LARGE_TABLE_ROWS else 0.0) - 1.0
     locatable = bounds_locatable("numeric", True, None, BOUNDS_WEIGHT * plan.rho_values / total, 2, n)
     return _PublicFigures(columns, known, undecided, cols, plan, threshold, locatable)
 
