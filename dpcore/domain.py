@@ -314,8 +314,9 @@ class Attribute:
         if self.kind == "categorical":
             out = list(self.values) + ([OTHER_LABEL] if self.other else [])
         elif self.kind == "numeric":
+            last = len(self.edges) - 2
             out = [
-                interval_label(a, b, i == len(self.edges) - 2)
+                _whole_label(a, b, i == last) if self.integer else interval_label(a, b, i == last)
                 for i, (a, b) in enumerate(zip(self.edges, self.edges[1:]))
             ]
         else:
@@ -674,6 +675,13 @@ def _has_time(fmt: str | None) -> bool:
 
 def interval_label(a: float, b: float, closed: bool) -> str:
     return f"[{a:g}, {b:g}{']' if closed else ')'}"
+
+
+def _whole_label(a: float, b: float, closed: bool) -> str:
+    """A whole-number bin's label: the number itself when the bin holds exactly one ('40' for [39.5, 40.5)), else
+    the interval."""
+    first, last = math.ceil(a), (math.floor(b) if closed else math.ceil(b) - 1)
+    return str(int(first)) if first == last else interval_label(a, b, closed)
 
 
 def _canonical_text(v) -> str:
