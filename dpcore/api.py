@@ -174,15 +174,16 @@ class Synthesizer:
         from .data import read_table
         from .mechanisms import registry
         from .release import base_mechanism, choose_columns, joint_conversion, resolve_budget
-        from .tabular import resolve_schema_share, schema_plan
+        from .tabular import schema_plan
 
         df = data if isinstance(data, pd.DataFrame) else read_table(data)
         df = choose_columns(df, self.columns)
         budget, _, _ = resolve_budget(self.epsilon, self.delta, len(df))
         joint = joint_conversion(registry.get(base_mechanism(self.mechanism)), budget, self.schema_from_data)
-        public = dict(epsilon=budget.epsilon, delta=budget.delta, schema=self.schema, roles=self.roles, joint=joint)
-        share = resolve_schema_share(self.schema_share, df.columns, len(df), **public)
-        return schema_plan(df.columns, len(df), schema_share=share, **public)
+        return schema_plan(
+            df.columns, len(df), epsilon=budget.epsilon, delta=budget.delta, schema=self.schema, roles=self.roles,
+            schema_share=self.schema_share, joint=joint,
+        )  # fmt: skip
 
     def _fitted(self):
         if self.release is None:

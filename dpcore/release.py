@@ -418,14 +418,8 @@ def release_table(
     4. The mechanism runs on the rest of the budget; rows come back in the input's shape.
     """
     from .data import read_table, table_digest
-    from .tabular import (
-        columns_that_fit,
-        discovery_budget,
-        prepare_table,
-        resolve_schema_share,
-        schema_plan,
-        share_note,
-    )
+    from .discovery import DEFAULT_SCHEMA_SHARE
+    from .tabular import discovery_budget, prepare_table, schema_plan, share_note
 
     df = table if isinstance(table, pd.DataFrame) else read_table(table)
     if "source_digest" not in df.attrs:
@@ -440,10 +434,12 @@ def release_table(
         base_mechanism(mechanism), auto_params(params) if auto else params, n_rows, class_width
     )
     joint = joint_conversion(mech_cls, budget, schema_from_data)
-    share = resolve_schema_share(
-        schema_share, df.columns, n, epsilon=budget.epsilon, delta=budget.delta, schema=schema, roles=roles,
-        joint=joint,
+    # Public: what the private schema is expected to keep, at the share given or the one fitted to the table.
+    plan = None if schema_from_data else schema_plan(
+        df.columns, n, epsilon=budget.epsilon, delta=budget.delta, schema=schema, roles=roles,
+        schema_share=schema_share, joint=joint,
     )  # fmt: skip
+    share = DEFAULT_SCHEMA_SHARE if plan is None else plan.share
     if (raised := share_note(share)) is not None:
         warnings.append(raised)
     eps_d, delta_d, _ = (
@@ -460,16 +456,9 @@ def release_table(
         )  # fmt: skip
     )
     wanted = len(df.columns)  # the columns the release is to keep: a one-column table keeping its column is whole
-    if not schema_from_data and not force:
-        plan = schema_plan(
-            df.columns, n, epsilon=budget.epsilon, delta=budget.delta, schema=schema, roles=roles, schema_share=share,
-            joint=joint,
-        )  # fmt: skip
+    if plan is not None and not force:
         if plan.refuse:
-            fits = columns_that_fit(
-                df.columns, n, epsilon=budget.epsilon, delta=budget.delta, schema=schema, roles=roles, joint=joint
-            )
-            raise BudgetError(plan.refusal(fits))
+            raise BudgetError(plan.refusal())
         wanted = plan.kept
     mech_budget = Budget(budget.epsilon - eps_d, budget.delta - delta_d)
     run_id = run_id or new_run_id()

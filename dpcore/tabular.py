@@ -50,6 +50,7 @@ from __future__ import annotations
 
 import json
 import math
+from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -850,6 +851,11 @@ class SchemaPlan:
     threshold: int | None
     bounds: bool
     columns: dict[str, str]
+    #: The schema's share of the budget this plan is for (the fitted one when the caller gave none).
+    share: float = DEFAULT_SCHEMA_SHARE
+    #: How many of the columns to discover would fit this budget (:func:`columns_that_fit`), asked only by
+    #: :meth:`refusal`.
+    fits: Callable[[], int] | None = field(default=None, repr=False, compare=False)
 
     #: A column keeps something when it is one of these.
     USABLE = ("declared", "categories", "numeric")
@@ -908,9 +914,9 @@ class SchemaPlan:
             out.append(f"{words[e]}: {len(cols)} column(s) ({shown})")
         return out
 
-    def refusal(self, fits: int | None = None) -> str:
-        """Why the run does not start, and the three ways out (``fits``: how many of the columns to discover would
-        fit this budget, :func:`columns_that_fit`)."""
+    def refusal(self) -> str:
+        """Why the run does not start, and the three ways out (with how many columns would fit)."""
+        fits = self.fits() if self.fits is not None else None
         to_discover = sum(e not in ("declared", "excluded") for e in self.columns.values())
         fewer = f"; about {fits} of the {to_discover} whose schema is discovered fit this budget" if fits else ""
         return (
@@ -937,6 +943,13 @@ class SchemaPlan:
         }
 
 
+#: The schema shares a run tries when none is given, smallest first: where the usual share would keep (nearly)
+#: nothing -- about 1,000 rows at ε = 1 with every role and field to discover -- the schema takes a larger part of
+#: the same budget rather than the run refusing.  Chosen from public inputs only (the header, the declarations, n,
+#: ε, δ); the total charged does not change, only its split.
+SCHEMA_SHARES = (DEFAULT_SCHEMA_SHARE, 0.3, 0.4, 0.5)
+
+
 def schema_plan(
     columns,
     n: int,
@@ -946,11 +959,30 @@ def schema_plan(
     schema=None,
     roles=None,
     unlisted: str | None = None,
-    schema_share: float = DEFAULT_SCHEMA_SHARE,
+    schema_share: float | None = DEFAULT_SCHEMA_SHARE,
     joint: bool = False,
 ) -> SchemaPlan:
-    """The :class:`SchemaPlan` of a run: public (nothing is read from the data)."""
-    fig = _public_figures(columns, n, epsilon, delta, schema, roles, unlisted, schema_share, joint)
+    """The :class:`SchemaPlan` of a run: public (nothing is read from the data).  ``schema_share=None``: the user
+    gave none, so the plan is the one at the smallest of :data:`SCHEMA_SHARES` that keeps something (the first when
+    none does, or when nothing is to be discovered); its ``share`` says which."""
+    public = dict(epsilon=epsilon, delta=delta, schema=schema, roles=roles, unlisted=unlisted, joint=joint)
+    shares = SCHEMA_SHARES if schema_share is None else (float(schema_share),)
+    plan = first = _plan_at(columns, n, shares[0], public)
+    for share in shares[1:]:
+        if plan.threshold is None or not plan.refuse:  # nothing to discover, or it keeps something
+            break
+        plan = _plan_at(columns, n, share, public)
+    if plan.refuse:
+        plan = first  # no share keeps something: the run is refused with the usual share's plan
+    plan.fits = lambda: columns_that_fit(columns, n, **public)
+    return plan
+
+
+def _plan_at(columns, n: int, share: float, public: dict) -> SchemaPlan:
+    p = public
+    fig = _public_figures(
+        columns, n, p["epsilon"], p["delta"], p["schema"], p["roles"], p["unlisted"], share, p["joint"]
+    )
     threshold, locatable, cols = fig.threshold, fig.locatable, fig.to_discover
     expect: dict[str, str] = {}
     for c in fig.columns:
@@ -969,40 +1001,7 @@ def schema_plan(
                 expect[c] = "one value at most" if threshold is not None and 2 * threshold <= n else "other only"
         else:
             expect[c] = "numeric" if locatable else "left out"
-    return SchemaPlan(int(n), float(epsilon), float(delta), threshold, locatable, expect)
-
-
-#: The schema shares a run tries when none is given, smallest first: where the usual share would keep (nearly)
-#: nothing -- about 1,000 rows at ε = 1 with every role and field to discover -- the schema takes a larger part of
-#: the same budget rather than the run refusing.  Chosen from public inputs only (the header, the declarations, n,
-#: ε, δ); the total charged does not change, only its split.
-SCHEMA_SHARES = (DEFAULT_SCHEMA_SHARE, 0.3, 0.4, 0.5)
-
-
-def fitted_schema_share(
-    columns,
-    n: int,
-    *,
-    epsilon: float,
-    delta: float,
-    schema=None,
-    roles=None,
-    unlisted: str | None = None,
-    joint: bool = False,
-) -> float:
-    """The smallest of :data:`SCHEMA_SHARES` whose :func:`schema_plan` keeps enough to release (public: nothing
-    is read from the data); the first when none does (the run is then refused with that plan) or when nothing is
-    to be discovered."""
-    for share in SCHEMA_SHARES:
-        plan = schema_plan(
-            columns, n, epsilon=epsilon, delta=delta, schema=schema, roles=roles, unlisted=unlisted,
-            schema_share=share, joint=joint,
-        )  # fmt: skip
-        if plan.threshold is None:
-            return SCHEMA_SHARES[0]
-        if not plan.refuse:
-            return share
-    return SCHEMA_SHARES[0]
+    return SchemaPlan(int(n), float(p["epsilon"]), float(p["delta"]), threshold, locatable, expect, share)
 
 
 def columns_that_fit(
@@ -1028,15 +1027,9 @@ def columns_that_fit(
     for k in range(len(to_discover) - 1, 0, -1):
         keep = set(to_discover[:k])
         subset = [c for c in columns if c in keep or c not in to_discover]
-        share = fitted_schema_share(subset, n, **public)
-        if not schema_plan(subset, n, schema_share=share, **public).refuse:
+        if not schema_plan(subset, n, schema_share=None, **public).refuse:
             return k
     return 0
-
-
-def resolve_schema_share(share: float | None, columns, n: int, **public) -> float:
-    """``share`` when the user gave one, else :func:`fitted_schema_share` (``public``: its keyword arguments)."""
-    return float(share) if share is not None else fitted_schema_share(columns, n, **public)
 
 
 def share_note(share: float) -> str | None:

@@ -247,7 +247,7 @@ def test_a_944_row_panel_at_eps_1_gives_the_schema_more_of_the_same_budget_inste
     usable): the run releases every column as numbers, says why the schema took more, charges exactly ε = 1, and
     a share the user gives is kept as given."""
     from dpcore.api import Synthesizer
-    from dpcore.tabular import SCHEMA_SHARES, fitted_schema_share
+    from dpcore.tabular import SCHEMA_SHARES
 
     df = _panel(944)
     path = tmp_path / "panel.csv"
@@ -255,7 +255,7 @@ def test_a_944_row_panel_at_eps_1_gives_the_schema_more_of_the_same_budget_inste
     n, delta = len(df), 1.0 / len(df) ** 2
     ws = tmp_path / "ws"
     plan = Synthesizer(epsilon=1, workspace=ws).plan(path)  # the default's plan, public
-    share = fitted_schema_share(df.columns, n, epsilon=1, delta=delta, joint=True)
+    share = schema_plan(df.columns, n, epsilon=1, delta=delta, schema_share=None, joint=True).share
     assert share > SCHEMA_SHARES[0] and not plan.refuse
     for smaller in (s for s in SCHEMA_SHARES if s < share):  # the smallest share that keeps something
         assert schema_plan(df.columns, n, epsilon=1, delta=delta, schema_share=smaller, joint=True).refuse
@@ -281,14 +281,14 @@ def test_the_refusal_says_how_many_columns_fit_and_that_many_do(survey, tmp_path
     """The way out 'choose fewer columns' names a number: the most columns to discover whose public plan keeps
     something at its fitted share.  That many of the survey's columns pass the plan; one more does not."""
     from dpcore.api import Synthesizer
-    from dpcore.tabular import columns_that_fit, fitted_schema_share
+    from dpcore.tabular import columns_that_fit
 
     df = _survey(1000)
     public = dict(epsilon=1.0, delta=1e-6, joint=True)
     k = columns_that_fit(df.columns, 1000, **public)
     assert 2 <= k < len(df.columns)
     for cols, refused in ((list(df.columns[:k]), False), (list(df.columns[: k + 1]), True)):
-        share = fitted_schema_share(cols, 1000, **public)
+        share = schema_plan(cols, 1000, schema_share=None, **public).share
         assert schema_plan(cols, 1000, schema_share=share, **public).refuse is refused, (len(cols), share)
     with pytest.raises(BudgetError, match=f"about {k} of the 21 whose schema is discovered fit this budget"):
         Synthesizer(epsilon=1, delta=1e-6, workspace=tmp_path / "ws").fit(survey)

@@ -160,8 +160,9 @@ def run(args) -> int:
         if source["table"] is None:
             raise DPCoreError("--columns chooses columns of a raw table; an integer-coded table has its schema.")
         source["table"] = choose_columns(source["table"], args.columns)
+    schema_share = args.schema_share
     if source["table"] is not None and not args.schema_from_data:
-        check_plan(source, args, budget)  # public: refuses an empty release before anything is charged
+        schema_share = check_plan(source, args, budget)  # public: refuses an empty release before any charge
     workload = None
     mechanism = args.mechanism  # a raw table's "auto" is resolved once its schema is known (release_table)
     chosen_by = None
@@ -196,7 +197,7 @@ def run(args) -> int:
         for r in source.get("renamed", []):
             print(f"renamed column {r['original']!r} to {r['name']!r} (repeated or empty header)", file=sys.stderr)
         if source["table"] is not None and not args.schema_from_data:
-            said += say_discovery(source, args, budget)
+            said += say_discovery(source, args, budget, schema_share)
         say_cost(Ledger(ws), source["key"], source["name"], n, budget.epsilon, budget.delta, args.budget, args.seed)
     oracle_options = {"time_limit": args.time_limit} if args.time_limit else {}
     executor = executor_from_spec(args.executor) if mech_cls.uses_oracle else None
@@ -304,11 +305,12 @@ def _joint(args, budget) -> bool:
     return joint_conversion(registry.get(base_mechanism(args.mechanism)), budget, args.schema_from_data)
 
 
-def check_plan(source: dict, args, budget) -> None:
+def check_plan(source: dict, args, budget) -> float:
     """What the private schema is expected to keep (public); the run does not start when it keeps (nearly) nothing,
-    unless --force.  Exit status 2 with the plan and the ways out; nothing is charged."""
+    unless --force.  Exit status 2 with the plan and the ways out; nothing is charged.  Returns the schema's share
+    of the budget (--schema-share, or the one the plan fitted to the table)."""
     from ..errors import BudgetError
-    from ..tabular import columns_that_fit, schema_plan
+    from ..tabular import schema_plan
 
     plan = schema_plan(
         source["table"].columns,
@@ -317,31 +319,27 @@ def check_plan(source: dict, args, budget) -> None:
         delta=budget.delta,
         schema=source["schema"],
         roles=parse_roles(args.roles),
-        schema_share=_share(source, args, budget),
+        schema_share=args.schema_share,
         joint=_joint(args, budget),
     )
     if plan.threshold is None:
-        return  # everything is declared: nothing to plan
+        return plan.share  # everything is declared: nothing to plan
     if plan.refuse and not args.force:
-        fits = columns_that_fit(
-            source["table"].columns, source["n"], epsilon=budget.epsilon, delta=budget.delta, schema=source["schema"],
-            roles=parse_roles(args.roles), joint=_joint(args, budget),
-        )  # fmt: skip
-        raise BudgetError(plan.refusal(fits))
+        raise BudgetError(plan.refusal())
     if not args.quiet:
         print("The private schema at this budget (public plan, before any spend):", file=sys.stderr)
         for line in plan.lines():
             print(f"  {line}", file=sys.stderr)
         if plan.refuse:
             print("  --force: running although the plan expects (nearly) nothing to be kept.", file=sys.stderr)
+    return plan.share
 
 
-def say_discovery(source: dict, args, budget) -> list[str]:
-    """The schema's private discovery: which columns, what share of the budget and what it can resolve on a table
-    of this size (public, before the run).  Returns the warnings said."""
+def say_discovery(source: dict, args, budget, share: float) -> list[str]:
+    """The schema's private discovery: which columns, what share of the budget (``share``, from :func:`check_plan`)
+    and what it can resolve on a table of this size (public, before the run).  Returns the warnings said."""
     from ..tabular import discovery_budget, discovery_outlook, share_note
 
-    share = _share(source, args, budget)
     declared = dict(schema=source["schema"], roles=parse_roles(args.roles), joint=_joint(args, budget))
     declared["schema_share"] = share
     eps_d, delta_d, cols = discovery_budget(
@@ -362,16 +360,6 @@ def say_discovery(source: dict, args, budget) -> list[str]:
     for w in outlook:
         print(f"warning: {w}", file=sys.stderr)
     return outlook
-
-
-def _share(source: dict, args, budget) -> float:
-    """--schema-share, else the share the run fits to the table (public: the header, the declarations, n, ε, δ)."""
-    from ..tabular import resolve_schema_share
-
-    return resolve_schema_share(
-        args.schema_share, source["table"].columns, source["n"], epsilon=budget.epsilon, delta=budget.delta,
-        schema=source["schema"], roles=parse_roles(args.roles), joint=_joint(args, budget),
-    )  # fmt: skip
 
 
 def say_cost(
