@@ -586,7 +586,7 @@ def _extend_spread(noisy: np.ndarray, sigma: float, first: int, last: int, zero:
         while True:
             end = first if direction < 0 else last
             moved = step(end, direction)
-            if moved is None or moved == end:
+            if moved is None:
                 break
             if direction < 0:
                 first = moved
@@ -626,8 +626,11 @@ class ValueTask:
     def __post_init__(self) -> None:
         if self.kind not in ROLES or self.kind == "excluded":
             raise BudgetError(f"Column {self.name!r}: nothing to discover for role {self.kind!r}.")
-        if self.need_points and not (self.kind == "numeric" and self.integer):
-            raise BudgetError(f"Column {self.name!r}: frequent values are released for whole-number columns only.")
+        if self.need_points and not (self.kind == "numeric" and self.integer and self.need_bounds):
+            raise BudgetError(
+                f"Column {self.name!r}: frequent values are released for whole-number columns whose bounds are "
+                "discovered only."
+            )
 
     @property
     def needed(self) -> bool:
@@ -698,30 +701,22 @@ def column_weights(kinds, points=None) -> list[float]:
     return [1.0 if k == "categorical" else BOUNDS_WEIGHT + (POINTS_WEIGHT if f else 0.0) for k, f in zip(kinds, flags)]
 
 
-def _task_weight(t: ValueTask) -> float:
-    if t.kind == "categorical":
-        return 1.0
-    return (BOUNDS_WEIGHT if t.need_bounds else 0.0) + (POINTS_WEIGHT if t.need_points else 0.0)
-
-
 def column_rho(tasks: list[ValueTask], rho_values: float) -> dict[str, float]:
-    """ρ of each column to discover: ρ_v split in proportion to the columns' weights (:func:`column_weights`: a
-    column whose bounds are declared and whose frequent values are released weighs POINTS_WEIGHT alone), so the
-    columns' ρ's add up to ρ_v (zCDP composition).  A function of the tasks' released roles only."""
+    """ρ of each column to discover: ρ_v split in proportion to :func:`column_weights`, so the columns' ρ's add up
+    to ρ_v (zCDP composition).  A function of the tasks' released roles only."""
     todo = [t for t in tasks if t.needed]
-    weights = [_task_weight(t) for t in todo]
+    weights = column_weights([t.kind for t in todo], [t.need_points for t in todo])
     total = sum(weights)
     return {t.name: rho_values * w / total for t, w in zip(todo, weights)}
 
 
 def split_column_rho(t: ValueTask, rho_column: float) -> tuple[float, float]:
     """(ρ of the bounds histogram, ρ of the frequent values) of a numeric or date column: its ρ in proportion to
-    BOUNDS_WEIGHT and POINTS_WEIGHT (the parts it needs)."""
-    w = _task_weight(t)
-    if w <= 0:
-        return 0.0, 0.0
-    b = rho_column * (BOUNDS_WEIGHT if t.need_bounds else 0.0) / w
-    return b, rho_column - b
+    BOUNDS_WEIGHT and POINTS_WEIGHT (all of it to the bounds when no frequent values are released)."""
+    if not t.need_points:
+        return rho_column, 0.0
+    bounds = rho_column * BOUNDS_WEIGHT / (BOUNDS_WEIGHT + POINTS_WEIGHT)
+    return bounds, rho_column - bounds
 
 
 def _points(values: tuple[str, ...]) -> tuple[float, ...]:

@@ -308,6 +308,13 @@ class AdaptiveProjection(Mechanism):
         # Each column's missing and '(other)' codes (public, from the schema): fitted as empty when measured so.
         special = special_codes(workload.domain) if params.get("empty_special", True) else {}
 
+        def project(records, weights, iterations: int, final: bool, until: float):
+            # Post-processing of everything measured so far (the fit's settings are fixed for the run).
+            return self._project(
+                measured, workload.domain, records, weights, settings, iterations, final, until, rng, ctx, shrink,
+                special,
+            )  # fmt: skip
+
         def log(t: int, out, sub_wl, label: str) -> None:
             trace.append(
                 {
@@ -329,20 +336,7 @@ class AdaptiveProjection(Mechanism):
             for a in range(p):
                 ctx.check_cancel()
                 measure((a,), plan["sigma_one_way_counts"])
-            out, sub_wl = self._project(
-                measured,
-                workload.domain,
-                None,
-                None,
-                settings,
-                round_iters,
-                False,
-                rounds_end,
-                rng,
-                ctx,
-                shrink,
-                special,
-            )
+            out, sub_wl = project(None, None, round_iters, False, rounds_end)
             calls += out.oracle_calls
             records, weights = out.records, out.weights
             log(0, out, sub_wl, "all one-way marginals")
@@ -372,20 +366,8 @@ class AdaptiveProjection(Mechanism):
             if t < T:
                 if time.perf_counter() < rounds_end:
                     # Post-processing: the next selection scores against the re-fitted records.
-                    out, sub_wl = self._project(
-                        measured,
-                        workload.domain,
-                        records,
-                        weights,
-                        settings,
-                        round_iters,
-                        False,
-                        min(rounds_end, time.perf_counter() + (rounds_end - time.perf_counter()) / (T - t)),
-                        rng,
-                        ctx,
-                        shrink,
-                        special,
-                    )
+                    until = min(rounds_end, time.perf_counter() + (rounds_end - time.perf_counter()) / (T - t))
+                    out, sub_wl = project(records, weights, round_iters, False, until)
                     calls += out.oracle_calls
                     records, weights = out.records, out.weights
                     log(t, out, sub_wl, chosen[-1])
@@ -394,20 +376,7 @@ class AdaptiveProjection(Mechanism):
             ctx.report(t, T, f"round {t}: measured {chosen[-1]}")
         # The final projection of everything measured, with the public stopping rule and SCIP's
         # certificate; it gets what is left of the time limit.
-        out, sub_wl = self._project(
-            measured,
-            workload.domain,
-            records,
-            weights,
-            settings,
-            settings.max_iterations,
-            True,
-            deadline,
-            rng,
-            ctx,
-            shrink,
-            special,
-        )
+        out, sub_wl = project(records, weights, settings.max_iterations, True, deadline)
         calls += out.oracle_calls
         records, weights = out.records, out.weights
         log(len(chosen), out, sub_wl, chosen[-1] if chosen else "")
@@ -563,8 +532,15 @@ def combine_measurements(y0: np.ndarray, s0: float, y1: np.ndarray, s1: float) -
     return (w0 * y0 + w1 * y1) / (w0 + w1), 1.0 / math.sqrt(w0 + w1)
 
 
-def _pair_table(y: np.ndarray, maps) -> np.ndarray:
-    return y.reshape(tuple(int(f.max()) + 1 for f in maps))
+def _table(y: np.ndarray, maps) -> np.ndarray:
+    """A measured marginal's answers as an array with one axis per attribute (its groups of values)."""
+    return np.asarray(y, dtype=float).reshape(tuple(int(f.max()) + 1 for f in maps))
+
+
+def _own_group(value_map: np.ndarray, code: int) -> int | None:
+    """The group a code is measured in when it is the only code there, else None."""
+    group = int(value_map[code])
+    return group if int(np.count_nonzero(value_map == group)) == 1 else None
 
 
 def departure_ratio(measured: dict) -> float:
@@ -574,7 +550,7 @@ def departure_ratio(measured: dict) -> float:
     energy = noise = 0.0
     for c, (y, sigma, maps) in measured.items():
         if len(c) == 2:
-            _, pair_energy, pair_noise = departure(_pair_table(y, maps), sigma)
+            _, pair_energy, pair_noise = departure(_table(y, maps), sigma)
             energy, noise = energy + pair_energy, noise + pair_noise
     return energy / noise if noise > 0 else math.inf
 
@@ -587,17 +563,14 @@ def fit_targets(measured: dict, shrink: bool = True, zeros: dict | None = None) 
     targets, kept = {}, {}
     for c, (y, sigma, maps) in measured.items():
         if shrink and len(c) == 2:
-            shrunk, kept[c] = shrink_pair(_pair_table(y, maps), sigma)
+            shrunk, kept[c] = shrink_pair(_table(y, maps), sigma)
             y = shrunk.ravel()
         if zeros and any(a in zeros for a in c):
-            table = np.array(y, dtype=float).reshape(tuple(int(f.max()) + 1 for f in maps))
+            table = _table(y, maps).copy()
             for axis, (a, f) in enumerate(zip(c, maps)):
-                for code in zeros.get(a, ()):
-                    group = int(f[code])
-                    if int(np.count_nonzero(f == group)) == 1:
-                        index: list = [slice(None)] * table.ndim
-                        index[axis] = group
-                        table[tuple(index)] = 0.0
+                for group in (_own_group(f, code) for code in zeros.get(a, ())):
+                    if group is not None:
+                        np.moveaxis(table, axis, 0)[group] = 0.0
             y = table.ravel()
         targets[c] = y
     return targets, kept
@@ -623,16 +596,15 @@ def structural_zeros(measured: dict, special: dict) -> dict[int, set[int]]:
         if (a,) not in measured:
             continue
         y, sigma, maps = measured[(a,)]
-        f = maps[0]
         for code in codes:
-            group = int(f[code])
-            if int(np.count_nonzero(f == group)) == 1 and float(y[group]) < STRUCTURAL_Z * sigma:
+            group = _own_group(maps[0], code)
+            if group is not None and float(y[group]) < STRUCTURAL_Z * sigma:
                 out.setdefault(a, set()).add(code)
     return out
 
 
 def empty_notes(zeros: dict, domain, filled: int = 0) -> list[str]:
-    """What the card says about the cells fitted as empty."""
+    """The run's note on the cells fitted as empty."""
     if not zeros:
         return []
     parts = []
@@ -648,7 +620,7 @@ def empty_notes(zeros: dict, domain, filled: int = 0) -> list[str]:
 
 
 def shrinkage_notes(kept: dict, domain) -> list[str]:
-    """What the shrinkage did, for the card: which measured pairs kept how much of their measured association."""
+    """The run's note on the shrinkage: which measured pairs kept how much of their measured association."""
     if not kept:
         return []
     names = domain.names
