@@ -615,8 +615,11 @@ SUGGESTED_SCHEMA_EPSILONS = (0.3, 0.4, 0.5, 0.75, 1.0, 1.5, 2.0)
 def smallest_usable_epsilon(epsilon: float, delta: float) -> float | None:
     """The smallest suggested schema ε above ``epsilon`` whose plan keeps something (public: no data read); None
     when none up to the last does."""
+    from dpcore.tabular import schema_plan as plan
+
+    df, args = _discovery_args(epsilon, delta)  # the table and its declarations, read once
     for eps in SUGGESTED_SCHEMA_EPSILONS:
-        if eps > epsilon and not schema_plan(eps, delta).refuse:
+        if eps > epsilon and not plan(df.columns, len(df), **{**args, **standalone_budget(eps, delta)}).refuse:
             return eps
     return None
 
