@@ -57,7 +57,8 @@ class Synthesizer:
     its guarantee is "none".  ``budget`` sets the dataset's ε cap in the ledger.  ``columns`` chooses the columns
     to release first (by name, a public choice): discovery and its budget cover only those.  A fit whose private
     schema is expected to keep (nearly) nothing is refused before anything is charged
-    (:func:`dpcore.tabular.schema_plan`), unless ``force=True``.
+    (:func:`dpcore.tabular.schema_plan`), unless ``force=True``.  ``outcome`` names the column you will predict
+    from the release (a public choice): the default measures that column's pairs first.
     """
 
     def __init__(
@@ -81,6 +82,7 @@ class Synthesizer:
         executor: str | None = "serial",
         columns=None,
         force: bool = False,
+        outcome: str | None = None,
     ) -> None:
         from .mechanisms import registry
         from .release import AUTO, is_auto
@@ -104,6 +106,7 @@ class Synthesizer:
         self.executor = executor
         self.columns = columns
         self.force = force
+        self.outcome = outcome
         self.release = None
         self.run_id: str | None = None
         self._internal = None
@@ -149,7 +152,7 @@ class Synthesizer:
                 self.mechanism,
                 self.epsilon,
                 self.delta,
-                self.params,
+                {**self.params, **({"outcome": self.outcome} if self.outcome else {})},
                 seed=self.seed,
                 label=self.label,
                 budget_cap=self.budget,

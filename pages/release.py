@@ -131,6 +131,20 @@ if class_k and any(p.name == "k" for p in mech.parameters):
     )
 if auto:
     params: dict = {}
+    outcomes = [""] + list(dataset.domain.names)
+    if state.get(state.OUTCOME) not in outcomes:  # a column of another table, kept from before
+        st.session_state[state.OUTCOME] = ""
+    st.selectbox(
+        "Outcome you will predict (optional)",
+        outcomes,
+        key=state.OUTCOME,
+        disabled=busy,
+        format_func=lambda c: "none" if c == "" else c,
+        help="If you will train a model on the synthetic rows to predict one column, name it: the default then "
+        "spends the first half of its pair measurements on that column's pairs with the others, so the model sees "
+        "the associations the data supports. A public choice (free); it changes which pairs are measured, not what "
+        "the run costs.",
+    )
     st.caption(
         "The default runs what it chooses with that mechanism's default parameters (the card lists them). To set "
         "parameters, choose a mechanism above."
@@ -202,7 +216,9 @@ else:
     try:
         check_budget(epsilon, d_used, dataset.n)
         if auto:
-            mech, params, workload, chosen_by = wls.default_for_run(dataset, epsilon, d_used)
+            mech, params, workload, chosen_by = wls.default_for_run(
+                dataset, epsilon, d_used, state.get(state.OUTCOME) or None
+            )
             st.info(
                 f"**The default chose: {mech.title}.** Measured: {md_escape(chosen_by, 1200)}.",
                 icon=":material/auto_awesome:",

@@ -50,6 +50,7 @@ WL_CAP = KEEP + "wl_cap"
 WL_PICKED = KEEP + "wl_picked"
 WL_CLASS = KEEP + "wl_class"  # width k of "all conjunctions of width ≤ k" (0 = no class)
 MECH = KEEP + "mech"
+OUTCOME = KEEP + "outcome"  # the column the analyst will predict ("" = none): steers the default's pairs
 EPSILON = KEEP + "epsilon"
 DELTA_MODE = KEEP + "delta_mode"  # "default" | "custom"
 DELTA = KEEP + "delta"
@@ -74,6 +75,7 @@ WIDGET_DEFAULTS: dict[str, Any] = {
     WL_CAP: True,
     WL_PICKED: [],
     WL_CLASS: 0,
+    OUTCOME: "",
     EPSILON: 1.0,
     DELTA_MODE: "default",
     DELTA: 1e-10,

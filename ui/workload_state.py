@@ -167,14 +167,16 @@ def fitted_to_run(dataset, workload: Workload, mech_cls, epsilon: float, delta: 
     return fitted_default_workload(dataset.domain, dataset.n, mech_cls, Budget(epsilon, delta), dict(params))
 
 
-def default_for_run(dataset, epsilon: float, delta: float):
+def default_for_run(dataset, epsilon: float, delta: float, outcome: str | None = None):
     """The default ("auto") as this run resolves it with the recommended workload: ``(mechanism class, its
     parameters, workload, why)`` from :func:`dpcore.release.default_release_plan` (public: n, the attribute sizes,
-    ε and δ), as the command line and the library do.  Offered only where :func:`offers_default` says so."""
+    ε, δ and the ``outcome`` column chosen, if any), as the command line and the library do.  Offered only where
+    :func:`offers_default` says so."""
     from dpcore.mechanisms.base import Budget
-    from dpcore.release import default_release_plan
+    from dpcore.release import OUTCOME, default_release_plan
 
-    return default_release_plan(dataset.domain, dataset.n, Budget(epsilon, delta), {})
+    given = {OUTCOME: outcome} if outcome and outcome in dataset.domain.names else {}
+    return default_release_plan(dataset.domain, dataset.n, Budget(epsilon, delta), given)
 
 
 def offers_default(dataset, workload: Workload | None) -> bool:

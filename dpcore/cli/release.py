@@ -31,6 +31,14 @@ def add_parser(sub) -> None:
         "(--k/--marginals), or with none chosen, every one-way marginal and the pairs the noise leaves room for, "
         "chosen from the data by the adaptive projection when there are more candidates than room",
     )
+    p.add_argument(
+        "--outcome",
+        default=None,
+        metavar="COLUMN",
+        help="the column you will predict from the release (a public choice, free): the default measures its pairs "
+        "first -- half of its pair rounds choose among them -- so a model trained on the rows sees the associations "
+        "with it the data supports (default mechanism and workload only)",
+    )
     p.add_argument("--epsilon", type=float, required=False, default=1.0)
     p.add_argument("--delta", type=float, default=None, help="default 1/n² (the report says so)")
     p.add_argument(
@@ -88,7 +96,8 @@ def add_parser(sub) -> None:
         "--schema-share",
         type=float,
         default=None,
-        help="share of ε (and δ) that private schema discovery may spend (default 0.2)",
+        help="share of ε (and δ) that private schema discovery may spend (default: fitted to the table, the "
+        "smallest of 20/30/40/50%% whose plan keeps something)",
     )
     p.add_argument(
         "--numeric",
@@ -147,12 +156,19 @@ def run(args) -> int:
     from ..workspace import Workspace
 
     ws = Workspace(args.workspace)
-    from ..release import base_mechanism, is_auto
+    from ..release import OUTCOME, base_mechanism, check_outcome, is_auto
 
     mech_cls = registry.get(base_mechanism(args.mechanism))
     params = parse_params(args.param)
     if args.rows is not None:
         params["rows"] = args.rows
+    if args.outcome is not None:
+        if not is_auto(args.mechanism):
+            raise DPCoreError(
+                "--outcome steers the default's choice of pairs; with --mechanism named, choose the marginals "
+                "yourself (--k/--marginals) or drop --mechanism."
+            )
+        params[OUTCOME] = args.outcome
     source = open_source(args)
     n = source["n"]
     budget, _, _ = resolve_budget(args.epsilon, args.delta, n)  # refuses δ ≥ 1/n before anything else
@@ -168,6 +184,7 @@ def run(args) -> int:
     chosen_by = None
     if source["table"] is None:  # a coded table: the workload is known before the run
         ds_coded = source["dataset"]
+        check_outcome(params, ds_coded.domain.names)
         workload = build_workload(args, ds_coded)
         if args.k is None and args.marginals is None and is_auto(args.mechanism):
             from ..release import default_release_plan

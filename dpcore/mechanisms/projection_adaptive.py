@@ -42,7 +42,7 @@ from dataclasses import replace
 
 import numpy as np
 
-from ..errors import BudgetError
+from ..errors import BudgetError, ParameterError
 from ..workload import Workload
 from .base import Budget, Mechanism, MechanismResult, Param, RunContext, SpendRecord
 from .decouple import DECOUPLE_PARAM, decouple_notes, decouple_rows, fill_empty_cells
@@ -206,6 +206,28 @@ class AdaptiveProjection(Mechanism):
                 advanced=True,
             ),
             Param(
+                "focus",
+                "int",
+                None,
+                "Position of one attribute (an outcome the analyst will predict: a public choice) whose pairs the "
+                "first focus_rounds rounds choose among -- the same exponential mechanism over fewer candidates, "
+                "the same ρ; the rounds after choose among every candidate. The default sets it from --outcome.",
+                0,
+                100_000,
+                optional=True,
+                advanced=True,
+            ),
+            Param(
+                "focus_rounds",
+                "int",
+                0,
+                "Rounds that choose among the focus attribute's pairs (while any is left unmeasured) before the "
+                "others.",
+                0,
+                100_000,
+                advanced=True,
+            ),
+            Param(
                 "round_iterations",
                 "int",
                 30,
@@ -345,11 +367,19 @@ class AdaptiveProjection(Mechanism):
                     workload, int(params["max_cells_ordered"]), {a: measured[(a,)][0] for a in range(p)}
                 )
         scorer = true_cache if candidates is workload else _TrueMarginals(dataset, candidates)
+        # The outcome's pairs (public: the attribute is the analyst's choice, the candidates are the workload's).
+        focus = None if params.get("focus") is None else int(params["focus"])
+        if focus is not None and not 0 <= focus < p:
+            raise ParameterError(f"focus: the table has attributes 0..{p - 1}, not {focus}.")
+        focused = None if focus is None else np.array([focus in c and len(c) > 1 for c in candidates.marginals])
+        focus_rounds = int(params.get("focus_rounds") or 0)
         penalty = math.sqrt(2.0 / math.pi) * plan["sigma_counts"] * candidates.sizes  # public expected noise L1
         returned = None
         for t in range(1, T + 1):
             ctx.check_cancel()
-            j = self._select(scorer, records, weights, penalty, measured, params, plan, ctx)
+            j = self._select(
+                scorer, records, weights, penalty, measured, params, plan, ctx, focused if t <= focus_rounds else None
+            )
             clique = candidates.marginals[j]
             measure(clique, plan["sigma_counts"], None if candidates is workload else candidates.value_maps[j])
             chosen.append(candidates.marginal_name(j))
@@ -416,9 +446,10 @@ class AdaptiveProjection(Mechanism):
         return departure_ratio(measured) < float(below)
 
     @staticmethod
-    def _select(true_cache, records, weights, penalty, measured, params, plan, ctx) -> int:
+    def _select(true_cache, records, weights, penalty, measured, params, plan, ctx, focus=None) -> int:
         """One round's choice: the exponential mechanism over the marginals' L1 distance (in counts) from the
-        current fit, less the public expected noise of measuring them."""
+        current fit, less the public expected noise of measuring them; among the marginals ``focus`` marks (a
+        public mask: the outcome's pairs) while one of them is left to choose."""
         workload, n = true_cache.workload, true_cache.n
         if records is None:
             scores = np.array([n * true_cache.l1_to_uniform(j) for j in range(workload.n_marginals)])
@@ -432,6 +463,8 @@ class AdaptiveProjection(Mechanism):
             done = np.array([workload.marginals[i] in measured for i in range(workload.n_marginals)])
             if not done.all():
                 candidates = candidates[~done]
+        if focus is not None and focus[candidates].any():
+            candidates = candidates[focus[candidates]]  # which are candidates is public: the same ε_sel
         pick = ctx.noise.exponential_mechanism(scores[candidates], plan["epsilon_select"], SCORE_SENSITIVITY)
         return int(candidates[pick])
 
