@@ -504,6 +504,27 @@ def test_the_default_says_what_it_chose_before_the_run_and_the_run_and_its_card_
     assert at.selectbox(key=state.MECH).value == "projection"  # the recommended mechanism
 
 
+def test_an_outcome_chosen_on_the_page_steers_the_default_and_is_kept(at, ws_path):
+    """The Release page offers the table's columns as the outcome (default none); choosing one changes the plan
+    said before the run (its pairs first) and not its cost; the choice survives a reload."""
+    from dpcore.data import bundled_adult
+    from dpcore.mechanisms.base import Budget
+    from dpcore.release import OUTCOME, default_release_plan
+
+    box = at.selectbox(key=state.OUTCOME)
+    assert box.value == "" and box.options[1:] == bundled_adult().domain.names
+    box.set_value("income-per-year").run()
+    ds = bundled_adult()
+    _, params, _, note = default_release_plan(ds.domain, ds.n, Budget(1.0, 1.0 / ds.n**2), {OUTCOME: "income-per-year"})
+    said = [plain(i.value) for i in at.info if "The default chose" in plain(i.value)]
+    assert len(said) == 1 and "among the outcome income-per-year's" in said[0] and note in said[0]
+    assert params["focus"] == ds.domain.names.index("income-per-year") and ledger() == []
+    again = new_session()
+    assert again.session_state[state.OUTCOME] == "income-per-year"
+    again.switch_page("pages/release.py").run()
+    assert again.selectbox(key=state.OUTCOME).value == "income-per-year" and not again.exception
+
+
 def test_the_sidebar_ledger_shows_the_recent_datasets_and_folds_the_rest(ws_path):
     """A workspace that has charged many tables: the sidebar shows the three used last, the others in an expander
     (still every total, nothing hidden)."""

@@ -119,3 +119,16 @@ def test_cache_reuse_rules(tiny, tmp_path):
     assert not ok(timed_out, table, "aim", 1.0, 0, code, 600.0)  # but not when more time is allowed
     older = {k: v for k, v in base.items() if k != "assoc_corrected"}  # measured before that figure was added
     assert not ok(older | {"system": "aim"}, table, "aim", 1.0, 0, code, 60.0)
+
+
+def test_the_outcome_system_names_the_target_and_runs_only_where_there_is_one(tiny, tmp_path):
+    table = realdata.prepare("tiny", realdata.Path(tiny["data"]), realdata.Path(tiny["schema"]), "y", tmp_path)
+    cmd = realdata.release_command(table, "outcome", 1.0, 0, tmp_path / "s.csv")
+    assert cmd[-2:] == ["--outcome", "y"] and "--mechanism" not in cmd  # the default, told the outcome
+    assert "--outcome" not in realdata.release_command(table, "default", 1.0, 0, tmp_path / "s.csv")
+    untargeted = realdata.prepare("tiny", realdata.Path(tiny["data"]), realdata.Path(tiny["schema"]), None, tmp_path)
+    assert realdata.bench_jobs([table, untargeted], ["default", "outcome"], [1.0], 1) == [
+        (table, "default", 1.0, 0),
+        (table, "outcome", 1.0, 0),
+        (untargeted, "default", 1.0, 0),
+    ]

@@ -687,6 +687,19 @@ def _tables(args) -> list[tuple[str, Path, Path, str | None]]:
     return out
 
 
+def bench_jobs(tables: list, systems: list[str], epsilons: list[float], runs: int) -> list[tuple]:
+    """``(table, system, ε, seed)`` of every run; the ``outcome`` system names the table's target, so tables
+    without one (no ML figures) do not run it."""
+    return [
+        (t, s, e, seed)
+        for t in tables
+        for seed in range(runs)
+        for e in epsilons
+        for s in systems
+        if s != "outcome" or t.target is not None
+    ]
+
+
 def bench_realdata(args) -> dict:
     systems = [s.strip() for s in args.systems.split(",") if s.strip()]
     bad = [s for s in systems if s not in SYSTEMS]
@@ -713,15 +726,7 @@ def bench_realdata(args) -> dict:
     lock = threading.Lock()
     load_start = os.getloadavg()
     t_start = time.time()
-    # The outcome system names the table's target: tables without one (no ML figures) do not run it.
-    jobs = [
-        (t, s, e, seed)
-        for t in tables
-        for seed in range(args.runs)
-        for e in epsilons
-        for s in systems
-        if s != "outcome" or t.target is not None
-    ]
+    jobs = bench_jobs(tables, systems, epsilons, args.runs)
     reused = 0
     todo = []
     records: list[dict] = []
