@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import atexit
 import os
+import shutil
 import sys
 import tempfile
 from pathlib import Path
@@ -14,8 +16,10 @@ import pytest
 from dpcore.data import Dataset, bundled_adult
 from dpcore.domain import Attribute, Domain
 
-# Every test (and every CLI or app process a test starts) charges a throwaway workspace, never the user's.
+# Every test (and every CLI or app process a test starts) charges a throwaway workspace, never the user's; it goes
+# when the test session ends (hundreds of them were left behind in /tmp).
 os.environ["DPCORE_WORKSPACE"] = tempfile.mkdtemp(prefix="dpcore-test-workspace-")
+atexit.register(shutil.rmtree, os.environ["DPCORE_WORKSPACE"], ignore_errors=True)
 
 ROOT = Path(__file__).resolve().parent.parent
 
