@@ -1,6 +1,7 @@
 """Load and validate tables into a :class:`Dataset` (integer codes + public domain).
 
-Reading is defensive: CSV with any common delimiter (``,`` ``;`` tab ``|``), UTF-8
+Reading is defensive: CSV with any common delimiter (``,`` ``;`` tab ``|``, or runs of spaces when no line holds
+one of those and every line splits into as many fields), UTF-8
 (with or without BOM) or Latin-1, and Parquet.  Every failure is a
 :class:`~dpcore.errors.DataError` that says what to fix.
 
@@ -134,15 +135,38 @@ def _decode_text(raw: bytes) -> str:
     raise DataError("Could not decode the file as UTF-8 or Latin-1 text.")  # latin-1 never fails; kept for clarity
 
 
+#: Runs of spaces as the delimiter (statistics packages' .dat/.txt exports: ``'OBS' 'GPA' 'TUCE'``).
+WHITESPACE = r"\s+"
+
+
 def _sniff_delimiter(text: str) -> str:
     sample = "\n".join(text.splitlines()[:50])
     try:
-        return csv.Sniffer().sniff(sample, delimiters="".join(DELIMITERS)).delimiter
+        found = csv.Sniffer().sniff(sample, delimiters="".join(DELIMITERS)).delimiter
     except csv.Error:
         header = text.splitlines()[0] if text else ""
         counts = {d: header.count(d) for d in DELIMITERS}
         best = max(counts, key=lambda d: counts[d])
-        return best if counts[best] else ","
+        found = best if counts[best] else ","
+    header = text.lstrip("\r\n").split("\n", 1)[0]
+    return WHITESPACE if found not in header and _space_separated(text) else found
+
+
+def _space_separated(text: str) -> bool:
+    """Whether the first 50 lines hold no common delimiter and split on runs of spaces into the same number (two
+    or more) of fields each: a space-separated table, not one column of text."""
+    lines = [line for line in text.lstrip("\r\n").splitlines()[:50] if line.strip()]
+    if len(lines) < 2 or any(d in line for line in lines for d in DELIMITERS):
+        return False
+    widths = {len(line.split()) for line in lines}
+    return len(widths) == 1 and widths.pop() >= 2
+
+
+def _header_fields(text: str, delim: str) -> list[str]:
+    first = text.lstrip("\r\n").split("\n", 1)[0]
+    if delim == WHITESPACE:  # names may be quoted, 'OBS' or "OBS", with no spaces inside
+        return [f[1:-1] if len(f) > 1 and f[0] == f[-1] and f[0] in "'\"" else f for f in first.split()]
+    return next(csv.reader(io.StringIO(first), delimiter=delim), [])
 
 
 def read_table(source, filename: str | None = None) -> pd.DataFrame:
@@ -163,7 +187,7 @@ def read_table(source, filename: str | None = None) -> pd.DataFrame:
             raise DataError(f"{name}: this looks like a binary file, not CSV text. Upload CSV or Parquet.")
         text = _decode_text(raw)
         delim = _sniff_delimiter(text)
-        header = next(csv.reader(io.StringIO(text.lstrip("\r\n").split("\n", 1)[0]), delimiter=delim), [])
+        header = _header_fields(text, delim)
         if len(header) > MAX_COLUMNS:
             raise DataError(
                 f"{name}: the header has {len(header):,} fields (limit {MAX_COLUMNS:,}). Check the delimiter, "
@@ -198,7 +222,8 @@ def read_table(source, filename: str | None = None) -> pd.DataFrame:
         except (pd.errors.ParserError, ValueError) as exc:
             msg = str(exc).splitlines()[0][:200]
             raise DataError(
-                f"{name}: could not parse as CSV with delimiter {delim!r} ({msg}). "
+                f"{name}: could not parse as CSV with delimiter "
+                f"{'runs of spaces' if delim == WHITESPACE else repr(delim)} ({msg}). "
                 "Check that every row has the same number of fields."
             ) from None
         df.attrs["renamed"] = renamed
@@ -272,7 +297,8 @@ def validate_table(df: pd.DataFrame, name: str = "table") -> pd.DataFrame:
     if df.shape[1] == 1:
         raise DataError(
             f"{name}: only one column found ({df.columns[0][:60]!r}). Synthetic data needs at least two "
-            f"attributes; if the file has more, check its delimiter (supported: comma, semicolon, tab, pipe)."
+            "attributes; if the file has more, check its delimiter (supported: comma, semicolon, tab, pipe, runs "
+            "of spaces)."
         )
     if len(df) == 0:
         raise DataError(f"{name}: the file has a header but no data rows.")

@@ -172,3 +172,18 @@ def test_unicode_text_with_a_byte_order_mark_reads_like_utf8(encoding, sep):
     back = read_table(raw, filename="export.txt")
     assert list(back.columns) == ["name", "v"] and back["name"].tolist() == df["name"].tolist()
     assert back["v"].tolist() == df["v"].astype(str).tolist()  # cells are read as text, each on its own
+
+
+def test_a_space_separated_export_is_read_as_a_table():
+    """Statistics packages write .dat/.txt tables separated by runs of spaces, names often quoted (statsmodels'
+    spector: ``'OBS' 'GPA' 'TUCE'``): read with its columns, not refused as one column."""
+    raw = b"'OBS' 'GPA' \"TUCE\" PSI\n1 2.66 20 0\n2  2.89 22 0\n 3 3.28   24 1\n"
+    df = read_table(raw)
+    assert list(df.columns) == ["OBS", "GPA", "TUCE", "PSI"]
+    assert df.values.tolist() == [["1", "2.66", "20", "0"], ["2", "2.89", "22", "0"], ["3", "3.28", "24", "1"]]
+    # Spaces inside fields of a comma file do not make it space-separated ...
+    df = read_table(b"name,city\nAnn Lee,New York\nBo,Paris\n")
+    assert list(df.columns) == ["name", "city"] and df["city"].tolist() == ["New York", "Paris"]
+    # ... and lines that split into different numbers of fields stay one column of text (refused, said why).
+    with pytest.raises(DataError, match="only one column found.*runs of spaces"):
+        read_table(b"note\nhello world\nfoo bar baz\n")
