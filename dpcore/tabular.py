@@ -66,7 +66,10 @@ from .discovery import (
     POINTS_WEIGHT,
     DiscoveryPlan,
     ValueTask,
+    bin_threshold,
+    bound_bins,
     bounds_locatable,
+    bounds_sigma,
     column_rho,
     column_weights,
     discover_values,
@@ -767,6 +770,7 @@ class _PublicFigures:
     plan: DiscoveryPlan | None
     threshold: int | None  # partition selection's τ when every column to discover is a category
     locatable: bool  # numeric and date bounds expected to be locatable
+    bounds_threshold: float | None = None  # rows a power-of-two range needs to stand out (the least ρ a number gets)
 
 
 def _public_figures(columns, n, epsilon, delta, schema, roles, unlisted, schema_share, joint) -> _PublicFigures:
@@ -794,8 +798,10 @@ def _public_figures(columns, n, epsilon, delta, schema, roles, unlisted, schema_
     )
     if categories == len(kinds):  # a numeric column, if any, is one of the undecided ones
         total += BOUNDS_WEIGHT + (POINTS_WEIGHT if n >= LARGE_TABLE_ROWS else 0.0) - 1.0
-    locatable = bounds_locatable("numeric", True, None, BOUNDS_WEIGHT * plan.rho_values / total, 2, n)
-    return _PublicFigures(columns, known, undecided, cols, plan, threshold, locatable)
+    rho_bounds = BOUNDS_WEIGHT * plan.rho_values / total
+    locatable = bounds_locatable("numeric", True, None, rho_bounds, 2, n)
+    needed = bin_threshold(bounds_sigma(rho_bounds), len(bound_bins("numeric", True)[0]))
+    return _PublicFigures(columns, known, undecided, cols, plan, threshold, locatable, needed)
 
 
 def discovery_outlook(
@@ -823,10 +829,22 @@ def discovery_outlook(
         report["roles"] = {"sigma": role_noise(fig.plan.rho_roles, len(fig.undecided))[0]}
     out = discovery_warnings(report, n)
     if not fig.locatable:
-        out.append(
-            f"Numeric and date bounds cannot be located at this budget on {n:,} rows: numeric and date columns will "
-            "be left out. Declare their bounds (free), or give a larger ε or schema share."
-        )
+        numbers = [c for c in fig.to_discover if c in fig.known and fig.known[c].role in ("numeric", "datetime")]
+        if numbers and not fig.undecided:  # the public fallback leaves every one of them out
+            out.append(
+                f"Numeric and date bounds cannot be located at this budget on {n:,} rows: numeric and date columns "
+                "will be left out. Declare their bounds (free), or give a larger ε or schema share."
+            )
+        else:
+            # Expected, not certain: the figure is for a number among columns that all turn out categories (the
+            # least it can get); a run whose roles come out otherwise, or whose numbers are concentrated, keeps more.
+            needed = int(math.ceil(fig.bounds_threshold or 0))
+            out.append(
+                f"Numeric and date bounds may not be located at this budget on {n:,} rows: a number's range stands "
+                f"out only where about {needed:,} rows ({needed / n:.0%}) or more fall within one power of two, so "
+                "numeric and date columns whose values spread wider may be left out. Declare their bounds (free), "
+                "or give a larger ε or schema share."
+            )
     return out
 
 
