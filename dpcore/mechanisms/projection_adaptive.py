@@ -372,7 +372,8 @@ class AdaptiveProjection(Mechanism):
         if focus is not None and not 0 <= focus < p:
             raise ParameterError(f"focus: the table has attributes 0..{p - 1}, not {focus}.")
         focused = None if focus is None else np.array([focus in c and len(c) > 1 for c in candidates.marginals])
-        focus_rounds = int(params.get("focus_rounds") or 0)
+        focus_rounds = int(params.get("focus_rounds") or 0) if focus is not None else 0
+        free: list[tuple[int, ...]] = []  # the pairs chosen among all candidates (after the outcome's rounds)
         penalty = math.sqrt(2.0 / math.pi) * plan["sigma_counts"] * candidates.sizes  # public expected noise L1
         returned = None
         for t in range(1, T + 1):
@@ -383,7 +384,9 @@ class AdaptiveProjection(Mechanism):
             clique = candidates.marginals[j]
             measure(clique, plan["sigma_counts"], None if candidates is workload else candidates.value_maps[j])
             chosen.append(candidates.marginal_name(j))
-            if t < T and self._return_budget(measured, t, T, params):
+            if t > focus_rounds:
+                free.append(clique)
+            if t < T and self._return_budget(measured, t, T, params, free):
                 # The pairs measured so far carry (nearly) nothing above their noise: the rounds left are
                 # spent on the one-way marginals instead (adaptive composition: decided from released
                 # answers; the same ρ as the rounds would have spent).
@@ -434,16 +437,20 @@ class AdaptiveProjection(Mechanism):
     RETURN_AFTER = 3
 
     @staticmethod
-    def _return_budget(measured, t, T, params) -> bool:
+    def _return_budget(measured, t, T, params, free=None) -> bool:
         """Whether the rounds left go to the one-way marginals: ``return_below`` is set, this is the one round
         where it is decided (max(RETURN_AFTER, ⌈T/4⌉): one test, not one a round, so a table whose pairs do carry
         signal is not sent back by the one round where the noise happens to dip), and the pairs measured so far
         depart from independence by less than ``return_below`` times the energy the noise alone puts there
-        (:func:`departure_ratio`, from the noisy answers and σ)."""
+        (:func:`departure_ratio`, from the noisy answers and σ).  After ``focus_rounds`` rounds on an outcome's
+        pairs the test counts its rounds from there and reads only the pairs chosen freely since (``free``): the
+        outcome's pairs were chosen for the analyst, not because the table's pairs carry signal."""
         below = params.get("return_below")
-        if below is None or t != max(AdaptiveProjection.RETURN_AFTER, math.ceil(T / 4)):
+        k = int(params.get("focus_rounds") or 0) if params.get("focus") is not None else 0
+        if below is None or t != k + max(AdaptiveProjection.RETURN_AFTER, math.ceil((T - k) / 4)):
             return False
-        return departure_ratio(measured) < float(below)
+        read = measured if not k else {c: measured[c] for c in (free or ())}
+        return departure_ratio(read) < float(below)
 
     @staticmethod
     def _select(true_cache, records, weights, penalty, measured, params, plan, ctx, focus=None) -> int:
