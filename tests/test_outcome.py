@@ -189,3 +189,20 @@ def test_the_budget_return_reads_the_pairs_chosen_freely_after_the_outcomes():
     assert decide({c: measured[c] for c in free}, 3, T, plain)
     # With one: decided at round 3 + max(3, (T - 3)/4) = 6, on the free pairs only (flat: the budget goes back).
     assert [t for t in range(1, T) if decide(measured, t, T, focused, free)] == [6]
+
+
+def test_a_raw_table_refuses_a_wrong_outcome_before_saying_any_cost(coded, tmp_path):
+    """On a raw table the outcome is checked against the header before the plan and the cost are printed: a typo
+    ('Income' for 'income>50K') does not read as a run that charged."""
+    from dpcore.workspace import Workspace
+
+    _, df, _ = coded
+    df.to_csv(tmp_path / "raw.csv", index=False)
+    out = subprocess.run(
+        [sys.executable, "-m", "dpcore", "release", "--data", "raw.csv", "--outcome", "Income", "--out", "s.csv"],
+        cwd=tmp_path, capture_output=True, text=True, timeout=300,
+        env={"PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin", "DPCORE_WORKSPACE": str(tmp_path / "ws")},
+    )  # fmt: skip
+    assert out.returncode == 2 and "The outcome 'Income' is not a column of this table" in out.stderr
+    assert "charges" not in out.stdout + out.stderr and "Traceback" not in out.stderr
+    assert Ledger(Workspace(tmp_path / "ws")).entries() == [] and not (tmp_path / "s.csv").exists()

@@ -176,6 +176,8 @@ def run(args) -> int:
         if source["table"] is None:
             raise DPCoreError("--columns chooses columns of a raw table; an integer-coded table has its schema.")
         source["table"] = choose_columns(source["table"], args.columns)
+    if source["table"] is not None:
+        check_outcome(params, source["table"].columns)  # before the plan and the cost are said
     schema_share = args.schema_share
     if source["table"] is not None and not args.schema_from_data:
         schema_share = check_plan(source, args, budget)  # public: refuses an empty release before any charge
