@@ -203,3 +203,18 @@ def survey_extract(n: int = 7000, p: int = 50, seed: int = 0) -> pd.DataFrame:
         cols[f"filler_{k}"] = rng.integers(0, 5, n)
         k += 1
     return pd.DataFrame(cols)
+
+
+def coded_adult(folder, columns: list[str], rows: int, stem: str):
+    """The first ``rows`` rows of the literature's coded Adult (``adult_pgm.csv``) on ``columns``, written to
+    ``folder/stem.csv`` with its ``{column: size}`` file ``folder/stem-domain.json``; returns (DataFrame, sizes)."""
+    import json
+    from pathlib import Path
+
+    shared = Path(__file__).resolve().parent.parent.parent / "shared" / "data"
+    df = pd.read_csv(shared / "adult_pgm.csv", usecols=columns).iloc[:rows][columns]
+    full = json.loads((shared / "adult_pgm-domain.json").read_text())
+    sizes = {c: full[c] for c in columns}
+    (Path(folder) / f"{stem}.csv").write_text(df.to_csv(index=False))
+    (Path(folder) / f"{stem}-domain.json").write_text(json.dumps(sizes))
+    return df, sizes

@@ -12,6 +12,7 @@ import pytest
 from dpcore.cli import main
 
 from .conftest import ROOT, SHARED_DATA
+from .tables import coded_adult
 
 COLUMNS = ["workclass", "education-num", "marital-status", "race", "sex", "income>50K"]
 
@@ -19,10 +20,7 @@ COLUMNS = ["workclass", "education-num", "marital-status", "race", "sex", "incom
 @pytest.fixture(scope="module")
 def sample(tmp_path_factory):
     d = tmp_path_factory.mktemp("pgm")
-    df = pd.read_csv(SHARED_DATA / "adult_pgm.csv", usecols=COLUMNS).iloc[:3000][COLUMNS]
-    full = json.loads((SHARED_DATA / "adult_pgm-domain.json").read_text())
-    (d / "small.csv").write_text(df.to_csv(index=False))
-    (d / "small-domain.json").write_text(json.dumps({c: full[c] for c in COLUMNS}))
+    coded_adult(d, COLUMNS, 3000, "small")
     return d
 
 

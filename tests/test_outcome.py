@@ -3,12 +3,10 @@ column's pairs.  The choice is public (a column name), the candidates and the nu
 public quantities, and the selection is the same exponential mechanism over fewer candidates: the same ρ.  Real
 SCIP, small instances."""
 
-import json
 import subprocess
 import sys
 
 import numpy as np
-import pandas as pd
 import pytest
 
 from dpcore.data import Dataset
@@ -22,7 +20,8 @@ from dpcore.privacy.samplers import Randomness
 from dpcore.release import OUTCOME, default_release_plan, focus_rounds, release_table
 from dpcore.workload import Workload
 
-from .conftest import ROOT, SHARED_DATA
+from .conftest import ROOT
+from .tables import coded_adult
 
 COLUMNS = ["workclass", "education-num", "marital-status", "race", "sex", "income>50K"]
 SHAPE = [9, 16, 7, 5, 2, 2]
@@ -106,13 +105,10 @@ def test_a_focus_outside_the_table_is_refused():
 @pytest.fixture(scope="module")
 def coded(tmp_path_factory):
     tmp = tmp_path_factory.mktemp("outcome")
-    df = pd.read_csv(SHARED_DATA / "adult_pgm.csv", usecols=COLUMNS).iloc[:2000][COLUMNS]
-    full = json.loads((SHARED_DATA / "adult_pgm-domain.json").read_text())
-    (tmp / "t.csv").write_text(df.to_csv(index=False))
-    (tmp / "t-domain.json").write_text(json.dumps({c: full[c] for c in COLUMNS}))
+    df, sizes = coded_adult(tmp, COLUMNS, 2000, "t")
     schema = {
         "attributes": [
-            {"name": c, "kind": "categorical", "values": list(range(full[c])), "missing": False} for c in COLUMNS
+            {"name": c, "kind": "categorical", "values": list(range(sizes[c])), "missing": False} for c in COLUMNS
         ]
     }
     return tmp, df, schema
