@@ -111,3 +111,59 @@ def test_a_small_tables_complete_columns_come_back_complete_and_a_gappy_one_keep
         assert any("fitted as empty" in note for note in on.notes)
     assert kept <= binom.ppf(1 - 1e-4, 15, norm.sf(STRUCTURAL_Z)), (kept, kept_off)
     assert kept_off >= 10  # the rule is what removes them
+
+
+def test_a_chosen_workload_reads_the_cells_share_off_every_marginal_holding_it():
+    """The projection on a chosen workload has no one-way marginal to read: a special code's share is each
+    marginal's cells holding it summed (σ² times the cells summed), combined by precision, and compared with
+    2 of the combined σ; the cells are zeroed in every marginal holding the code."""
+    from dpcore.mechanisms.projection import empty_special_cells
+
+    dom = _domain()
+    wl = Workload(dom, ((0, 1), (0, 2)))
+    sigma = 0.01
+    combined = sigma / np.sqrt(1 / 4 + 1 / 2)  # sex × score sums 4 cells, sex × flag 2
+
+    def noisy_with(missing_share: float) -> np.ndarray:
+        a = np.zeros((4, 4))
+        a[0, 0], a[3, 0] = 0.5, missing_share  # sex = missing (code 3)
+        b = np.zeros((4, 2))
+        b[0, 0], b[3, 1] = 0.5, missing_share
+        return np.concatenate([a.ravel(), b.ravel()])
+
+    below, above = 0.95 * STRUCTURAL_Z * combined, 1.05 * STRUCTURAL_Z * combined
+    special = {0: (3,)}
+    out, zeros = empty_special_cells(wl, noisy_with(below), np.array([sigma, sigma]), special)
+    assert zeros == {0: {3}}
+    assert (out[:16].reshape(4, 4)[3] == 0).all() and (out[16:].reshape(4, 2)[3] == 0).all()
+    assert out[0] == 0.5 and out[16] == 0.5  # nothing else moves
+    out, zeros = empty_special_cells(wl, noisy_with(above), np.array([sigma, sigma]), special)
+    assert zeros == {} and out[12] == pytest.approx(above)
+    # Either marginal alone would have decided otherwise: 2σ·sqrt(4) = 0.04 and 2σ·sqrt(2) ≈ 0.028 both exceed `above`.
+    assert above < STRUCTURAL_Z * sigma * np.sqrt(2)
+
+
+def test_the_projection_on_a_chosen_workload_keeps_complete_columns_complete():
+    """The projection given all pairs (no one-way marginal measured), 900 rows at ε = 1, 3 seeds: as the adaptive
+    projection above -- complete columns keep at most binom.ppf(1 - 1e-4) of 15 missing cells (noise alone passes
+    2σ with probability Φ(-2)), most did without the rule, the gappy column keeps its 30%."""
+    from dpcore.mechanisms.projection import Projection
+
+    budget = Budget(1.0, 1.0 / 900**2)
+    wl = Workload.all_kway(_complete_and_gappy(10, 0).domain, 2)
+    fast = {"scip": "off", "max_iterations": 60}
+    kept, kept_off = 0, 0
+    for seed in range(3):
+        ds = _complete_and_gappy(900, seed)
+        on = Projection().run(ds, wl, budget, Projection.validate_params(fast), RunContext.seeded(seed))
+        off = Projection().run(
+            ds, wl, budget, Projection.validate_params({**fast, "empty_special": False}), RunContext.seeded(seed)
+        )
+        kept += sum(int((on.rows[:, i] == 3).any()) for i in range(5))
+        kept_off += sum(int((off.rows[:, i] == 3).any()) for i in range(5))
+        # The gappy column's share, read off 5 pairs of 3 × 4 cells each: σ_eff = σ·sqrt(4 / 5) counts.
+        sigma = on.public["sigma_counts"] * np.sqrt(4 / 5) / 900
+        assert float((on.rows[:, 5] == 2).mean()) == pytest.approx(0.3, abs=4 * sigma + 0.02)
+        assert any("fitted as empty" in note for note in on.notes)
+    assert kept <= binom.ppf(1 - 1e-4, 15, norm.sf(STRUCTURAL_Z)), (kept, kept_off)
+    assert kept_off >= 10, kept_off  # the rule is what removes them

@@ -46,6 +46,54 @@ DECOUPLE_PARAM = Param(
 )
 
 
+#: A missing or '(other)' cell whose one-way measurement is under this many σ is fitted as empty: noise alone
+#: passes it with probability Φ(-2) ≈ 2.3%, and a column whose cells are all present is common.
+STRUCTURAL_Z = 2.0
+
+#: The mechanisms' switch (projection, projection_adaptive).
+EMPTY_SPECIAL_PARAM = Param(
+    "empty_special",
+    "bool",
+    True,
+    "Fit a column's missing cell or its '(other)' cell as empty when its measured count is under "
+    f"{STRUCTURAL_Z:g}σ (post-processing): noise alone would otherwise put a few percent of rows there in a column "
+    "that has none.",
+    advanced=True,
+)
+
+
+def special_codes(domain) -> dict[int, tuple[int, ...]]:
+    """Each attribute's missing and '(other)' codes (public: the schema's)."""
+    out = {}
+    for a, attr in enumerate(domain.attributes):
+        codes = tuple(c for c in (attr.other_code, attr.n_regular if attr.missing else None) if c is not None)
+        if codes:
+            out[a] = codes
+    return out
+
+
+def own_group(value_map: np.ndarray, code: int) -> int | None:
+    """The group a code is measured in when it is the only code there, else None."""
+    group = int(value_map[code])
+    return group if int(np.count_nonzero(value_map == group)) == 1 else None
+
+
+def empty_notes(zeros: dict, domain, filled: int = 0) -> list[str]:
+    """The run's note on the cells fitted as empty."""
+    if not zeros:
+        return []
+    parts = []
+    for a, codes in sorted(zeros.items()):
+        attr = domain.attributes[a]
+        labels = ["missing" if attr.missing and c == attr.n_regular else "(other)" for c in sorted(codes)]
+        parts.append(f"{attr.name}: {', '.join(labels)}")
+    return [
+        f"Cells measured under {STRUCTURAL_Z:g}σ were fitted as empty (post-processing), so noise does not fill "
+        f"them with rows the data may not have: {'; '.join(parts)}"
+        + (f" ({filled:,} cells left there by the fit took a value from a similar row)." if filled else ".")
+    ]
+
+
 def blankets(n_attributes: int, measured) -> list[np.ndarray]:
     """B(a) for every attribute: the other attributes sharing a measured marginal (a tuple of indices) with a."""
     sets: list[set[int]] = [set() for _ in range(n_attributes)]

@@ -55,7 +55,17 @@ from ..oracles.linear_min import CoordinateDescent, decomposable_bound, scip_cer
 from ..privacy import check_budget, eps_to_zcdp, gaussian_sigma_for_rho
 from ..privacy.samplers import Randomness
 from .base import Budget, Mechanism, MechanismResult, Param, RunContext, SpendRecord
-from .decouple import DECOUPLE_PARAM, decouple_notes, decouple_rows
+from .decouple import (
+    DECOUPLE_PARAM,
+    EMPTY_SPECIAL_PARAM,
+    STRUCTURAL_Z,
+    decouple_notes,
+    decouple_rows,
+    empty_notes,
+    fill_empty_cells,
+    own_group,
+    special_codes,
+)
 from .direct import project_simplex
 from .smoothing import ordered_attributes, smooth_records
 
@@ -1101,6 +1111,7 @@ class Projection(Mechanism):
             advanced=True,
         ),
         DECOUPLE_PARAM,
+        EMPTY_SPECIAL_PARAM,
         Param(
             "smooth_ordered",
             "bool",
@@ -1189,6 +1200,9 @@ class Projection(Mechanism):
 
         # The clock started before the measurement: the time limit covers the whole run, and only the
         # projection (post-processing) is cut by it.
+        # Each column's missing and '(other)' cells (public, from the schema) measured under 2σ are fitted as empty.
+        special = special_codes(workload.domain) if params.get("empty_special", True) else {}
+        noisy, zeros = empty_special_cells(measured, noisy, sigmas, special)
         weights = None
         if plan["small_cell_weight"] < 1.0:  # only when something is grouped (the plan's rule)
             weights = small_cell_weights(noisy, np.repeat(sigmas, measured.sizes), plan["small_cell_weight"])
@@ -1198,6 +1212,7 @@ class Projection(Mechanism):
         domain = workload.domain
         smooth = [(domain.names.index(name), domain[name].n_regular) for name in plan["smoothed_attributes"]]
         rows = largest_remainder_rows(out.records, out.weights, plan["rows"], ctx.rng, smooth=smooth)
+        rows, filled = fill_empty_cells(rows, shape, list(measured.marginals), zeros, ctx.rng)
         decoupled = None
         if params.get("decouple", True):
             rows, decoupled = decouple_rows(rows, shape, workload.marginals, ctx.rng)
@@ -1220,8 +1235,55 @@ class Projection(Mechanism):
             public=_public(plan, out),
             trace=out.trace,
             oracle_stats=_oracle_stats(out),
-            notes=_notes(out, plan["rows"]) + _smoothing_notes(plan) + decouple_notes(decoupled),
+            notes=_notes(out, plan["rows"])
+            + _smoothing_notes(plan)
+            + empty_notes(zeros, domain, filled)
+            + decouple_notes(decoupled),
         )
+
+
+def empty_special_cells(measured, noisy: np.ndarray, sigmas: np.ndarray, special: dict) -> tuple[np.ndarray, dict]:
+    """The noisy answers with each column's missing or '(other)' cell set to 0 in every marginal holding it, where
+    its share -- each measured marginal holding the code in a cell of its own, summed over the other attributes
+    (σ² times the cells summed), combined by precision -- is under STRUCTURAL_Z of its σ; and those codes
+    (attribute -> codes, for :func:`~.decouple.fill_empty_cells`).  The adaptive projection reads the same test
+    off its one-way measurements; a chosen workload has no one-way marginal to read, so every marginal holding
+    the column is.  Reads the noisy answers and public σ: post-processing."""
+    if not special:
+        return noisy, {}
+    offsets = measured.offsets
+    maps = getattr(measured, "value_maps", None)
+    zeros: dict[int, set[int]] = {}
+    emptied: list[tuple[int, int, int]] = []
+    for a, codes in special.items():
+        for code in codes:
+            total = precision = 0.0
+            where = []
+            for j, clique in enumerate(measured.marginals):
+                if a not in clique:
+                    continue
+                axis = clique.index(a)
+                value_map = maps[j][axis] if maps is not None else np.arange(int(measured.domain.shape[a]))
+                group = own_group(value_map, code)
+                if group is None:
+                    continue
+                shape = measured.marginal_shape(j)
+                share = float(np.take(noisy[offsets[j] : offsets[j + 1]].reshape(shape), group, axis=axis).sum())
+                var = float(sigmas[j]) ** 2 * (math.prod(shape) // shape[axis])
+                total, precision = total + share / var, precision + 1.0 / var
+                where.append((j, axis, group))
+            if precision > 0 and total / precision < STRUCTURAL_Z / math.sqrt(precision):
+                zeros.setdefault(a, set()).add(code)
+                emptied += where
+    if not emptied:
+        return noisy, zeros
+    out = np.array(noisy, dtype=float, copy=True)
+    for j, axis, group in emptied:
+        view = out[offsets[j] : offsets[j + 1]].reshape(measured.marginal_shape(j))
+        index: list = [slice(None)] * view.ndim
+        index[axis] = group
+        view[tuple(index)] = 0.0
+    return out, zeros
 
 
 def _small_cell_weight(params: dict) -> float:

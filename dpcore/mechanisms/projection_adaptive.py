@@ -45,7 +45,17 @@ import numpy as np
 from ..errors import BudgetError, ParameterError
 from ..workload import Workload
 from .base import Budget, Mechanism, MechanismResult, Param, RunContext, SpendRecord
-from .decouple import DECOUPLE_PARAM, decouple_notes, decouple_rows, fill_empty_cells
+from .decouple import (
+    DECOUPLE_PARAM,
+    EMPTY_SPECIAL_PARAM,
+    STRUCTURAL_Z,
+    decouple_notes,
+    decouple_rows,
+    empty_notes,
+    fill_empty_cells,
+    own_group,
+    special_codes,
+)
 from .projection import (
     ROWS_PARAM,
     SOLVER_PARAMS,
@@ -64,11 +74,6 @@ from .projection import (
 )
 from .shrinkage import departure, shrink_pair
 from .smoothing import ordered_attributes
-
-#: A missing or '(other)' cell whose one-way measurement is under this many σ is fitted as empty: noise alone
-#: passes it with probability Φ(-2) ≈ 2.3%, and a column whose cells are all present is common.
-STRUCTURAL_Z = 2.0
-
 
 #: Replace-one: one record moves one unit of count out of one cell and into another.
 SCORE_SENSITIVITY = 2.0
@@ -162,15 +167,7 @@ class AdaptiveProjection(Mechanism):
                 "near its noise level adds no association the data does not support.",
                 advanced=True,
             ),
-            Param(
-                "empty_special",
-                "bool",
-                True,
-                "Fit a column's missing cell or its '(other)' cell as empty when its measured one-way count is "
-                f"under {STRUCTURAL_Z:g}σ (post-processing): noise alone would otherwise put a few percent of rows "
-                "there in a column that has none.",
-                advanced=True,
-            ),
+            EMPTY_SPECIAL_PARAM,
             Param(
                 "return_below",
                 "float",
@@ -577,12 +574,6 @@ def _table(y: np.ndarray, maps) -> np.ndarray:
     return np.asarray(y, dtype=float).reshape(tuple(int(f.max()) + 1 for f in maps))
 
 
-def _own_group(value_map: np.ndarray, code: int) -> int | None:
-    """The group a code is measured in when it is the only code there, else None."""
-    group = int(value_map[code])
-    return group if int(np.count_nonzero(value_map == group)) == 1 else None
-
-
 def departure_ratio(measured: dict) -> float:
     """Σ ‖y - e‖² / Σ N over the measured pairs: their departures from independence against the energy the noise
     alone would put there (:func:`.shrinkage.departure`).  About 1 (± sqrt(2 / Σ d)) when the pairs are
@@ -608,22 +599,12 @@ def fit_targets(measured: dict, shrink: bool = True, zeros: dict | None = None) 
         if zeros and any(a in zeros for a in c):
             table = _table(y, maps).copy()
             for axis, (a, f) in enumerate(zip(c, maps)):
-                for group in (_own_group(f, code) for code in zeros.get(a, ())):
+                for group in (own_group(f, code) for code in zeros.get(a, ())):
                     if group is not None:
                         np.moveaxis(table, axis, 0)[group] = 0.0
             y = table.ravel()
         targets[c] = y
     return targets, kept
-
-
-def special_codes(domain) -> dict[int, tuple[int, ...]]:
-    """Each attribute's missing and '(other)' codes (public: the schema's)."""
-    out = {}
-    for a, attr in enumerate(domain.attributes):
-        codes = tuple(c for c in (attr.other_code, attr.n_regular if attr.missing else None) if c is not None)
-        if codes:
-            out[a] = codes
-    return out
 
 
 def structural_zeros(measured: dict, special: dict) -> dict[int, set[int]]:
@@ -637,26 +618,10 @@ def structural_zeros(measured: dict, special: dict) -> dict[int, set[int]]:
             continue
         y, sigma, maps = measured[(a,)]
         for code in codes:
-            group = _own_group(maps[0], code)
+            group = own_group(maps[0], code)
             if group is not None and float(y[group]) < STRUCTURAL_Z * sigma:
                 out.setdefault(a, set()).add(code)
     return out
-
-
-def empty_notes(zeros: dict, domain, filled: int = 0) -> list[str]:
-    """The run's note on the cells fitted as empty."""
-    if not zeros:
-        return []
-    parts = []
-    for a, codes in sorted(zeros.items()):
-        attr = domain.attributes[a]
-        labels = ["missing" if attr.missing and c == attr.n_regular else "(other)" for c in sorted(codes)]
-        parts.append(f"{attr.name}: {', '.join(labels)}")
-    return [
-        f"Cells measured under {STRUCTURAL_Z:g}σ were fitted as empty (post-processing), so noise does not fill "
-        f"them with rows the data may not have: {'; '.join(parts)}"
-        + (f" ({filled:,} cells left there by the fit took a value from a similar row)." if filled else ".")
-    ]
 
 
 def shrinkage_notes(kept: dict, domain) -> list[str]:
