@@ -1,7 +1,8 @@
-"""Cells fitted as empty: a column's missing or '(other)' cell measured under 2σ (the adaptive projection's
-``empty_special``).  Noise alone used to put a few percent of a small table's rows there -- 'vote' 5% empty where
-no vote is missing, '(other)' in 'Sex' -- and the fit stops once its residuals are at the noise level, so the cells
-stayed.  Real SCIP where a mechanism runs; fixed seeds; tolerances from the distributions."""
+"""Cells fitted as empty: a column's missing or '(other)' cell measured under 2σ (``empty_special``: the adaptive
+projection's, and the projection's on a chosen workload).  Noise alone used to put a few percent of a small table's
+rows there -- 'vote' 5% empty where no vote is missing, '(other)' in 'Sex' -- and the fit stops once its residuals
+are at the noise level, so the cells stayed.  Real SCIP where a mechanism runs; fixed seeds; tolerances from the
+distributions."""
 
 from __future__ import annotations
 
