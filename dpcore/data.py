@@ -126,10 +126,11 @@ def _from_unicode_bom(raw: bytes, name: str) -> bytes:
     return raw
 
 
-def _decode_text(raw: bytes) -> str:
+def _decode_text(raw: bytes) -> tuple[str, str]:
+    """The text and the encoding it decodes with (UTF-8, with or without a byte-order mark; Windows-1252; Latin-1)."""
     for enc in ("utf-8-sig", "cp1252", "latin-1"):
         try:
-            return raw.decode(enc)
+            return raw.decode(enc), enc
         except UnicodeDecodeError:
             continue
     raise DataError("Could not decode the file as UTF-8 or Latin-1 text.")  # latin-1 never fails; kept for clarity
@@ -185,9 +186,13 @@ def read_table(source, filename: str | None = None) -> pd.DataFrame:
         raw = _from_unicode_bom(raw, name)
         if b"\x00" in raw[:4096]:
             raise DataError(f"{name}: this looks like a binary file, not CSV text. Upload CSV or Parquet.")
-        text = _decode_text(raw)
+        text, encoding = _decode_text(raw)
         delim = _sniff_delimiter(text)
         header = _header_fields(text, delim)
+        del text  # the parser reads the bytes: a decoded copy in a StringIO took 4 bytes a character
+        if encoding == "utf-8-sig":
+            raw, encoding = raw.removeprefix(b"\xef\xbb\xbf"), "utf-8"
+        raw = raw.lstrip(b"\r\n")
         if len(header) > MAX_COLUMNS:
             raise DataError(
                 f"{name}: the header has {len(header):,} fields (limit {MAX_COLUMNS:,}). Check the delimiter, "
@@ -199,7 +204,8 @@ def read_table(source, filename: str | None = None) -> pd.DataFrame:
                 # pandas only *warns* when data rows are longer than the header: make it an error.
                 warnings.simplefilter("error", pd.errors.ParserWarning)
                 df = pd.read_csv(
-                    io.StringIO(text.lstrip("\r\n")),
+                    io.BytesIO(raw),
+                    encoding=encoding,
                     sep=delim,
                     header=0,
                     names=names or None,
@@ -209,7 +215,7 @@ def read_table(source, filename: str | None = None) -> pd.DataFrame:
                     nrows=MAX_ROWS + 1,
                     on_bad_lines="error",
                     engine="c",
-                    low_memory=False,
+                    low_memory=True,  # in chunks: every column is text (dtype=str), so no type is guessed per chunk
                     index_col=False,
                 )
         except pd.errors.EmptyDataError:
