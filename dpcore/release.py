@@ -880,8 +880,7 @@ def outcome_focus(domain, outcome: str, candidates, adaptive: dict) -> tuple[dic
     what the note says about it.  Public: the name, the candidates (from n, the sizes, ε and δ) and the rounds."""
     if outcome not in domain.names:
         return adaptive, (
-            f"The outcome {outcome} was left out by the private schema (see the warnings), so the pairs are chosen "
-            "among all. "
+            f"The outcome {outcome} was left out by the schema (see the warnings), so the pairs are chosen among all. "
         )
     o = domain.names.index(outcome)
     theirs = [c for c in candidates if o in c]
@@ -895,10 +894,11 @@ def outcome_focus(domain, outcome: str, candidates, adaptive: dict) -> tuple[dic
             f"None of the outcome {outcome}'s pairs holds enough rows a cell to stand above the noise, so the "
             "pairs are chosen among the others. "
         )
+    first = "The first of them is" if k == 1 else f"The first {k} of them are"
     return {**adaptive, "focus": o, "focus_rounds": k}, (
-        f"The first {k} of them choose{'s' if k == 1 else ''} among the outcome {outcome}'s {len(theirs)} "
-        f"candidate pair{'s' if len(theirs) != 1 else ''} (the column you will predict: a model trained on the "
-        "rows sees the associations with it the data supports). "
+        f"{first} chosen among the outcome {outcome}'s {len(theirs)} candidate pair{'s' if len(theirs) != 1 else ''} "
+        "(the column you will predict: a model trained on the rows sees the associations with it the data "
+        "supports). "
     )
 
 

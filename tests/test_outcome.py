@@ -47,7 +47,7 @@ def test_the_plan_focuses_half_its_rounds_on_the_outcomes_pairs_and_spends_the_s
     theirs = [m for m in wl.marginals if len(m) == 2 and o in m]
     assert p["focus"] == o and p["focus_rounds"] == focus_rounds(p["rounds"], len(theirs)) > 0
     assert {k: v for k, v in p.items() if not k.startswith("focus")} == p0  # nothing else changes
-    assert f"The first {p['focus_rounds']} of them choose among the outcome {Y}'s {len(theirs)}" in note
+    assert f"The first {p['focus_rounds']} of them are chosen among the outcome {Y}'s {len(theirs)}" in note
     assert "outcome" not in note0
     plans = [AdaptiveProjection().plan(n, wl, budget, AdaptiveProjection.validate_params(q)) for q in (p0, p)]
     assert plans[0]["rho"] == plans[1]["rho"] == pytest.approx(zcdp_rho(budget))
@@ -64,7 +64,7 @@ def test_the_plan_says_when_the_outcome_changes_nothing():
     # The private schema left the column out: the pairs are chosen among all.
     small = Domain.from_dict(dict(zip(COLUMNS[:5], SHAPE[:5])))
     _, p, _, note = default_release_plan(small, 2000, Budget(1.0, 1e-6), {OUTCOME: Y})
-    assert "focus" not in p and f"The outcome {Y} was left out by the private schema" in note
+    assert "focus" not in p and f"The outcome {Y} was left out by the schema" in note
 
 
 def _run(focus, seed: int):
@@ -127,7 +127,7 @@ def test_the_command_line_takes_an_outcome_and_says_what_it_did(coded, tmp_path)
     tmp, _, _ = coded
     out = _cli(tmp, tmp_path / "ws", "--outcome", Y)
     assert out.returncode == 0, out.stderr
-    assert f"of them choose among the outcome {Y}'s" in out.stdout
+    assert f"of them are chosen among the outcome {Y}'s" in out.stdout
 
 
 @pytest.mark.parametrize(
