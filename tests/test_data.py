@@ -192,8 +192,8 @@ def test_a_space_separated_export_is_read_as_a_table():
 @pytest.mark.parametrize(
     "raw",
     [
-        "\ufeff\r\n\r\nname;city\r\nZoë;Besançon\r\nAnn;\"Paris\nnord\"\r\n".encode("utf-8"),  # BOM, blank lines, CRLF
-        "\r\nname;city\r\nZoë;Besançon\r\nAnn;\"Paris\nnord\"\r\n".encode("cp1252"),  # Windows-1252
+        '\ufeff\r\n\r\nname;city\r\nZoë;Besançon\r\nAnn;"Paris\nnord"\r\n'.encode("utf-8"),  # BOM, blank lines, CRLF
+        '\r\nname;city\r\nZoë;Besançon\r\nAnn;"Paris\nnord"\r\n'.encode("cp1252"),  # Windows-1252
     ],
 )
 def test_the_parser_reads_the_bytes_in_the_encoding_that_decoded_them(raw):
