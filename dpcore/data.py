@@ -164,10 +164,15 @@ def _space_separated(text: str) -> bool:
 
 
 def _header_fields(text: str, delim: str) -> list[str]:
-    first = text.lstrip("\r\n").split("\n", 1)[0]
+    first = text.lstrip("\r\n").split("\n", 1)[0].rstrip("\r")
     if delim == WHITESPACE:  # names may be quoted, 'OBS' or "OBS", with no spaces inside
         return [f[1:-1] if len(f) > 1 and f[0] == f[-1] and f[0] in "'\"" else f for f in first.split()]
-    return next(csv.reader(io.StringIO(first), delimiter=delim), [])
+    fields = next(csv.reader(io.StringIO(first), delimiter=delim), [])
+    # Every name in single quotes ('popul'\t'TVnews': statsmodels' and some statistics exports): the quotes are
+    # quoting, not part of the names.  A header where only some names carry them keeps them as they are.
+    if len(fields) > 1 and all(len(f) > 1 and f[0] == f[-1] == "'" for f in fields):
+        fields = [f[1:-1] for f in fields]
+    return fields
 
 
 def read_table(source, filename: str | None = None) -> pd.DataFrame:

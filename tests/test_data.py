@@ -202,3 +202,10 @@ def test_the_parser_reads_the_bytes_in_the_encoding_that_decoded_them(raw):
     df = read_table(raw)
     assert list(df.columns) == ["name", "city"]
     assert df["name"].tolist() == ["Zoë", "Ann"] and df["city"].tolist() == ["Besançon", "Paris\nnord"]
+
+
+def test_a_header_whose_every_name_is_in_single_quotes_loses_the_quotes():
+    """statsmodels' anes96: tab-separated, every name quoted 'popul'; a header quoting only some keeps them."""
+    df = read_table(b"'popul'\t'TVnews'\t'vote'\n0\t7\t1\n190\t1\t0\n")
+    assert list(df.columns) == ["popul", "TVnews", "vote"] and df["vote"].tolist() == ["1", "0"]
+    assert list(read_table(b"'a',b\n1,2\n3,4\n").columns) == ["'a'", "b"]
