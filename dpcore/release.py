@@ -869,7 +869,7 @@ def default_release_plan(domain, n: int, budget: Budget, params: dict | None = N
 
 def focus_rounds(rounds: int, outcome_pairs: int) -> int:
     """How many of the default's ``rounds`` choose among the outcome's ``outcome_pairs`` candidate pairs first:
-    half of them (at least one), never more than there are.  Measured on twelve real tables (docs/benchmarks.md):
+    half of them (at least one), never more than there are.  Measured on ten real tables (docs/benchmarks.md):
     every round on the outcome's pairs raised ML efficacy most but lost the other pairs (randhie at ε = 1: 2-way
     TVD 0.018 → 0.047); half kept them."""
     return min(int(outcome_pairs), max(1, (int(rounds) + 1) // 2)) if rounds > 0 else 0
