@@ -202,3 +202,11 @@ def test_a_raw_table_refuses_a_wrong_outcome_before_saying_any_cost(coded, tmp_p
     assert out.returncode == 2 and "The outcome 'Income' is not a column of this table" in out.stderr
     assert "charges" not in out.stdout + out.stderr and "Traceback" not in out.stderr
     assert Ledger(Workspace(tmp_path / "ws")).entries() == [] and not (tmp_path / "s.csv").exists()
+
+
+def test_a_focus_outside_the_table_is_refused_before_the_ledger_is_charged(coded, tmp_path):
+    _, df, schema = coded
+    ledger = Ledger(str(tmp_path))
+    with pytest.raises(ParameterError, match="focus: the table has attributes 0..5, not 9"):
+        release_table(df, "projection_adaptive", 1.0, params={"focus": 9}, schema=schema, seed=0, ledger=ledger)
+    assert ledger.entries() == []

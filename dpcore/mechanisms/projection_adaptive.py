@@ -252,6 +252,10 @@ class AdaptiveProjection(Mechanism):
         return max(1, min(workload.n_marginals, 2 * len(workload.domain)))
 
     def plan(self, n: int, workload, budget: Budget, params: dict) -> dict:
+        p_attrs = len(workload.domain)
+        if params.get("focus") is not None and not 0 <= int(params["focus"]) < p_attrs:
+            # Refused with the plan, before the ledger is charged: the run would otherwise fail after it.
+            raise ParameterError(f"focus: the table has attributes 0..{p_attrs - 1}, not {params['focus']}.")
         rho = zcdp_rho(budget)
         rows = check_rows(params.get("rows"), n, len(workload.domain))
         T = self._rounds(workload, params)
@@ -365,9 +369,7 @@ class AdaptiveProjection(Mechanism):
                 )
         scorer = true_cache if candidates is workload else _TrueMarginals(dataset, candidates)
         # The outcome's pairs (public: the attribute is the analyst's choice, the candidates are the workload's).
-        focus = None if params.get("focus") is None else int(params["focus"])
-        if focus is not None and not 0 <= focus < p:
-            raise ParameterError(f"focus: the table has attributes 0..{p - 1}, not {focus}.")
+        focus = None if params.get("focus") is None else int(params["focus"])  # in range: checked by plan()
         focused = None if focus is None else np.array([focus in c and len(c) > 1 for c in candidates.marginals])
         focus_rounds = int(params.get("focus_rounds") or 0) if focus is not None else 0
         free: list[tuple[int, ...]] = []  # the pairs chosen among all candidates (after the outcome's rounds)
