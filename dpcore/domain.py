@@ -678,10 +678,15 @@ def interval_label(a: float, b: float, closed: bool) -> str:
 
 
 def _whole_label(a: float, b: float, closed: bool) -> str:
-    """A whole-number bin's label: the number itself when the bin holds exactly one ('40' for [39.5, 40.5)), else
-    the interval."""
+    """A whole-number bin's label: the number itself when the bin holds exactly one ('40' for [39.5, 40.5)); the
+    whole numbers it holds, closed, when an edge is not whole ('[41, 43]' for [40.5, 44), never '[40.5, 44)');
+    else the interval."""
     first, last = math.ceil(a), (math.floor(b) if closed else math.ceil(b) - 1)
-    return str(int(first)) if first == last else interval_label(a, b, closed)
+    if first == last:
+        return str(int(first))
+    if not (float(a).is_integer() and float(b).is_integer()) and last > first:
+        return f"[{int(first)}, {int(last)}]"
+    return interval_label(a, b, closed)
 
 
 def _canonical_text(v) -> str:
