@@ -22,8 +22,8 @@ zCDP conversion; ρ_d is the largest ρ whose [CKS20] conversion at δ_c is ε_d
   p_b numeric or date columns, ρ_col = ρ_v / (p_c + BOUNDS_WEIGHT·p_b) for a category column and
   BOUNDS_WEIGHT·ρ_col for a numeric or date one.  On a table of :data:`LARGE_TABLE_ROWS` rows or more, a
   whole-number column whose bounds are discovered also releases its frequent values and weighs
-  BOUNDS_WEIGHT + :data:`POINTS_WEIGHT` (:func:`split_column_rho` divides its ρ between the two).  The ρ's add up
-  to ρ_v.
+  BOUNDS_WEIGHT + :data:`POINTS_WEIGHT` (:func:`split_column_rho` divides its ρ between the two), and one whose
+  bounds are refined (below) :data:`REFINE_WEIGHT` more.  The ρ's add up to ρ_v.
 
 **Category sets: thresholded partition selection** (Korolova, Kenthapadi, Mishra & Ntoulas 2009 with Laplace
 noise; with Gaussian noise as in Gopi et al. 2020 and Desfontaines, Voss, Gipson & Mandayam 2022).  For every
@@ -65,9 +65,10 @@ changed row leaves one bin and enters another: L2 sensitivity sqrt(2), so discre
 of its bounds are needed.  The
 bounds are the outer edges of the outermost bins whose noisy count clears the public threshold
 T = σ·Φ^-1(1 - :data:`BIN_FALSE_POSITIVE` / bins) (noise alone lifts some empty bin over T with probability about
-BIN_FALSE_POSITIVE; a held bin more than :data:`FAR_OCTAVES` powers of two beyond the bulk must clear the
-stricter σ·Φ^-1(1 - :data:`FAR_FALSE_POSITIVE` / bins), so a lone noisy bin far from the rows does not stretch a
-bound to 2^47), widened by the bin next to each end when its noisy count reaches :data:`ADJACENT_Z`·σ (thin
+BIN_FALSE_POSITIVE; a held bin more than :data:`FAR_OCTAVES` powers of two beyond the bulk -- a bulk at zero
+counting as reaching :data:`FAR_FROM_ZERO` -- must clear the stricter σ·Φ^-1(1 - :data:`FAR_FALSE_POSITIVE` / bins),
+so a lone noisy bin far from the rows does not stretch a bound to 2^47), widened by the bin next to each end when
+its noisy count reaches :data:`ADJACENT_Z`·σ (thin
 edge bins of the bulk; a false positive there widens the range by one power of two only), so they hold the bulk
 of the rows and tails thinner than that are clipped (counted, never dropped).  Where the rows spread over many
 powers of two (a count, an income, a population density) no single bin may clear T although together they hold
@@ -82,6 +83,17 @@ out with the reason.  Post-processing of the noisy counts, at no further cost.  
 can be located.  (Earlier versions searched each bound by an exponential-mechanism quantile over a
 25,201-point grid; at small budgets that grid's far points won and bounds landed anywhere, so those columns were
 left out or kept as categories: a score came back as "(other)".)
+
+**Refined bounds.** A power-of-two range is coarse where the rows sit far from zero: years 1700-2008 are located as
+[1024, 2047], and ten equal bins over it leave seven empty. Where the public rule :func:`refine_decision` holds (the
+refinement's threshold at its ρ, REFINE_WEIGHT in the split of ρ_v, is at most REFINE_ROWS_SHARE·n), every numeric
+column whose bounds are discovered weighs REFINE_WEIGHT more and spends that part on a second histogram: the rows
+counted in REFINE_BINS equal sub-bins of the located range (values outside it in the outermost sub-bins; the edges
+are public given the released range, so this is adaptive composition), L2 sensitivity sqrt(2), discrete Gaussian
+noise of σ = 1/sqrt(ρ_refine): ρ_refine-zCDP, and the parts add up to the column's ρ. A side of the range moves in
+to the first sub-bin that does not look empty (:func:`refine_bounds`: none of the dropped sub-bins clears the
+threshold, their noisy sum stays under REFINE_CLIP_SHARE·n, and at least two sub-bins and REFINE_MIN_TRIM of
+them go); post-processing. Dates keep their whole years.
 
 The non-private alternative, ``schema_from_data=True`` in :func:`dpcore.tabular.prepare_table`, reads exact
 value sets and min/max (:func:`exact_values`, :func:`exact_bounds`); every field it fills is ``"inferred"``.
@@ -143,6 +155,10 @@ FAR_FALSE_POSITIVE = 1e-5
 FAR_OCTAVES = 3
 #: ... or, for dates, more than this many years from the bulk.
 FAR_YEARS = 10
+#: A bulk in the bin around zero reads as reaching this far for that rule: the other rows of a zero-inflated amount
+#: (capital gains: 92% zeros, the rest at 2^11-2^13) are not noise far from the bulk.  Beyond 2^13 a bin still needs
+#: the stricter threshold.
+FAR_FROM_ZERO = 2.0**10
 #: A bin next to the located range joins it when its noisy count reaches this many σ (one-sided 5%).
 ADJACENT_Z = 1.645
 #: Runs of this many adjacent bins are read together where no single bin stands out (a spread tail, or a column
@@ -154,6 +170,20 @@ WINDOW_Z = 3.5
 ZERO_REACH = 8.0
 #: Bounds are expected to be locatable when the threshold is at most this share of the rows (the plan).
 BULK_SHARE = 0.25
+#: A numeric column's located bounds are refined in a second noisy histogram over REFINE_BINS equal sub-bins of
+#: them, at this weight in the split of ρ_v (added to the column's, so the locating histogram keeps most of its ρ on
+#: a table with categories too): a narrow range far from zero (years 1700-2008 in [1024, 2047], temperatures 36-42
+#: in [32, 63]) otherwise spreads its bins over empty values.
+REFINE_WEIGHT = 1.0 / 9.0
+REFINE_BINS = 8
+#: The refinement runs when its sub-bins' threshold is at most this share of the rows (a bulk within 8 sub-bins
+#: has one that clears it; public: n and ρ); below, no column is refined and the split is as without it.
+REFINE_ROWS_SHARE = 1.0 / 8.0
+#: A side is trimmed only while the noisy rows it would clip stay under this share of n (a spread tail whose
+#: sub-bins are each thin keeps its range) ...
+REFINE_CLIP_SHARE = 0.02
+#: ... and only when it drops at least two sub-bins and this share of them.
+REFINE_MIN_TRIM = 0.25
 #: The public search range of date bounds.
 DATE_SEARCH = ("1900-01-01", "2099-12-31")
 #: A numeric or date column's share of the value-set budget, relative to a category column's.  A category's values
@@ -466,6 +496,75 @@ def bounds_locatable(kind: str, integer: bool, granularity: str | None, rho_colu
     return bin_threshold(bounds_sigma(rho_column), bins) <= BULK_SHARE * n
 
 
+def refine_threshold(rho_refine: float) -> float:
+    """The count a sub-bin of the refinement must reach to be read as holding rows (public)."""
+    return bin_threshold(bounds_sigma(rho_refine), REFINE_BINS)
+
+
+def refines(rho_refine: float, n: int) -> bool:
+    """Whether a refinement at ρ ``rho_refine`` is worth its ρ on n rows: its sub-bins' threshold is at most
+    REFINE_ROWS_SHARE·n (public: no data is read)."""
+    return rho_refine > 0 and refine_threshold(rho_refine) <= REFINE_ROWS_SHARE * n
+
+
+def refine_edges(lo: float, hi: float, integer: bool) -> np.ndarray:
+    """REFINE_BINS + 1 edges of equal sub-bins over [lo, hi] (whole-number columns: whole edges over the numbers
+    lo .. hi, the last edge hi + 1; fewer sub-bins when the range holds fewer numbers).  Public given the bounds."""
+    if integer:
+        return np.unique(np.floor(np.linspace(lo, hi + 1.0, REFINE_BINS + 1)))
+    return np.linspace(lo, hi, REFINE_BINS + 1)
+
+
+def refine_counts(values: np.ndarray, edges: np.ndarray) -> np.ndarray:
+    """Rows per sub-bin of ``edges`` (values outside them counted in the outermost sub-bins): a function of each
+    value alone, so one changed row moves one count down and one up (L2 sensitivity sqrt(2))."""
+    sub = len(edges) - 1
+    values = np.asarray(values, dtype=float)
+    idx = np.clip(np.searchsorted(edges, values, side="right") - 1, 0, sub - 1)
+    return np.bincount(idx, minlength=sub) if len(values) else np.zeros(sub, dtype=np.int64)
+
+
+def refine_bounds(
+    values: np.ndarray, lo: float, hi: float, integer: bool, rho_refine: float, n: int, noise, *, sides=(True, True)
+) -> tuple[float, float, dict]:
+    """(lower, upper, report): bounds [lo, hi] located by :func:`histogram_bounds`, trimmed over the sub-bins of
+    :func:`refine_edges` that look empty.  From each end, sub-bins are dropped while none clears
+    :func:`refine_threshold` and their noisy sum stays at most REFINE_CLIP_SHARE·n; the sub-bin next to the new
+    end comes back when its noisy count reaches ADJACENT_Z·σ; and a side moves only when it drops at least two
+    sub-bins and REFINE_MIN_TRIM of them (a range mostly empty on that side -- years 1700-2008 in [1024, 2047] --
+    not a thin value at the edge of a 1-5 scale or the rare 1 of a 0/1 flag, which noise cannot tell from empty).
+    ``sides``: which bounds may move (a declared one never does).
+
+    Privacy: the edges are public given the released [lo, hi] (adaptive composition); every present value is
+    counted once, clipped into the range, so one changed row moves one count down and one up: L2 sensitivity
+    sqrt(2) and discrete Gaussian noise of σ = 1/sqrt(ρ_refine) is ρ_refine-zCDP.  The rest is post-processing."""
+    edges = refine_edges(lo, hi, integer)
+    sub = len(edges) - 1
+    sigma = bounds_sigma(rho_refine)
+    threshold = refine_threshold(rho_refine)
+    report = {"sigma": sigma, "threshold": threshold, "bins": int(sub), "trimmed": [False, False]}
+    if sub < 2:
+        return lo, hi, report
+    noisy = refine_counts(values, edges) + noise.discrete_gaussian(sigma, sub)
+
+    def empty_run(seq: np.ndarray) -> int:
+        """How many sub-bins from the start of ``seq`` look empty (post-processing of the noisy counts)."""
+        k, total = 0, 0.0
+        while k < len(seq) - 1 and seq[k] < threshold and total + seq[k] <= REFINE_CLIP_SHARE * n:
+            total += float(seq[k])
+            k += 1
+        if k > 0 and seq[k - 1] >= ADJACENT_Z * sigma:  # a thin edge sub-bin of the bulk stays
+            k -= 1
+        return k if k >= max(2, REFINE_MIN_TRIM * sub) else 0
+
+    low = empty_run(noisy) if sides[0] else 0
+    high = empty_run(noisy[::-1][: sub - low]) if sides[1] else 0
+    new_lo = float(edges[low]) if low else lo
+    new_hi = (float(edges[sub - high] - 1.0) if integer else float(edges[sub - high])) if high else hi
+    report["trimmed"] = [bool(low), bool(high)]
+    return new_lo, new_hi, report
+
+
 def histogram_bounds(
     values: np.ndarray, kind: str, integer: bool, rho_column: float, noise
 ) -> tuple[float | None, float | None, dict]:
@@ -516,10 +615,11 @@ def _outermost_held(
 ) -> tuple[int, int]:
     """The outermost held bins, where a held bin far from the bulk -- the fullest bin and the bins of at least
     ADJACENT_Z·σ chained to it -- must also clear the stricter threshold σ·Φ^-1(1 - FAR_FALSE_POSITIVE / bins).
-    Far: more than FAR_OCTAVES powers of two beyond the bulk's largest magnitude (dates: more than FAR_YEARS years
-    away).  Noise alone lifts some empty bin over the usual threshold with probability BIN_FALSE_POSITIVE, and an
-    empty bin far out stretched a bound to 2^47 (hours a week on 7,000 rows); a real distant cluster holding over
-    ~5σ rows still counts, and both halves of a column centred on zero stay (their magnitudes are alike).
+    Far: more than FAR_OCTAVES powers of two beyond the bulk's largest magnitude, at least FAR_FROM_ZERO when the
+    bulk holds the bin around zero (dates: more than FAR_YEARS years away).  Noise alone lifts some empty bin over
+    the usual threshold with probability BIN_FALSE_POSITIVE, and an empty bin far out stretched a bound to 2^47
+    (hours a week on 7,000 rows); a real distant cluster holding over ~5σ rows still counts, and both halves of a
+    column centred on zero stay (their magnitudes are alike).
     Post-processing of the noisy counts."""
     from scipy.stats import norm
 
@@ -533,7 +633,10 @@ def _outermost_held(
         far_bin = (np.arange(len(noisy)) < a - FAR_YEARS) | (np.arange(len(noisy)) > b + FAR_YEARS)
     else:
         magnitude = np.maximum(np.abs(lower_edges), np.abs(upper_edges))
-        far_bin = magnitude > magnitude[a : b + 1].max() * 2.0**FAR_OCTAVES
+        reach = magnitude[a : b + 1].max()
+        if a <= (len(noisy) - 1) // 2 <= b:  # a bulk at zero (a zero-inflated amount): its other rows lie anywhere
+            reach = max(reach, FAR_FROM_ZERO)
+        far_bin = magnitude > reach * 2.0**FAR_OCTAVES
     strict = sigma * float(norm.isf(FAR_FALSE_POSITIVE / len(noisy)))
     keep = [int(i) for i in held if not far_bin[i] or noisy[i] >= strict]
     return min(keep), max(keep)  # the fullest bin is held and never far from itself
@@ -692,31 +795,60 @@ def _finish_bounds(task: ValueTask, lower, upper) -> tuple[float, float]:
     return float(lo), float(hi)
 
 
-def column_weights(kinds, points=None) -> list[float]:
+def column_weights(kinds, points=None, refine=None) -> list[float]:
     """Each column's weight in the split of ρ_v: 1 for a category column, :data:`BOUNDS_WEIGHT` for a numeric or
-    date one, plus :data:`POINTS_WEIGHT` where its frequent values are released too (``kinds``: their roles;
-    ``points``: whether each releases frequent values; public: released or declared, and n)."""
+    date one, plus :data:`POINTS_WEIGHT` where its frequent values are released too and :data:`REFINE_WEIGHT` where
+    its bounds are refined (``kinds``: their roles; ``points``, ``refine``: flags per column; public: released or
+    declared, and n)."""
     kinds = list(kinds)
     flags = [False] * len(kinds) if points is None else list(points)
-    return [1.0 if k == "categorical" else BOUNDS_WEIGHT + (POINTS_WEIGHT if f else 0.0) for k, f in zip(kinds, flags)]
+    fine = [False] * len(kinds) if refine is None else list(refine)
+    return [
+        1.0 if k == "categorical" else BOUNDS_WEIGHT + (POINTS_WEIGHT if f else 0.0) + (REFINE_WEIGHT if r else 0.0)
+        for k, f, r in zip(kinds, flags, fine)
+    ]
 
 
-def column_rho(tasks: list[ValueTask], rho_values: float) -> dict[str, float]:
+def refine_decision(kinds, points, need_bounds, rho_values: float, n: int) -> list[bool]:
+    """Which columns' bounds are refined (:func:`refine_bounds`): the numeric columns whose bounds are discovered,
+    all of them or none -- they all get the same refinement ρ, ρ_v·REFINE_WEIGHT / (the weights' total with it),
+    and refine when :func:`refines` holds for it on n rows.  Public: roles, flags, ρ_v and n."""
+    candidates = [k == "numeric" and bool(b) for k, b in zip(kinds, need_bounds)]
+    if not any(candidates) or n <= 0 or rho_values <= 0:
+        return [False] * len(candidates)
+    total = sum(column_weights(kinds, points, candidates))
+    return candidates if refines(rho_values * REFINE_WEIGHT / total, n) else [False] * len(candidates)
+
+
+def column_rho(tasks: list[ValueTask], rho_values: float, n: int = 0) -> dict[str, float]:
     """ρ of each column to discover: ρ_v split in proportion to :func:`column_weights`, so the columns' ρ's add up
-    to ρ_v (zCDP composition).  A function of the tasks' released roles only."""
+    to ρ_v (zCDP composition).  A function of the tasks' released roles and n only."""
     todo = [t for t in tasks if t.needed]
-    weights = column_weights([t.kind for t in todo], [t.need_points for t in todo])
+    kinds, points = [t.kind for t in todo], [t.need_points for t in todo]
+    refine = refine_decision(kinds, points, [t.need_bounds for t in todo], rho_values, n)
+    weights = column_weights(kinds, points, refine)
     total = sum(weights)
     return {t.name: rho_values * w / total for t, w in zip(todo, weights)}
 
 
-def split_column_rho(t: ValueTask, rho_column: float) -> tuple[float, float]:
-    """(ρ of the bounds histogram, ρ of the frequent values) of a numeric or date column: its ρ in proportion to
-    BOUNDS_WEIGHT and POINTS_WEIGHT (all of it to the bounds when no frequent values are released)."""
-    if not t.need_points:
-        return rho_column, 0.0
-    bounds = rho_column * BOUNDS_WEIGHT / (BOUNDS_WEIGHT + POINTS_WEIGHT)
-    return bounds, rho_column - bounds
+def refined_columns(tasks: list[ValueTask], rho_values: float, n: int) -> set[str]:
+    """The names of the columns whose bounds are refined (:func:`refine_decision`)."""
+    todo = [t for t in tasks if t.needed]
+    flags = refine_decision([t.kind for t in todo], [t.need_points for t in todo], [t.need_bounds for t in todo],
+                            rho_values, n)  # fmt: skip
+    return {t.name for t, f in zip(todo, flags) if f}
+
+
+def split_column_rho(t: ValueTask, rho_column: float, refined: bool = False) -> tuple[float, float, float]:
+    """(ρ of the bounds histogram, ρ of the frequent values, ρ of the refinement) of a numeric or date column: its
+    ρ in proportion to BOUNDS_WEIGHT, POINTS_WEIGHT (when frequent values are released) and REFINE_WEIGHT (when
+    ``refined``: :func:`refined_columns`).  The three add up to ``rho_column``."""
+    points_w = POINTS_WEIGHT if t.need_points else 0.0
+    refine_w = REFINE_WEIGHT if refined else 0.0
+    total = BOUNDS_WEIGHT + points_w + refine_w
+    bounds = rho_column * BOUNDS_WEIGHT / total
+    points = rho_column * points_w / total
+    return bounds, points, rho_column - bounds - points if refined else 0.0
 
 
 def _points(values: tuple[str, ...]) -> tuple[float, ...]:
@@ -734,7 +866,8 @@ def discover_values(df: pd.DataFrame, tasks: list[ValueTask], rho_values: float,
     out = Discovered()
     if not todo:
         return out
-    rho = column_rho(todo, rho_values)
+    rho = column_rho(todo, rho_values, len(df))
+    refined = refined_columns(todo, rho_values, len(df))
     cats = [t for t in todo if t.need_values]
     pointed = [t for t in todo if t.need_points]
     selected = len(cats) + len(pointed)  # every column whose values go through partition selection shares δ_t
@@ -746,7 +879,7 @@ def discover_values(df: pd.DataFrame, tasks: list[ValueTask], rho_values: float,
         for t, values in zip(cats, select_many([df[t.name] for t in cats], sigma, tau, noise)):
             out.fields[t.name] = {"values": values}
     if pointed:
-        sigma = 1.0 / math.sqrt(split_column_rho(pointed[0], rho[pointed[0].name])[1])
+        sigma = 1.0 / math.sqrt(split_column_rho(pointed[0], rho[pointed[0].name], pointed[0].name in refined)[1])
         tau = partition_threshold(sigma, delta_threshold / selected)
         report["points"] = {"sigma": sigma, "threshold": tau, "attributes": len(pointed)}
         for t, values in zip(pointed, select_many([df[t.name] for t in pointed], sigma, tau, noise)):
@@ -757,12 +890,17 @@ def discover_values(df: pd.DataFrame, tasks: list[ValueTask], rho_values: float,
         present = _column_values(df, t)
         if t.kind == "datetime":  # the histogram counts days; the schema stores bounds as units of the granularity
             present = unit_start_days(present.astype(np.int64), t.granularity or "day").astype(float)
-        rho_bounds = split_column_rho(t, rho[t.name])[0]
+        rho_bounds, _, rho_refine = split_column_rho(t, rho[t.name], t.name in refined)
         lower, upper, how = histogram_bounds(present, t.kind, t.integer, rho_bounds, noise)
         report.setdefault("bounds", {})[t.name] = {**how, "located": lower is not None}
         if lower is None or upper is None:
             out.missing.append(t.name)
             continue
+        if rho_refine > 0:  # spent whether or not it moves a bound: the plan fixed it before the data was read
+            lower, upper, fine = refine_bounds(
+                present, lower, upper, t.integer, rho_refine, len(df), noise, sides=(t.need_lower, t.need_upper)
+            )
+            report["bounds"][t.name]["refined"] = fine
         if t.kind == "datetime":
             lower, upper = _unit(t, lower), _unit(t, upper)
         lo, hi = _finish_bounds(t, lower if t.need_lower else None, upper if t.need_upper else None)

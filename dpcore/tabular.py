@@ -63,7 +63,7 @@ from .discovery import (
     DEFAULT_BINS,
     DEFAULT_SCHEMA_SHARE,
     LARGE_TABLE_ROWS,
-    POINTS_WEIGHT,
+    REFINE_CLIP_SHARE,
     DiscoveryPlan,
     ValueTask,
     bin_threshold,
@@ -78,6 +78,8 @@ from .discovery import (
     exact_bounds,
     exact_values,
     joint_split,
+    refine_decision,
+    refined_columns,
     split_column_rho,
 )
 from .domain import Attribute, Domain, _normalise_source
@@ -483,7 +485,8 @@ def _fallback_unlocatable_bounds(
     needing = [t for t in tasks if t.needed]
     if not needing:
         return all_roles
-    rho = column_rho(needing, plan.rho_values)  # the split discover_values makes (it only grows if columns leave)
+    rho = column_rho(needing, plan.rho_values, n)  # the split discover_values makes (it only grows if columns leave)
+    refined = refined_columns(needing, plan.rho_values, n)
     by_name = {r.name: r for r in all_roles}
     changed: dict[str, Role] = {}
     for t in needing:
@@ -491,7 +494,8 @@ def _fallback_unlocatable_bounds(
         kind = t.kind
         if kind not in ("numeric", "datetime"):
             continue
-        if bounds_locatable(kind, t.integer, t.granularity, split_column_rho(t, rho[t.name])[0], k, n):
+        locate = split_column_rho(t, rho[t.name], t.name in refined)[0]
+        if bounds_locatable(kind, t.integer, t.granularity, locate, k, n):
             continue
         changed[r.name] = replace(r, role="excluded", reason=NO_BOUNDS_REASON)
     if changed:
@@ -756,6 +760,14 @@ def discovery_warnings(report: dict, n: int) -> list[str]:
             f"Discovered bounds cover the values held by at least about {max(thresholds):,.0f} rows per power-of-two "
             "range: rarer extreme values are clipped to the bounds. Declare the bounds for exact ranges."
         )
+    narrowed = [c for c, b in report.get("bounds", {}).items() if any(b.get("refined", {}).get("trimmed", ()))]
+    if narrowed:
+        out.append(
+            "Bounds narrowed to the part of the range that holds rows (a second noisy count): "
+            + ", ".join(narrowed[:8])
+            + f". Values in the ends trimmed off (under about {REFINE_CLIP_SHARE:.0%} of the rows, by the noisy "
+            "count) are clipped to the new bounds. Declare the bounds for exact ranges."
+        )
     return out
 
 
@@ -791,14 +803,18 @@ def _public_figures(columns, n, epsilon, delta, schema, roles, unlisted, schema_
     # A whole-number column on a large table releases its frequent values too (discover_values' partition selection
     # for points, which shares δ_t with the category sets).
     points = [c not in undecided and _wants_points(known[c], specs.get(c), n) for c in cols]
-    total = sum(column_weights(kinds, points))
+    # numeric columns' bounds are refined when the public rule says so (dpcore.discovery.refine_decision)
+    refine = refine_decision(kinds, points, [k == "numeric" for k in kinds], plan.rho_values, n)
+    total = sum(column_weights(kinds, points, refine))
     categories = sum(k == "categorical" for k in kinds)
     threshold = partition_threshold(
         math.sqrt(total / plan.rho_values), plan.delta_threshold / max(categories + sum(points), 1)
     )
     if categories == len(kinds):  # a numeric column, if any, is one of the undecided ones
-        total += BOUNDS_WEIGHT + (POINTS_WEIGHT if n >= LARGE_TABLE_ROWS else 0.0) - 1.0
-    rho_bounds = BOUNDS_WEIGHT * plan.rho_values / total
+        kinds[0], points[0] = "numeric", n >= LARGE_TABLE_ROWS
+        total = sum(column_weights(kinds, points, refine_decision(kinds, points, [True] + [False] * (len(kinds) - 1),
+                                                                  plan.rho_values, n)))  # fmt: skip
+    rho_bounds = BOUNDS_WEIGHT * plan.rho_values / total  # the part that locates them
     locatable = bounds_locatable("numeric", True, None, rho_bounds, 2, n)
     needed = bin_threshold(bounds_sigma(rho_bounds), len(bound_bins("numeric", True)[0]))
     return _PublicFigures(columns, known, undecided, cols, plan, threshold, locatable, needed)

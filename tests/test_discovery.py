@@ -12,6 +12,7 @@ from dpcore.discovery import (
     BIN_FALSE_POSITIVE,
     BOUNDS_WEIGHT,
     DEFAULT_SCHEMA_SHARE,
+    POINTS_WEIGHT,
     ROLE_RHO_SHARE,
     THRESHOLD_DELTA_SHARE,
     DiscoveryPlan,
@@ -188,7 +189,8 @@ def test_the_histogram_spends_rho_column_and_its_threshold_is_the_stated_quantil
     task = ValueTask("age", "numeric", integer=True, need_lower=True, need_upper=True)
     found = discover_values(df, [task], 0.02, 1e-9, Randomness(1))
     b = found.report["bounds"]["age"]
-    assert 2 / (2 * b["sigma"] ** 2) == pytest.approx(0.02)  # Δ₂² / (2σ²) = ρ_col: the column's whole share
+    # Δ₂² / (2σ²) per histogram: the locating one and the refinement (1,000 rows: refined) add up to the column's ρ
+    assert 2 / (2 * b["sigma"] ** 2) + 2 / (2 * b["refined"]["sigma"] ** 2) == pytest.approx(0.02)
     from scipy.stats import norm
 
     assert b["threshold"] == pytest.approx(b["sigma"] * norm.isf(BIN_FALSE_POSITIVE / b["bins"]))
@@ -335,16 +337,25 @@ def test_value_sets_and_bounds_share_rho_as_documented():
     ]
     rho, delta_t = 0.4, 1e-8
     rep = discover_values(df, tasks, rho, delta_t, Randomness(0)).report
-    w = BOUNDS_WEIGHT  # a numeric or date column's weight against a category's 1
-    rho_col = rho / (2 + 2 * w)
-    assert rep["rho_per_column"] == pytest.approx({"sex": rho_col, "country": rho_col, "age": w * rho_col,
+    w = BOUNDS_WEIGHT  # a numeric or date column's weight against a category's 1 (and REFINE_WEIGHT to refine)
+    from dpcore.discovery import REFINE_WEIGHT as r
+
+    rho_col = rho / (2 + 2 * w + r)
+    assert rep["rho_per_column"] == pytest.approx({"sex": rho_col, "country": rho_col, "age": (w + r) * rho_col,
                                                    "admitted": w * rho_col})  # fmt: skip
     cats = rep["categories"]
     assert cats["sigma"] == pytest.approx(1 / math.sqrt(rho_col))  # ρ_c = p_c/σ² = p_c·ρ_col
+    # age's bounds are refined on 500 rows at this ρ (its sub-bins' threshold is under n/8): it weighs REFINE_WEIGHT
+    # more and spends that part on a second histogram; dates are not refined
+    from dpcore.discovery import REFINE_WEIGHT
+
     assert rep["bounds"]["age"]["sigma"] == pytest.approx(1 / math.sqrt(w * rho_col))
+    assert rep["bounds"]["age"]["refined"]["sigma"] == pytest.approx(1 / math.sqrt(REFINE_WEIGHT * rho_col))
+    assert rep["bounds"]["admitted"]["sigma"] == pytest.approx(1 / math.sqrt(w * rho_col))
     assert cats["threshold"] == partition_threshold(cats["sigma"], delta_t / 2)
     spent = cats["attributes"] / cats["sigma"] ** 2
-    spent += sum(2 / (2 * rep["bounds"][c]["sigma"] ** 2) for c in ("age", "admitted"))  # one histogram each
+    spent += sum(2 / (2 * rep["bounds"][c]["sigma"] ** 2) for c in ("age", "admitted"))
+    spent += 2 / (2 * rep["bounds"]["age"]["refined"]["sigma"] ** 2)
     assert spent == pytest.approx(rho)
 
 
@@ -415,3 +426,148 @@ def test_a_raw_table_release_with_a_zcdp_mechanism_splits_the_schema_share_in_rh
     assert sum(e["epsilon"] for e in ledger.entries()) == pytest.approx(eps)
     rel2, _ = release_table(df, "laplace", eps, ledger=None, seed=1, workload={"k": 1, "marginals": "all"})
     assert rel2.card["privacy"]["parts"][0]["epsilon"] == pytest.approx(DEFAULT_SCHEMA_SHARE * eps)
+
+
+# ------------------------------------------------------------------ refined bounds (a narrow range far from zero)
+def _years(n: int, rng) -> np.ndarray:
+    """Years 1700-2008, as sunspot records: far from zero, in the power-of-two range [1024, 2047]."""
+    return rng.integers(1700, 2009, n).astype(float)
+
+
+def test_the_refinement_weighs_refine_weight_only_where_the_public_rule_says():
+    """Numeric columns whose bounds are discovered weigh REFINE_WEIGHT more exactly when the refinement's ρ,
+    ρ_v·REFINE_WEIGHT / (the weights' total with it), has its threshold at most REFINE_ROWS_SHARE·n -- all of them or
+    none, never a date or a category; every column's parts add up to its ρ, and the columns' ρ's to ρ_v."""
+    from dpcore.discovery import (
+        REFINE_ROWS_SHARE,
+        REFINE_WEIGHT,
+        column_rho,
+        refine_threshold,
+        refined_columns,
+        split_column_rho,
+    )
+
+    tasks = [
+        ValueTask("c", "categorical", need_values=True),
+        ValueTask("x", "numeric", integer=True, need_lower=True, need_upper=True),
+        ValueTask("p", "numeric", integer=True, need_lower=True, need_upper=True, need_points=True),
+        ValueTask("u", "numeric", need_upper=True, declared_lower=0.0),
+        ValueTask("d", "datetime", granularity="day", need_lower=True, need_upper=True),
+    ]
+    rho_v = 1e-2
+    base = 1 + BOUNDS_WEIGHT + (BOUNDS_WEIGHT + POINTS_WEIGHT) + BOUNDS_WEIGHT + BOUNDS_WEIGHT
+    with_refine = base + 3 * REFINE_WEIGHT
+    n_edge = refine_threshold(rho_v * REFINE_WEIGHT / with_refine) / REFINE_ROWS_SHARE
+    for n, refined in ((int(n_edge) - 1, set()), (int(n_edge) + 1, {"x", "p", "u"})):
+        assert refined_columns(tasks, rho_v, n) == refined
+        rho = column_rho(tasks, rho_v, n)
+        assert sum(rho.values()) == pytest.approx(rho_v, rel=1e-12)
+        total = with_refine if refined else base
+        assert rho["c"] == pytest.approx(rho_v / total)
+        for t in tasks[1:]:
+            locate, points, refine = split_column_rho(t, rho[t.name], t.name in refined)
+            assert locate + points + refine == pytest.approx(rho[t.name], rel=1e-12)
+            assert locate == pytest.approx(rho_v * BOUNDS_WEIGHT / total)
+            assert refine == pytest.approx(rho_v * REFINE_WEIGHT / total if t.name in refined else 0.0)
+    # the histograms spend exactly the column's ρ: Δ₂² / (2σ²) each, with Δ₂ = sqrt(2)
+    df = pd.DataFrame({"year": _years(3000, np.random.default_rng(0))})
+    rep = discover_values(df, [ValueTask("year", "numeric", integer=True, need_lower=True, need_upper=True)], 0.02,
+                          1e-9, Randomness(0)).report["bounds"]["year"]  # fmt: skip
+    assert 1 / rep["sigma"] ** 2 + 1 / rep["refined"]["sigma"] ** 2 == pytest.approx(0.02)
+    assert 1 / rep["refined"]["sigma"] ** 2 == pytest.approx(0.02 * REFINE_WEIGHT / (BOUNDS_WEIGHT + REFINE_WEIGHT))
+
+
+def test_refinement_counts_move_by_at_most_sqrt2_between_neighbouring_columns():
+    """Replace one value (or turn it missing, which drops it from the counts): the sub-bin counts differ in L2 by
+    at most sqrt(2), for whole-number and real edges, values inside and outside the range."""
+    from dpcore.discovery import refine_counts, refine_edges
+
+    rng = np.random.default_rng(3)
+    for lo, hi, integer in ((1024.0, 2047.0, True), (32.0, 64.0, False), (1.0, 7.0, True), (-8.0, 8.0, False)):
+        edges = refine_edges(lo, hi, integer)
+        for _ in range(200):
+            x = rng.uniform(lo - 50, hi + 50, 40)
+            if integer:
+                x = np.round(x)
+            y = x.copy()
+            j = rng.integers(40)
+            y[j] = rng.uniform(lo - 50, hi + 50)
+            d = refine_counts(x, edges) - refine_counts(y, edges)
+            assert np.sqrt((d.astype(float) ** 2).sum()) <= math.sqrt(2) + 1e-12
+            gone = refine_counts(np.delete(x, j), edges) - refine_counts(x, edges)
+            assert np.abs(gone).sum() == 1
+
+
+def test_years_far_from_zero_get_bounds_around_them():
+    """Years 1700-2008 on 3,000 rows: located in [1024, 2047] (ten bins of ~100 years, most of them empty), refined
+    upward in every one of 20 draws and never past the data; within one sub-bin (128 years) of it in most (the walk
+    over the empty sub-bins stops early when their noise sums past REFINE_CLIP_SHARE·n = 60 rows, σ ≈ 17 a
+    sub-bin)."""
+    df = pd.DataFrame({"year": _years(3000, np.random.default_rng(1))})
+    task = ValueTask("year", "numeric", integer=True, need_lower=True, need_upper=True)
+    close = 0
+    for seed in range(20):
+        found = discover_values(df, [task], 0.01, 1e-9, Randomness(seed))
+        lo, hi = found.fields["year"]["lower"], found.fields["year"]["upper"]
+        assert found.report["bounds"]["year"]["refined"]["trimmed"][0], (seed, lo, hi)
+        assert 1024 < lo <= 1700 and hi == 2047, (seed, lo, hi)
+        close += lo >= 1700 - 128
+    assert close >= 15, close
+
+
+def test_refinement_keeps_thin_edge_values_and_spread_tails():
+    """A 1-5 scale whose 1 holds 1.6% of the rows keeps its 1 (one sub-bin of seven is too little to trim: noise
+    cannot tell it from empty); a tail of 10% spread thinly over the upper half keeps its range (its noisy sum is
+    far above REFINE_CLIP_SHARE·n); over 30 draws each."""
+    from dpcore.discovery import refine_bounds
+
+    rng = np.random.default_rng(2)
+    n = 6000
+    scale = rng.choice([1, 2, 3, 4, 5], size=n, p=[0.016, 0.054, 0.16, 0.35, 0.42]).astype(float)
+    bulk = rng.uniform(0, 500, int(0.9 * n))
+    tail = rng.uniform(512, 1023, n - bulk.size)  # 10% over the upper half of [0, 1023]
+    spread = np.concatenate([bulk, tail])
+    for seed in range(30):
+        lo, hi, _ = refine_bounds(scale, 1.0, 7.0, True, 1 / 60.0**2, n, Randomness(seed))
+        assert lo == 1.0 and hi in (5.0, 6.0, 7.0), (seed, lo, hi)
+        lo, hi, _ = refine_bounds(spread, 0.0, 1023.0, False, 1 / 60.0**2, n, Randomness(seed))
+        assert lo == 0.0 and hi == 1023.0, (seed, lo, hi)
+
+
+def test_a_zero_inflated_amount_keeps_its_range():
+    """Capital gains: 92% zeros, the rest at 2^11-2^13.  With the bulk in the bin around zero, bins up to
+    FAR_FROM_ZERO·2^FAR_OCTAVES need only the usual threshold, so the amount's range is found (before, every bin
+    past 8 needed the stricter one and 61% of Adult's draws came back as [0, 0]); a lone 4.5σ bin at 2^20 is still
+    read as noise.  At σ = 40 (T ≈ 172) the fullest of the three bins (220 rows) clears T with probability ~0.8, one
+    of them (or a run of them) in ~97% of draws: at least 175 of 200 keep the range (the old rule: 148)."""
+    from dpcore.discovery import _outermost_held
+
+    rng = np.random.default_rng(4)
+    amounts = np.concatenate([np.zeros(6440), rng.integers(2048, 4096, 180), rng.integers(4096, 8192, 220),
+                              rng.integers(8192, 16384, 160)]).astype(float)  # fmt: skip
+    kept = sum(histogram_bounds(amounts, "numeric", True, 1 / 40.0**2, Randomness(s))[1] >= 8191 for s in range(200))
+    assert kept >= 175, kept
+    lower, upper = bound_bins("numeric", True)
+    at = {int(v): i for i, v in enumerate(lower)}
+    sigma = 10.0
+    noisy = np.zeros(len(lower))
+    noisy[at[0]] = 5000.0
+    noisy[at[2**20]] = 4.5 * sigma
+    assert _outermost_held(noisy, sigma, np.flatnonzero(noisy >= bin_threshold(sigma, len(lower))), lower, upper,
+                           "numeric") == (at[0], at[0])  # fmt: skip
+    noisy[at[2**20]], noisy[at[2**12]] = 0.0, 4.5 * sigma
+    assert _outermost_held(noisy, sigma, np.flatnonzero(noisy >= bin_threshold(sigma, len(lower))), lower, upper,
+                           "numeric") == (at[0], at[2**12])  # fmt: skip
+
+
+def test_refinement_never_drops_the_rare_value_of_a_flag_or_a_short_count():
+    """A 0/1 flag whose 1 holds 1% of the rows, and a 0-2 count whose 2 holds 1%, keep their ranges: one sub-bin is
+    never enough to trim, whatever the noise (here σ = 60 on 6,000 rows, 50 draws)."""
+    from dpcore.discovery import refine_bounds
+
+    rng = np.random.default_rng(5)
+    flag = (rng.random(6000) < 0.01).astype(float)
+    count = rng.choice([0, 1, 2], size=6000, p=[0.6, 0.39, 0.01]).astype(float)
+    for seed in range(50):
+        assert refine_bounds(flag, 0.0, 1.0, True, 1 / 60.0**2, 6000, Randomness(seed))[:2] == (0.0, 1.0)
+        assert refine_bounds(count, 0.0, 2.0, True, 1 / 60.0**2, 6000, Randomness(seed))[:2] == (0.0, 2.0)

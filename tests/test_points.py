@@ -46,16 +46,22 @@ def test_frequent_values_share_rho_and_delta_as_documented():
     ]
     rho, delta_t = 0.05, 1e-9
     rep = discover_values(df, tasks, rho, delta_t, Randomness(0)).report
-    total = 1 + 2 * (BOUNDS_WEIGHT + POINTS_WEIGHT)
-    assert rep["rho_per_column"]["hours"] == pytest.approx(rho * (BOUNDS_WEIGHT + POINTS_WEIGHT) / total)
+    # 6,000 rows at this ρ: the bounds are refined too, REFINE_WEIGHT more (dpcore.discovery.refine_decision)
+    from dpcore.discovery import REFINE_WEIGHT
+
+    total = 1 + 2 * (BOUNDS_WEIGHT + POINTS_WEIGHT + REFINE_WEIGHT)
+    w = BOUNDS_WEIGHT + POINTS_WEIGHT + REFINE_WEIGHT
+    assert rep["rho_per_column"]["hours"] == pytest.approx(rho * w / total)
     assert rep["categories"]["sigma"] == pytest.approx(1 / math.sqrt(rho / total))
     assert rep["points"]["sigma"] == pytest.approx(1 / math.sqrt(rho * POINTS_WEIGHT / total))
     assert rep["bounds"]["hours"]["sigma"] == pytest.approx(1 / math.sqrt(rho * BOUNDS_WEIGHT / total))
+    assert rep["bounds"]["hours"]["refined"]["sigma"] == pytest.approx(1 / math.sqrt(rho * REFINE_WEIGHT / total))
     selected = 3  # sex and both whole-number columns go through partition selection: δ_t / 3 each
     assert rep["points"]["threshold"] == partition_threshold(rep["points"]["sigma"], delta_t / selected)
     assert rep["categories"]["threshold"] == partition_threshold(rep["categories"]["sigma"], delta_t / selected)
     spent = 1 / rep["categories"]["sigma"] ** 2 + 2 / rep["points"]["sigma"] ** 2
     spent += sum(2 / (2 * rep["bounds"][c]["sigma"] ** 2) for c in ("hours", "visits"))
+    spent += sum(2 / (2 * rep["bounds"][c]["refined"]["sigma"] ** 2) for c in ("hours", "visits"))
     assert spent == pytest.approx(rho)
     with pytest.raises(BudgetError, match="whole-number"):
         ValueTask("x", "numeric", need_points=True)

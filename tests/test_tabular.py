@@ -299,6 +299,10 @@ def test_warnings_are_public_functions_of_sigma_threshold_and_level():
     assert len(msgs) == 3 and "9%" in msgs[0] and "40%" in msgs[1] and "1,200 rows" in msgs[2]
     missed = discovery_warnings({"bounds": {"x": {"threshold": 10.0, "located": False}}}, 1000)
     assert len(missed) == 1 and "stood out" in missed[0] and "left out" in missed[0]
+    refined = {"bounds": {"year": {"threshold": 10.0, "refined": {"trimmed": [True, False]}},
+                          "age": {"threshold": 10.0, "refined": {"trimmed": [False, False]}}}}  # fmt: skip
+    narrowed = discovery_warnings(refined, 1000)
+    assert len(narrowed) == 1 and "narrowed" in narrowed[0] and "year" in narrowed[0] and "age" not in narrowed[0]
 
 
 def test_the_public_header_excludes_identifiers_names_and_free_text_at_no_cost():
