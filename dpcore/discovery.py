@@ -21,7 +21,7 @@ zCDP conversion; ρ_d is the largest ρ whose [CKS20] conversion at δ_c is ε_d
   and their kinds are functions of released roles and of the user's choices, so public): with p_c category and
   p_b numeric or date columns, ρ_col = ρ_v / (p_c + BOUNDS_WEIGHT·p_b) for a category column and
   BOUNDS_WEIGHT·ρ_col for a numeric or date one.  On a table of :data:`LARGE_TABLE_ROWS` rows or more, a
-  whole-number column whose bounds are discovered also releases its frequent values and weighs
+  numeric column whose bounds are discovered also releases its frequent values and weighs
   BOUNDS_WEIGHT + :data:`POINTS_WEIGHT` (:func:`split_column_rho` divides its ρ between the two), and one whose
   bounds are refined (below) :data:`REFINE_WEIGHT` more.  The ρ's add up to ρ_v.
 
@@ -48,13 +48,16 @@ P[Z ≥ τ - 1] ≤ δ_t / p_c (:func:`partition_threshold`, using the tail boun
 probability at most δ_t / p_c ≤ δ**.  Values not released go to the attribute's "other" code; missing is
 always a code of its own.  The released set is sorted (natural order), so its order tells nothing more.
 
-**Frequent values of whole-number columns** (``need_points``): the same partition selection on a whole-number
-column's values, with σ_p² = 1/ρ_p (ρ_p its :data:`POINTS_WEIGHT` part).  Steps 1-3 hold attribute by attribute
+**Frequent values of numeric columns** (``need_points``): the same partition selection on a numeric column's
+values (a real-numbered one's up to :data:`dpcore.tabular.REAL_POINTS_MAX_ROWS` rows), with σ_p² = 1/ρ_p (ρ_p
+its :data:`POINTS_WEIGHT` part).  Steps 1-3 hold attribute by attribute
 with each attribute's own σ_j and τ_j: the common values cost Σ_j 1/σ_j², and δ_t = Σ_j P[Z_j ≥ τ_j - 1]; so every
 attribute that goes through partition selection -- p_c category sets and p_p whole-number columns -- takes τ_j
 with P[Z_j ≥ τ_j - 1] ≤ δ_t / (p_c + p_p), and a value held by one row becomes a point with probability at most
-that.  Each released value (a number) gets a bin of its own, [v - 0.5, v + 0.5), inside the discovered bounds
-(:func:`dpcore.tabular._isolate_points`; post-processing): 40 hours a week comes back as 40.
+that.  Each released value (a number) gets a bin of its own, [v - 0.5, v + 0.5) for whole numbers and
+[v - h, v + h) with h half a unit of the points' finest decimal place for real ones, inside the discovered bounds
+(:func:`dpcore.tabular._isolate_points`; post-processing): 40 hours a week comes back as 40, and a real column's
+point bin decodes to the value itself (fair's coded age 17.5 as 17.5, not a draw between 17.45 and 17.55).
 
 **Bounds: a noisy histogram over a public grid** (the approach of Tumult Analytics' ``get_bounds``; Gaussian
 mechanism [CKS20]).  A numeric column's values are counted in public bins that do not depend on the data: signed
@@ -729,9 +732,9 @@ class ValueTask:
     def __post_init__(self) -> None:
         if self.kind not in ROLES or self.kind == "excluded":
             raise BudgetError(f"Column {self.name!r}: nothing to discover for role {self.kind!r}.")
-        if self.need_points and not (self.kind == "numeric" and self.integer and self.need_bounds):
+        if self.need_points and not (self.kind == "numeric" and self.need_bounds):
             raise BudgetError(
-                f"Column {self.name!r}: frequent values are released for whole-number columns whose bounds are "
+                f"Column {self.name!r}: frequent values are released for numeric columns whose bounds are "
                 "discovered only."
             )
 
@@ -851,10 +854,11 @@ def split_column_rho(t: ValueTask, rho_column: float, refined: bool = False) -> 
     return bounds, points, rho_column - bounds - points if refined else 0.0
 
 
-def _points(values: tuple[str, ...]) -> tuple[float, ...]:
-    """The released values of a whole-number column as numbers (labels that are not whole numbers dropped)."""
+def _points(values: tuple[str, ...], integer: bool = True) -> tuple[float, ...]:
+    """The released values of a numeric column as numbers (labels that are not numbers dropped, and, for a
+    whole-number column, those that are not whole)."""
     nums = parse_numbers(pd.Series(list(values), dtype=object)).to_numpy(dtype=float)
-    keep = nums[np.isfinite(nums) & (np.floor(nums) == nums)]
+    keep = nums[np.isfinite(nums) & ((np.floor(nums) == nums) if integer else True)]
     return tuple(float(v) for v in np.unique(keep))
 
 
@@ -883,7 +887,7 @@ def discover_values(df: pd.DataFrame, tasks: list[ValueTask], rho_values: float,
         tau = partition_threshold(sigma, delta_threshold / selected)
         report["points"] = {"sigma": sigma, "threshold": tau, "attributes": len(pointed)}
         for t, values in zip(pointed, select_many([df[t.name] for t in pointed], sigma, tau, noise)):
-            out.fields[t.name] = {"points": _points(values)}
+            out.fields[t.name] = {"points": _points(values, t.integer)}
     for t in todo:
         if t.kind == "categorical" or not t.need_bounds:
             continue

@@ -131,6 +131,9 @@ class Attribute:
     other: bool = False  # categorical: one code for the values not listed
     unparsable: str = "reject"  # numeric/datetime: "reject" or "missing" for cells that do not parse
     provenance: tuple[tuple[str, str], ...] = ()
+    #: numeric, not integer: values whose bin decodes to the value itself (a frequent value with a bin of its own,
+    #: ``[p - h, p + h)``: 17.5 comes back as 17.5, not as a draw between 17.45 and 17.55)
+    points: tuple[float, ...] = ()
 
     def __post_init__(self) -> None:
         if not isinstance(self.name, str) or not self.name:
@@ -162,6 +165,8 @@ class Attribute:
             self._check_numeric()
         else:
             self._check_datetime()
+        if self.points and self.kind != "numeric":
+            raise DomainError(f"Attribute {self.name!r}: points are for numeric attributes.")
 
     def _set_provenance(self) -> None:
         fields = PROVENANCE_FIELDS[self.kind]
@@ -209,6 +214,15 @@ class Attribute:
             edges = tuple(float(e) for e in np.linspace(lower, upper, int(bins) + 1))
         if self.integer and math.floor(edges[-1]) < math.ceil(edges[0]):
             raise DomainError(f"Attribute {name!r}: integer bounds [{edges[0]:g}, {edges[-1]:g}] hold no whole number.")
+        points = tuple(sorted({float(p) for p in self.points}))
+        if points and self.integer:
+            raise DomainError(f"Attribute {name!r}: points are for real numbers (a whole number's bin holds it).")
+        if any(not (math.isfinite(p) and edges[0] <= p <= edges[-1]) for p in points):
+            raise DomainError(f"Attribute {name!r}: every point must lie within the bounds.")
+        bins_of = np.clip(np.searchsorted(edges, points, side="right") - 1, 0, len(edges) - 2)
+        if len(set(bins_of.tolist())) != len(points):
+            raise DomainError(f"Attribute {name!r}: each point needs a bin of its own.")
+        object.__setattr__(self, "points", points)
         object.__setattr__(self, "edges", edges)
         object.__setattr__(self, "lower", edges[0])
         object.__setattr__(self, "upper", edges[-1])
@@ -319,11 +333,21 @@ class Attribute:
                 _whole_label(a, b, i == last) if self.integer else interval_label(a, b, i == last)
                 for i, (a, b) in enumerate(zip(self.edges, self.edges[1:]))
             ]
+            for i, p in self._point_bins().items():
+                out[i] = f"{p:g}"
         else:
             out = self._date_labels()
         if self.missing:
             out.append(MISSING_LABEL)
         return out
+
+    def _point_bins(self) -> dict[int, float]:
+        """Bin index -> the point it decodes to (``points``)."""
+        if not self.points:
+            return {}
+        edges = np.asarray(self.edges, dtype=float)
+        idx = np.clip(np.searchsorted(edges, self.points, side="right") - 1, 0, len(edges) - 2)
+        return {int(i): float(p) for i, p in zip(idx, self.points)}
 
     def _date_labels(self) -> list[str]:
         fmt = DEFAULT_DATE_FORMAT[self._unit]
@@ -460,6 +484,9 @@ class Attribute:
             vals = lo + (hi - lo) * rng.random(codes.shape)
             if numeric == "values":
                 vals = self._round_in_bins(vals, lo, hi, safe == len(edges) - 2)
+        if numeric in ("values", "midpoint"):
+            for i, p in self._point_bins().items():  # a point's bin decodes to the point
+                vals = np.where(safe == i, p, vals)
         out = pd.Series(vals.astype(float))
         out[missing] = np.nan
         return out
@@ -514,6 +541,8 @@ class Attribute:
             d.update(lower=self.lower, upper=self.upper, edges=list(self.edges), out_of_bounds=self.out_of_bounds)
             if self.integer:
                 d["integer"] = True
+            if self.points:
+                d["points"] = list(self.points)
         else:
             fmt = DEFAULT_DATE_FORMAT[self._unit]
             d.update(
@@ -536,7 +565,7 @@ class Attribute:
         if extra:
             raise DomainError(f"Attribute {d.get('name')!r}: unknown schema keys {sorted(extra)}.")
         kw = dict(d)
-        for key in ("values", "edges"):
+        for key in ("values", "edges", "points"):
             if key in kw:
                 if not isinstance(kw[key], (list, tuple)):
                     raise DomainError(f"Attribute {d['name']!r}: {key!r} must be a list.")
@@ -568,6 +597,7 @@ ATTRIBUTE_KEYS = frozenset(
         "format",
         "other",
         "unparsable",
+        "points",
     }
 )
 

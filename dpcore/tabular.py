@@ -108,7 +108,7 @@ SCHEMA_FROM_DATA_NOTE = (
     "rare values and exact minima and maxima."
 )
 #: The settings a schema entry may give besides its provenance fields.
-_SETTINGS = ("bins", "edges", "integer", "granularity", "format", "other", "out_of_bounds", "unparsable")
+_SETTINGS = ("bins", "edges", "points", "integer", "granularity", "format", "other", "out_of_bounds", "unparsable")
 
 
 # ---------------------------------------------------------------------------- declared schema
@@ -157,6 +157,8 @@ def _spec_from_attribute(attr: Attribute, keep_inferred: bool) -> ColumnSpec:
             spec.upper = attr.upper
         if attr.kind == "numeric" and "lower" in usable and "upper" in usable:
             spec.settings["edges"] = attr.edges
+            if attr.points:
+                spec.settings["points"] = attr.points
         spec.settings["bins"] = attr.bins
     spec.settings["out_of_bounds"] = attr.out_of_bounds
     spec.settings["unparsable"] = attr.unparsable
@@ -209,6 +211,8 @@ def _spec_from_dict(d: dict, keep_inferred: bool) -> ColumnSpec:
         spec.settings["missing"] = d["missing"]
     if "edges" in spec.settings and not ("lower" in usable and "upper" in usable):
         spec.settings.pop("edges")
+    if "edges" not in spec.settings:  # points name bins of the declared edges
+        spec.settings.pop("points", None)
     return spec
 
 
@@ -399,23 +403,38 @@ def _integer_edges(lo: float, hi: float, bins: int) -> tuple[float, ...]:
     return tuple(float(e) for e in np.unique(np.round(np.linspace(lo, hi, bins + 1))))
 
 
-def _isolate_points(edges: tuple[float, ...], points) -> tuple[float, ...]:
-    """Whole-number bin edges with each released frequent value p inside them in a bin of its own, [p - 0.5,
-    p + 0.5): edges at p ± 0.5 added, an edge at p itself dropped.  Points outside the edges are ignored (their
-    rows are clipped to the bounds like any other)."""
+#: Above this many rows a real-numbered column releases no frequent values: partition selection draws noise for
+#: every distinct value, and a continuous column on 1,000,000 rows has a million (~10 s of cryptographic draws).
+REAL_POINTS_MAX_ROWS = 200_000
+#: A released frequent value of a real-numbered column gets [p - h, p + h) with h half a unit of the finest decimal
+#: place among the points (0.05 for 17.5, 22, 27); points with more decimals than this are not isolated.
+POINT_DECIMALS = 6
+
+
+def point_half_width(points) -> float:
+    """h: half a unit of the finest decimal place among the points' shortest texts (0.5 for whole numbers)."""
+    decimals = [len(t.split(".")[1]) if "." in t else 0 for t in (f"{float(p):.{POINT_DECIMALS}f}".rstrip("0")
+                                                                   for p in points)]  # fmt: skip
+    return 0.5 * 10.0 ** -max(decimals, default=0)
+
+
+def _isolate_points(edges: tuple[float, ...], points, half: float = 0.5) -> tuple[float, ...]:
+    """Bin edges with each released frequent value p inside them in a bin of its own, [p - h, p + h) with h =
+    ``half`` (0.5 for whole numbers): edges at p ± h added, edges strictly between them dropped.  Points outside
+    the edges are ignored (their rows are clipped to the bounds like any other)."""
     lo, hi = edges[0], edges[-1]
-    inner = [p for p in points if lo <= p <= hi]
+    inner = [float(p) for p in points if lo <= p <= hi]
     if not inner:
         return edges
     out = set(edges)
     for p in inner:
-        out.discard(float(p))
-        for e in (p - 0.5, p + 0.5):
+        out = {e for e in out if not (p - half < e < p + half)}
+        for e in (p - half, p + half):
             if lo <= e <= hi:
                 out.add(float(e))
     out.update((lo, hi))
-    if inner[0] - 0.5 < lo:  # the lowest point sits on the lower bound: it keeps [lo, p + 0.5)
-        out.discard(inner[0] - 0.5)
+    if inner[0] - half < lo:  # the lowest point sits on the lower bound: it keeps [lo, p + h)
+        out.discard(inner[0] - half)
     return tuple(sorted(out))
 
 
@@ -454,14 +473,21 @@ def _build_attribute(
         edges = tuple(settings.get("edges") or ())
         if lower is None or upper is None:
             raise DomainError(f"Column {role.name!r}: no bounds could be set (the column has no numbers).")
+        points: tuple[float, ...] = tuple(settings.get("points") or ()) if edges else ()
         if not edges and role.integer:
             edges = _integer_edges(float(lower), float(upper), nbins)
             if found.get("points"):  # released frequent values: a bin of their own (post-processing)
                 edges = _isolate_points(edges, found["points"])
+        elif not edges and found.get("points"):  # real numbers: the bin decodes to the value itself
+            half = point_half_width(found["points"])
+            if half >= 0.5 * 10.0**-POINT_DECIMALS:
+                base = tuple(float(e) for e in np.linspace(float(lower), float(upper), nbins + 1))
+                edges = _isolate_points(base, found["points"], half)
+                points = tuple(float(p) for p in found["points"] if float(lower) <= p <= float(upper))
         if edges:
             return Attribute(
                 role.name, "numeric", edges=edges, integer=role.integer, unparsable=unparsable,
-                provenance=tuple(prov.items()), **common,
+                provenance=tuple(prov.items()), points=points, **common,
             )  # fmt: skip
         return Attribute(
             role.name, "numeric", lower=float(lower), upper=float(upper), bins=nbins, integer=role.integer,
@@ -505,8 +531,9 @@ def _fallback_unlocatable_bounds(
 
 def _wants_points(role: Role, spec: ColumnSpec | None, n: int) -> bool:
     """Whether a kept column's frequent values are released to get bins of their own (public: its role, what the
-    schema declares, and n): a whole-number column on LARGE_TABLE_ROWS rows or more whose bounds are discovered."""
-    if role.role != "numeric" or not role.integer or n < LARGE_TABLE_ROWS:
+    schema declares, and n): a numeric column on LARGE_TABLE_ROWS rows or more whose bounds are discovered (a real
+    one's released values decode to themselves: fair's coded ages 17.5, 22, 27, ...)."""
+    if role.role != "numeric" or n < LARGE_TABLE_ROWS or (not role.integer and n > REAL_POINTS_MAX_ROWS):
         return False
     _, need_lower, need_upper = _needs(role, spec)
     return need_lower or need_upper  # bounds from the data: declared bounds (or edges) keep the declared bins

@@ -379,6 +379,8 @@ def _entry(row: dict, spec: dict) -> dict | None:
             unchanged = set(bounds) == {"lower", "upper"} and all(_same(entry[b], base[b]) for b in bounds)
             if kind == "numeric" and unchanged and _same(bins, base.get("bins", len(base["edges"]) - 1)):
                 entry["edges"] = list(base["edges"])  # the schema's own bins, not equal-width ones
+                if base.get("points"):  # and the values its bins decode to
+                    entry["points"] = list(base["points"])
     entry["source"] = {f: DECLARED for f in ("kind", "values", "lower", "upper") if f in entry}
     if NO_MISSING in have:
         entry["missing"] = False
@@ -484,6 +486,7 @@ def overlay(saved: dict, decl: Declarations) -> Declarations:
         rebinned = any(k in d for k in ("lower", "upper", "bins")) or not ("lower" in entry and "upper" in entry)
         if rebinned and "edges" in entry:  # new bounds or bin count: the released edges no longer apply
             old_edges = entry.pop("edges")
+            entry.pop("points", None)  # they named bins of the old edges
             if "edges" in d:
                 entry["edges"] = d["edges"]
             else:
