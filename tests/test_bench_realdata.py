@@ -132,3 +132,15 @@ def test_the_outcome_system_names_the_target_and_runs_only_where_there_is_one(ti
         (table, "outcome", 1.0, 0),
         (untargeted, "default", 1.0, 0),
     ]
+
+
+def test_the_undeclared_system_runs_the_users_command_without_a_schema_and_records_a_refusal(tiny, tmp_path):
+    """``undeclared`` is the default with nothing declared: no ``--schema``.  On 240 rows at ε = 0.1 the plan
+    refuses before any spend, and the record says so (a refusal, not a failure)."""
+    table = realdata.prepare("tiny", realdata.Path(tiny["data"]), realdata.Path(tiny["schema"]), "y", tmp_path)
+    cmd = realdata.release_command(table, "undeclared", 0.1, 0, tmp_path / "s.csv")
+    default = realdata.release_command(table, "default", 0.1, 0, tmp_path / "s.csv")
+    assert "--schema" not in cmd and [c for c in default if c not in ("--schema", str(table.schema_file))] == cmd
+    rec, synthetic = realdata.run_ours(table, "undeclared", 0.1, 0, tmp_path, timeout=120)
+    assert synthetic is None and rec["note"].startswith("refused: ") and realdata.REFUSAL in rec["note"]
+    assert rec["command"] == "python -m dpcore release --data train.csv --epsilon 0.1 --seed 0 --out synth.csv"

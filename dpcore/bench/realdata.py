@@ -29,6 +29,11 @@ from ``wait4`` on that child and count the processes it waited for), at every ε
 * ``one_way`` -- the same command with ``--mechanism projection --k 1 --marginals all``: the projection given
   every one-way marginal and nothing else (the issue's "DP one-way-marginals release" reference row; its
   rows should look like independent columns).
+* ``undeclared`` -- the user's command with nothing declared: ``python -m dpcore release --data train.csv
+  --epsilon E --seed S --out synth.csv``, no ``--schema``: roles, value sets and bounds are discovered under DP
+  from a share of the same ε (the default for a table a user just brought).  Measured on the declared schema's
+  cells like every system (its own bins are coarser), on the columns it kept; a run the plan refuses (too small
+  a table for the budget) is recorded with the refusal.  Not part of the issue's targets.
 * ``aim``, ``mst`` -- smartnoise-synth 1.0.8 in its own environment (``python -m dpcore bench peers --setup``;
   skipped with a message when it is missing), with AIM's own defaults (all 2-way marginals of ≤ 10,000 cells,
   its selection, model size 80 MB).  They get the training table encoded by dpcore's own encoder of the
@@ -97,7 +102,12 @@ OURS: dict[str, list[str]] = {
     "outcome": ["--outcome"],  # followed by the table's target: only tables with one
     "projection_adaptive": ["--mechanism", "projection_adaptive"],
     "one_way": ["--mechanism", "projection", "--k", "1", "--marginals", "all"],
+    "undeclared": [],  # and no --schema: the schema discovered privately, as with a table a user just brought
 }
+#: Our systems that are given no schema.
+UNDECLARED = ("undeclared",)
+#: What the release's plan says when it refuses a run before any spend (the table too small for the budget).
+REFUSAL = "so it does not start and nothing is charged"
 PEERS = ("aim", "mst")
 REFERENCES = ("independent",)
 SYSTEMS = tuple(OURS) + PEERS + REFERENCES
@@ -312,8 +322,7 @@ def release_command(table: Table, system: str, eps: float, seed: int, out: Path)
         "release",
         "--data",
         str(table.train_csv),
-        "--schema",
-        str(table.schema_file),
+        *([] if system in UNDECLARED else ["--schema", str(table.schema_file)]),
         "--epsilon",
         f"{eps:g}",
         "--seed",
@@ -339,7 +348,8 @@ def run_ours(table: Table, system: str, eps: float, seed: int, tmp: Path, timeou
     rec["command"] = rec["command"].replace(str(table.schema_file), table.schema_file.name)
     rec["command"] = rec["command"].replace(str(out), "synth.csv")
     if res["returncode"] != 0 or not out.exists():
-        rec["note"] = res["message"] if res["timed_out"] else f"failed: {res['message']}"
+        refused = res["returncode"] == 2 and REFUSAL in res["message"]  # the plan's, before any spend
+        rec["note"] = res["message"] if res["timed_out"] else f"{'refused' if refused else 'failed'}: {res['message']}"
         rec["timed_out"] = res["timed_out"]
         rec["returncode"], rec["stderr_tail"] = res["returncode"], res["stderr_tail"]
         return rec, None
