@@ -144,3 +144,13 @@ def test_the_undeclared_system_runs_the_users_command_without_a_schema_and_recor
     rec, synthetic = realdata.run_ours(table, "undeclared", 0.1, 0, tmp_path, timeout=120)
     assert synthetic is None and rec["note"].startswith("refused: ") and realdata.REFUSAL in rec["note"]
     assert rec["command"] == "python -m dpcore release --data train.csv --epsilon 0.1 --seed 0 --out synth.csv"
+
+
+def test_a_column_the_schema_excludes_is_not_compared_and_is_named(tiny, tmp_path):
+    """A release made without the schema may keep the identifier the schema excludes: it is dropped from the
+    comparison and listed, instead of failing the evaluation."""
+    table = realdata.prepare("tiny", realdata.Path(tiny["data"]), realdata.Path(tiny["schema"]), "y", tmp_path)
+    synthetic = realdata.independent_columns(table, seed=0)
+    synthetic["id"] = np.arange(len(synthetic))
+    rec = realdata.measure(table, synthetic)
+    assert rec["columns_not_in_schema"] == ["id"] and rec["columns_evaluated"] == ["x", "colour", "age", "score", "y"]

@@ -440,6 +440,11 @@ def measure(table: Table, synthetic) -> dict:
     """The record's figures for one output (INTERNAL: computed on the private data)."""
     from ..evaluate import evaluate
 
+    # A release made without the declared schema may keep a column the schema excludes (an identifier it could not
+    # tell from a number): not compared, and said so.
+    compared = {a.name for a in table.domain.attributes}
+    extra = [c for c in synthetic.columns if c not in compared]
+    synthetic = synthetic.drop(columns=extra)
     real = evaluate(
         table.train, synthetic, holdout=table.holdout, schema=table.domain, target=table.target, n_triples=0, top=3
     )
@@ -457,6 +462,8 @@ def measure(table: Table, synthetic) -> dict:
         "columns_evaluated": [c["name"] for c in real["columns"]],
         "columns_left_out": real.get("columns_left_out", []),
     }
+    if extra:
+        out["columns_not_in_schema"] = extra
     ml = real["ml_efficacy"]
     models = ml.get("models") or {}
     for key, name in (("lr", "logistic_regression"), ("gb", "gradient_boosting")):
