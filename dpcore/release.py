@@ -995,6 +995,8 @@ def _run(
         schema_spends=schema_spends,
         rows_rule=rows_rule(mech_cls, vparams, result.public, dataset.n, n_rows),
     )
+    if vparams.get("focus") is not None:  # the card names the column, not only its position (public: the schema)
+        card["parameters"]["focus_column"] = dataset.domain.attributes[int(vparams["focus"])].name
     rel = Release(
         run_id=run_id,
         mechanism=mech_cls.name,

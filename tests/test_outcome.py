@@ -155,6 +155,8 @@ def test_a_raw_table_and_the_library_take_an_outcome(coded, tmp_path):
     rel, _ = release_table(df, "auto", 1.0, params={**fast, OUTCOME: Y}, schema=schema, seed=0, ledger=None)
     assert rel.card["mechanism"]["name"] == "projection_adaptive"
     assert f"the outcome {Y}'s" in rel.card["workload"]["chosen_by"]
+    assert rel.card["parameters"]["focus_column"] == Y  # the position, named
+    assert rel.workload.domain.attributes[rel.card["parameters"]["focus"]].name == Y
     ledger = Ledger(str(tmp_path))
     with pytest.raises(DPCoreError, match="not a column"):
         release_table(df, "auto", 1.0, params={OUTCOME: "salary"}, schema=schema, seed=0, ledger=ledger)
