@@ -480,10 +480,13 @@ def _build_attribute(
                 edges = _isolate_points(edges, found["points"])
         elif not edges and found.get("points"):  # real numbers: the bin decodes to the value itself
             half = point_half_width(found["points"])
-            if half >= 0.5 * 10.0**-POINT_DECIMALS:
+            kept: list[float] = []
+            for p in sorted(float(p) for p in found["points"] if float(lower) <= p <= float(upper)):
+                if not kept or p - kept[-1] >= 2 * half:  # bins [p - h, p + h) that do not overlap
+                    kept.append(p)
+            if kept:
                 base = tuple(float(e) for e in np.linspace(float(lower), float(upper), nbins + 1))
-                edges = _isolate_points(base, found["points"], half)
-                points = tuple(float(p) for p in found["points"] if float(lower) <= p <= float(upper))
+                edges, points = _isolate_points(base, kept, half), tuple(kept)
         if edges:
             return Attribute(
                 role.name, "numeric", edges=edges, integer=role.integer, unparsable=unparsable,
