@@ -824,12 +824,12 @@ def refine_decision(kinds, points, need_bounds, rho_values: float, n: int) -> li
 
 
 def column_rho(tasks: list[ValueTask], rho_values: float, n: int = 0) -> dict[str, float]:
-    """ρ of each column to discover: ρ_v split in proportion to :func:`column_weights`, so the columns' ρ's add up
-    to ρ_v (zCDP composition).  A function of the tasks' released roles and n only."""
+    """ρ of each column to discover: ρ_v split in proportion to :func:`column_weights` (with the refinement of
+    :func:`refined_columns`), so the columns' ρ's add up to ρ_v (zCDP composition).  A function of the tasks'
+    released roles and n only."""
     todo = [t for t in tasks if t.needed]
-    kinds, points = [t.kind for t in todo], [t.need_points for t in todo]
-    refine = refine_decision(kinds, points, [t.need_bounds for t in todo], rho_values, n)
-    weights = column_weights(kinds, points, refine)
+    refined = refined_columns(todo, rho_values, n)
+    weights = column_weights([t.kind for t in todo], [t.need_points for t in todo], [t.name in refined for t in todo])
     total = sum(weights)
     return {t.name: rho_values * w / total for t, w in zip(todo, weights)}
 
@@ -837,9 +837,8 @@ def column_rho(tasks: list[ValueTask], rho_values: float, n: int = 0) -> dict[st
 def refined_columns(tasks: list[ValueTask], rho_values: float, n: int) -> set[str]:
     """The names of the columns whose bounds are refined (:func:`refine_decision`)."""
     todo = [t for t in tasks if t.needed]
-    flags = refine_decision([t.kind for t in todo], [t.need_points for t in todo], [t.need_bounds for t in todo],
-                            rho_values, n)  # fmt: skip
-    return {t.name for t, f in zip(todo, flags) if f}
+    kinds, points, bounds = [t.kind for t in todo], [t.need_points for t in todo], [t.need_bounds for t in todo]
+    return {t.name for t, f in zip(todo, refine_decision(kinds, points, bounds, rho_values, n)) if f}
 
 
 def split_column_rho(t: ValueTask, rho_column: float, refined: bool = False) -> tuple[float, float, float]:

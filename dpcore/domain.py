@@ -484,9 +484,11 @@ class Attribute:
             vals = lo + (hi - lo) * rng.random(codes.shape)
             if numeric == "values":
                 vals = self._round_in_bins(vals, lo, hi, safe == len(edges) - 2)
-        if numeric in ("values", "midpoint"):
-            for i, p in self._point_bins().items():  # a point's bin decodes to the point
-                vals = np.where(safe == i, p, vals)
+        points = self._point_bins()
+        if points and numeric in ("values", "midpoint"):  # a point's bin decodes to the point
+            point_of = np.full(len(edges) - 1, np.nan)
+            point_of[list(points)] = list(points.values())
+            vals = np.where(np.isnan(point_of[safe]), vals, point_of[safe])
         out = pd.Series(vals.astype(float))
         out[missing] = np.nan
         return out

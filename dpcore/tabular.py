@@ -89,6 +89,8 @@ from .mechanisms.base import SpendRecord
 from .output import to_table as _to_table
 from .privacy.ledger import DEFAULT_LEDGER, new_run_id, resolve_ledger
 
+#: What the plan's refusal says: the run does not start (the benchmark recognises a refusal by it).
+REFUSAL = "so it does not start and nothing is charged"
 NO_BOUNDS_REASON = (
     "the budget cannot locate its bounds on this many rows: declare its bounds (free: nothing is read from the "
     "data) to keep it"
@@ -412,9 +414,9 @@ POINT_DECIMALS = 6
 
 
 def point_half_width(points) -> float:
-    """h: half a unit of the finest decimal place among the points' shortest texts (0.5 for whole numbers)."""
-    decimals = [len(t.split(".")[1]) if "." in t else 0 for t in (f"{float(p):.{POINT_DECIMALS}f}".rstrip("0")
-                                                                   for p in points)]  # fmt: skip
+    """h: half a unit of the finest decimal place among the points (at most POINT_DECIMALS; 0.5 for whole
+    numbers)."""
+    decimals = [len(f"{float(p):.{POINT_DECIMALS}f}".rstrip("0").partition(".")[2]) for p in points]
     return 0.5 * 10.0 ** -max(decimals, default=0)
 
 
@@ -986,7 +988,7 @@ class SchemaPlan:
         return (
             f"At ε = {self.epsilon:g} on {self.n:,} rows the private schema is expected to keep "
             f"{len(self.usable)} usable column(s) of {len(self.columns)}: the release would spend its budget on "
-            "(nearly) empty columns, so it does not start and nothing is charged. "
+            f"(nearly) empty columns, {REFUSAL}. "
             + " ".join(line[0].upper() + line[1:] + "." for line in self.lines())
             + f" Ways out: choose fewer columns (--columns, or columns={fewer}), so the schema's share goes further; "
             "declare what is public, free (a codebook as --schema FILE -- `dpcore schema FILE --out schema.json` "

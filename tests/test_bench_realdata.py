@@ -142,7 +142,9 @@ def test_the_undeclared_system_runs_the_users_command_without_a_schema_and_recor
     default = realdata.release_command(table, "default", 0.1, 0, tmp_path / "s.csv")
     assert "--schema" not in cmd and [c for c in default if c not in ("--schema", str(table.schema_file))] == cmd
     rec, synthetic = realdata.run_ours(table, "undeclared", 0.1, 0, tmp_path, timeout=120)
-    assert synthetic is None and rec["note"].startswith("refused: ") and realdata.REFUSAL in rec["note"]
+    from dpcore.tabular import REFUSAL
+
+    assert synthetic is None and rec["note"].startswith("refused: ") and REFUSAL in rec["note"]
     assert rec["command"] == "python -m dpcore release --data train.csv --epsilon 0.1 --seed 0 --out synth.csv"
 
 

@@ -106,8 +106,6 @@ OURS: dict[str, list[str]] = {
 }
 #: Our systems that are given no schema.
 UNDECLARED = ("undeclared",)
-#: What the release's plan says when it refuses a run before any spend (the table too small for the budget).
-REFUSAL = "so it does not start and nothing is charged"
 PEERS = ("aim", "mst")
 REFERENCES = ("independent",)
 SYSTEMS = tuple(OURS) + PEERS + REFERENCES
@@ -348,7 +346,9 @@ def run_ours(table: Table, system: str, eps: float, seed: int, tmp: Path, timeou
     rec["command"] = rec["command"].replace(str(table.schema_file), table.schema_file.name)
     rec["command"] = rec["command"].replace(str(out), "synth.csv")
     if res["returncode"] != 0 or not out.exists():
-        refused = res["returncode"] == 2 and REFUSAL in res["message"]  # the plan's, before any spend
+        from ..tabular import REFUSAL  # what the plan says when it refuses before any spend
+
+        refused = res["returncode"] == 2 and REFUSAL in res["message"]
         rec["note"] = res["message"] if res["timed_out"] else f"{'refused' if refused else 'failed'}: {res['message']}"
         rec["timed_out"] = res["timed_out"]
         rec["returncode"], rec["stderr_tail"] = res["returncode"], res["stderr_tail"]
