@@ -371,7 +371,7 @@ class AdaptiveProjection(Mechanism):
         # The outcome's pairs (public: the attribute is the analyst's choice, the candidates are the workload's).
         focus = None if params.get("focus") is None else int(params["focus"])  # in range: checked by plan()
         focused = None if focus is None else np.array([focus in c and len(c) > 1 for c in candidates.marginals])
-        focus_rounds = int(params.get("focus_rounds") or 0) if focus is not None else 0
+        focus_rounds = _focus_rounds(params)
         free: list[tuple[int, ...]] = []  # the pairs chosen among all candidates (after the outcome's rounds)
         penalty = math.sqrt(2.0 / math.pi) * plan["sigma_counts"] * candidates.sizes  # public expected noise L1
         returned = None
@@ -445,7 +445,7 @@ class AdaptiveProjection(Mechanism):
         pairs the test counts its rounds from there and reads only the pairs chosen freely since (``free``): the
         outcome's pairs were chosen for the analyst, not because the table's pairs carry signal."""
         below = params.get("return_below")
-        k = int(params.get("focus_rounds") or 0) if params.get("focus") is not None else 0
+        k = _focus_rounds(params)
         if below is None or t != k + max(AdaptiveProjection.RETURN_AFTER, math.ceil((T - k) / 4)):
             return False
         read = measured if not k else {c: measured[c] for c in (free or ())}
@@ -686,3 +686,8 @@ class _TrueMarginals:
             float(np.abs(self.true(j) - self.model(j, records, weights)).max())
             for j in range(self.workload.n_marginals)
         )
+
+
+def _focus_rounds(params: dict) -> int:
+    """The rounds that choose among the focus attribute's pairs: ``focus_rounds`` when a focus is set, else 0."""
+    return int(params.get("focus_rounds") or 0) if params.get("focus") is not None else 0
