@@ -79,7 +79,11 @@ most rows: runs of w in :data:`WINDOWS` adjacent bins are then read together -- 
 σ·Φ^-1(1 - BIN_FALSE_POSITIVE / (3·bins))·sqrt(w) anchors the range when no bin clears T, and the range grows one
 bin at a time while some run just past an end sums to :data:`WINDOW_Z`·σ·sqrt(w) (past the rows: probability
 about 0.07% a step).  A positive range that spans three octaves above :data:`ZERO_REACH` reaches down to 0 (its
-thin low bins are together a real share; mirrored for negative ranges).
+thin low bins are together a real share; mirrored for negative ranges).  A bulk that ends at the bin around zero
+(a zero-inflated amount) reaches past it to the best such run on that side (:func:`_beyond_zero`: a real column's
+bins next to zero are empty, so growing one bin at a time never crossed to the rest), and when the bin around
+zero clears T the column releases ``zero``: 0 then gets a bin of its own, [-2^lo, 2^lo), decoding to exactly 0
+(:func:`dpcore.tabular._real_point_edges`).
 A column where no bin or run clears its threshold gets no bounds: :func:`dpcore.tabular.prepare_table` leaves it
 out with the reason.  Post-processing of the noisy counts, at no further cost.  Public test before the run
 (:func:`bounds_locatable`): T ≤ :data:`BULK_SHARE`·n, i.e. a column whose rows lie in at most 1/BULK_SHARE bins
@@ -599,6 +603,9 @@ def histogram_bounds(
         first -= 1
     if last < len(noisy) - 1 and last != zero and noisy[last + 1] >= near:
         last += 1
+    if kind == "numeric":
+        first, last = _beyond_zero(noisy, sigma, first, last, zero)
+        report["zero_held"] = bool(noisy[zero] >= threshold)
     first, last = _extend_spread(noisy, sigma, first, last, zero)
     lo, hi = float(lower_edges[first]), float(upper_edges[last])
     if kind == "numeric":
@@ -666,6 +673,24 @@ def _window_anchor(noisy: np.ndarray, sigma: float, zero: int) -> tuple[int, int
             if excess > score:
                 best, score = (int(start), stop), excess
     return best
+
+
+def _beyond_zero(noisy: np.ndarray, sigma: float, first: int, last: int, zero: int) -> tuple[int, int]:
+    """A bulk that ends at the bin around zero (a zero-inflated amount: 60% of a clinic's costs exactly 0, the rest
+    spread from 50 to 14,000) reaches over the rest: past zero, the run of :func:`_window_anchor` (on that side's
+    bins only) becomes the range's end.  A real-numbered column's bins next to zero ([2^-10, 2^-9), ...) hold
+    nothing, so :func:`_extend_spread`, which moves one adjacent bin at a time, never crosses that gap, and the
+    range collapsed to [0, 1].  Noise alone finds such a run with probability at most BIN_FALSE_POSITIVE.
+    Post-processing of the noisy counts."""
+    if last == zero:
+        run = _window_anchor(noisy[zero + 1 :], sigma, -1)
+        if run is not None:
+            last = zero + 1 + run[1]
+    if first == zero:
+        run = _window_anchor(noisy[:zero], sigma, -1)
+        if run is not None:
+            first = run[0]
+    return first, last
 
 
 def _extend_spread(noisy: np.ndarray, sigma: float, first: int, last: int, zero: int) -> tuple[int, int]:
@@ -912,6 +937,8 @@ def discover_values(df: pd.DataFrame, tasks: list[ValueTask], rho_values: float,
             fields["lower"] = _days(t, lo)
         if t.need_upper:
             fields["upper"] = _days(t, hi)
+        if t.kind == "numeric" and how.get("zero_held") and lo <= 0.0 <= hi:
+            fields["zero"] = True  # exact zeros held by enough rows: a bin of their own (post-processing)
         out.fields.setdefault(t.name, {}).update(fields)
     out.report = report
     return out

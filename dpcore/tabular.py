@@ -63,6 +63,7 @@ from .discovery import (
     DEFAULT_BINS,
     DEFAULT_SCHEMA_SHARE,
     LARGE_TABLE_ROWS,
+    POWER_RANGE,
     REFINE_CLIP_SHARE,
     DiscoveryPlan,
     ValueTask,
@@ -440,6 +441,27 @@ def _isolate_points(edges: tuple[float, ...], points, half: float = 0.5) -> tupl
     return tuple(sorted(out))
 
 
+def _real_point_edges(
+    lower: float, upper: float, nbins: int, released, zero: bool
+) -> tuple[tuple[float, ...], tuple[float, ...]]:
+    """(edges, points) of a real-numbered column: ``nbins`` equal bins over [lower, upper] with each released
+    frequent value p in a bin [p - h, p + h) of its own (h: :func:`point_half_width`; overlapping ones skipped),
+    and, when ``zero``, 0 in [-2^lo, 2^lo) -- the bounds histogram's bin around zero, so exactly the values that
+    counted as zeros decode to 0 -- unless a released value's bin holds it already.  ((), ()) when no point falls
+    inside the bounds.  Post-processing of released values."""
+    half = point_half_width(released)
+    kept: list[float] = []
+    for p in sorted(float(p) for p in released if lower <= p <= upper):
+        if not kept or p - kept[-1] >= 2 * half:  # bins [p - h, p + h) that do not overlap
+            kept.append(p)
+    base = tuple(float(e) for e in np.linspace(lower, upper, nbins + 1))
+    edges = _isolate_points(base, kept, half) if kept else base
+    zero_half = 2.0 ** POWER_RANGE[0]
+    if zero and lower <= 0.0 <= upper and all(abs(p) >= half + zero_half for p in kept):
+        edges, kept = _isolate_points(edges, [0.0], zero_half), sorted([*kept, 0.0])
+    return (edges, tuple(kept)) if kept else ((), ())
+
+
 def _build_attribute(
     role: Role, spec: ColumnSpec | None, found: dict, found_source: str, bins: int, found_bins: int | None = None
 ) -> Attribute:
@@ -476,19 +498,15 @@ def _build_attribute(
         if lower is None or upper is None:
             raise DomainError(f"Column {role.name!r}: no bounds could be set (the column has no numbers).")
         points: tuple[float, ...] = tuple(settings.get("points") or ()) if edges else ()
+        # Exact zeros held by enough rows (the bounds histogram's bin around zero cleared its threshold): 0 gets a
+        # bin of its own like a released frequent value, so a zero-inflated cost comes back with its zeros.
+        zero = bool(found.get("zero")) and float(lower) <= 0.0 <= float(upper)
         if not edges and role.integer:
             edges = _integer_edges(float(lower), float(upper), nbins)
-            if found.get("points"):  # released frequent values: a bin of their own (post-processing)
-                edges = _isolate_points(edges, found["points"])
-        elif not edges and found.get("points"):  # real numbers: the bin decodes to the value itself
-            half = point_half_width(found["points"])
-            kept: list[float] = []
-            for p in sorted(float(p) for p in found["points"] if float(lower) <= p <= float(upper)):
-                if not kept or p - kept[-1] >= 2 * half:  # bins [p - h, p + h) that do not overlap
-                    kept.append(p)
-            if kept:
-                base = tuple(float(e) for e in np.linspace(float(lower), float(upper), nbins + 1))
-                edges, points = _isolate_points(base, kept, half), tuple(kept)
+            if found.get("points") or zero:  # released frequent values: a bin of their own (post-processing)
+                edges = _isolate_points(edges, tuple(found.get("points") or ()) + ((0.0,) if zero else ()))
+        elif not edges and (found.get("points") or zero):  # real numbers: the bin decodes to the value itself
+            edges, points = _real_point_edges(float(lower), float(upper), nbins, found.get("points") or (), zero)
         if edges:
             return Attribute(
                 role.name, "numeric", edges=edges, integer=role.integer, unparsable=unparsable,
