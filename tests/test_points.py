@@ -163,3 +163,60 @@ def test_a_real_columns_frequent_values_come_back_as_themselves():
             Randomness(seed),
         ).fields  # fmt: skip
         assert 1234.56 not in found["cost"]["points"]
+
+
+def test_under_5000_rows_a_real_column_with_few_values_releases_them():
+    """3,000 rows, roles decided privately (nothing confirmed), ε = 2 (the roles' σ ≈ 4% of the rows; at ε = 1 on
+    this three-column table it is 8%, and the rule stays off): a price column holding five values (~20% of the
+    rows each) releases its frequent values when the noisy count of its distinct values -- released with its role,
+    so the choice is free -- and that count's σ are at most FEW_VALUES_SHARE of the rows; the continuous column
+    (3,000 distinct values, ~25σ above that share) never does.  Whenever the rule fires only true prices are
+    released (a value held by one row enters with probability at most δ_t); each price enters with probability at
+    least p = Φ((min count - τ) / σ) (the report's τ and σ), so the prices released over the fired runs are at
+    least the binomial's 0.1% quantile; the rule fires in some of 6 seeds (the noisy count of 5 values falls under
+    150 with probability ≈ Φ(145 / 118) ≈ 0.9)."""
+    from scipy.stats import binom, norm
+
+    from dpcore.tabular import FEW_VALUES_SHARE, _few_values
+
+    rng = np.random.default_rng(7)
+    n = 3000
+    prices = (9.99, 19.99, 49.5, 99.0, 149.0)
+    df = pd.DataFrame({
+        "price": rng.choice(prices, n),
+        "score": np.round(rng.normal(50, 10, n), 4),
+        "region": rng.choice(["N", "S", "E", "W"], n),
+    })  # fmt: skip
+    least = int(df["price"].value_counts().min())
+    fired, released, p = 0, 0, 1.0
+    for seed in range(6):
+        prep = prepare_table(df, epsilon=2.0, delta=1 / n**2, noise=Randomness(seed), ledger=None)
+        roles = {r.name: r for r in prep.roles}
+        assert not _few_values(roles["score"], n) and not prep.domain["score"].points
+        stats, share = roles["price"].stats, FEW_VALUES_SHARE * n
+        assert (stats["noise_sigma"] <= share and stats["distinct"] <= share) == _few_values(roles["price"], n)
+        if _few_values(roles["price"], n):
+            fired += 1
+            points = prep.domain["price"].points
+            assert set(points) <= set(prices), points
+            released += len(points)
+            rep = prep.discovery_report["points"]
+            p = min(p, float(norm.sf((rep["threshold"] - least) / rep["sigma"])))
+    assert fired >= 1
+    assert released >= binom.ppf(0.001, 5 * fired, p), (released, fired, p)
+
+
+def test_few_values_needs_a_private_role_whose_count_can_tell():
+    """The rule reads only a privately decided role's released counts: a confirmed role, a whole-number column, or
+    a count whose σ exceeds the share it is compared with never releases points on a small table."""
+    from dpcore.ingest import Role
+    from dpcore.tabular import FEW_VALUES_SHARE, _few_values
+
+    n = 3000
+    share = FEW_VALUES_SHARE * n
+    stats = {"distinct": 5.0, "noise_sigma": share / 2}
+    assert _few_values(Role("p", "numeric", source="dp", stats=stats), n)
+    assert not _few_values(Role("p", "numeric", source="dp", stats={**stats, "noise_sigma": share * 2}), n)
+    assert not _few_values(Role("p", "numeric", source="dp", stats={**stats, "distinct": share + 1}), n)
+    assert not _few_values(Role("p", "numeric", integer=True, source="dp", stats=stats), n)
+    assert not _few_values(Role("p", "numeric", source="declared"), n)
