@@ -20,8 +20,10 @@ zCDP conversion; ρ_d is the largest ρ whose [CKS20] conversion at δ_c is ε_d
   (:func:`column_rho`: 1 for a category column, :data:`BOUNDS_WEIGHT` for a numeric or date one; which columns
   and their kinds are functions of released roles and of the user's choices, so public): with p_c category and
   p_b numeric or date columns, ρ_col = ρ_v / (p_c + BOUNDS_WEIGHT·p_b) for a category column and
-  BOUNDS_WEIGHT·ρ_col for a numeric or date one.  On a table of :data:`LARGE_TABLE_ROWS` rows or more, a
-  numeric column whose bounds are discovered also releases its frequent values and weighs
+  BOUNDS_WEIGHT·ρ_col for a numeric or date one.  On a table of :data:`LARGE_TABLE_ROWS` rows or more (or, for a
+  real-numbered column, where its privately released role counts say it has few distinct values:
+  :func:`dpcore.tabular._few_values`), a numeric column whose bounds are discovered also releases its frequent
+  values and weighs
   BOUNDS_WEIGHT + :data:`POINTS_WEIGHT` (:func:`split_column_rho` divides its ρ between the two), and one whose
   bounds are refined (below) :data:`REFINE_WEIGHT` more.  The ρ's add up to ρ_v.
 
