@@ -108,6 +108,10 @@ MIXED_RATE = 0.5
 #: Numbers are whole when fewer than this fraction of them are not (a column is nearly always all whole or mostly
 #: not: a loose cut keeps the decision right under noise).
 NON_INTEGER_RATE = 0.25
+#: ... and, among the numbers other than the most frequent value, fractions clearly (2σ) making up this share make
+#: a column real even when the old rule says whole: a discount that is 0 on 80% of the rows and 0.05-0.2 otherwise
+#: has 20% fractions overall, and was typed whole -- its fractions then came back as 0 or 1.
+FRACTION_Z = 2.0
 #: Whole-number columns with at most this many distinct values are categories (0/1 and 1/2 flags).  More values
 #: (a 1-10 score, counts of priors) stay numbers: their bounds are cheap to locate (one histogram), while every
 #: value of a category must clear partition selection's threshold on its own, and values that do not came back
@@ -487,6 +491,17 @@ def exact_stats(df: pd.DataFrame, columns=None) -> list[ColumnStats]:
 
 
 # ---------------------------------------------------------------------------- the rule
+def whole_numbers(st: ColumnStats) -> bool:
+    """Whether a numeric column's numbers are whole: fewer than NON_INTEGER_RATE of them are fractions, and the
+    fractions do not clearly (by FRACTION_Z·σ, and at least σ or one) make up that share of the numbers other than the
+    most frequent value -- a column that is mostly exact zeros with decimals otherwise (discounts, rain in mm, a
+    cost) is real.  Reads the column's statistics (exact or noisy) only."""
+    if st.non_integer >= NON_INTEGER_RATE * max(st.numeric, 1.0):
+        return False
+    rest = max(st.numeric - st.mode, 0.0)
+    return st.non_integer - FRACTION_Z * st.sigma < max(NON_INTEGER_RATE * rest, st.sigma, 1.0)
+
+
 def decide_role(st: ColumnStats) -> Role:
     """The role of one column from its statistics (exact or noisy).
 
@@ -501,7 +516,7 @@ def decide_role(st: ColumnStats) -> Role:
         if st.sigma > TYPED_NOISE_LIMIT * n:
             return Role(name, "categorical", reason=UNDECIDABLE_REASON.format(sigma=st.sigma))
         if st.numeric >= MIXED_RATE * present:
-            integer = st.non_integer < NON_INTEGER_RATE * max(st.numeric, 1.0)
+            integer = whole_numbers(st)
             return Role(name, "numeric", integer=integer,
                         reason=UNDECIDABLE_TYPED_REASON.format(sigma=st.sigma, what="numbers"))  # fmt: skip
         if st.date_format and st.date >= MIXED_RATE * present:
@@ -528,7 +543,7 @@ def decide_role(st: ColumnStats) -> Role:
             return Role(name, "excluded", reason=CONSTANT_REASON)
         if identifier:
             return Role(name, "excluded", reason=IDENTIFIER_HEADER_REASON)
-        integer = st.non_integer < NON_INTEGER_RATE * max(st.numeric, 1.0)
+        integer = whole_numbers(st)
         if integer and st.distinct + margin <= SMALL_INTEGER_CATEGORIES:
             return Role(name, "categorical", reason="whole numbers with few distinct values")
         note = "" if st.numeric >= present else "cells that are not numbers are read as missing"

@@ -344,3 +344,50 @@ def test_dates_with_english_month_names_are_dates_as_written():
     # A word that is not a month does not parse, whatever its shape.
     _, fmts = column_counts(pd.Series(["Foo-1-1995", "Bar-2-1996"]))
     assert not any(fmts.values())
+
+
+def _numbers(n, numeric, non_integer, mode, distinct, sigma=0.0):
+    return ColumnStats("c", n, present=numeric, numeric=numeric, non_integer=non_integer, date=0, distinct=distinct,
+                       mode=mode, long_text=0, sigma=sigma)  # fmt: skip
+
+
+def test_a_column_of_mostly_zeros_with_decimals_is_real_and_flags_stay_whole():
+    """A discount that is 0 on 80% of the rows and 0.05-0.2 otherwise has 20% fractions -- under the 25% that makes
+    a column real -- but every number besides its most frequent value is one: real (before: whole, and its
+    fractions came back as 0 or 1).  Exact counts and noisy ones (σ = 4% and 6% of the rows: the rule asks the
+    fractions to clear 2σ, and at least σ, so at 7% this discount stays whole).  A 0/1 flag with 90% zeros, a
+    count, and ages with a few halves stay whole whatever the noise within 2σ (a flag turns real only when noise
+    alone lifts its fractions by 3σ: probability 0.13%)."""
+    from dpcore.ingest import whole_numbers
+
+    n = 3000
+    discount = dict(numeric=n, non_integer=600, mode=2400, distinct=5)
+    assert not whole_numbers(_numbers(n, **discount))
+    for sigma in (0.04 * n, 0.06 * n):
+        assert not whole_numbers(_numbers(n, **discount, sigma=sigma))
+        assert decide_role(_numbers(n, **discount, sigma=sigma)).integer is False
+    for sigma in (0.0, 0.04 * n, 0.07 * n):
+        for noise in (-2.0, 0.0, 2.0):  # the fractions' noisy count within 2σ of the truth
+            flag = _numbers(n, n, max(noise * sigma, 0.0), 2700, 2, sigma)
+            count = _numbers(n, n, max(noise * sigma, 0.0), 900, 12, sigma)
+            ages = _numbers(n, n, 90 + noise * sigma, 100, 70, sigma)  # 3% halves (estimated ages)
+            assert whole_numbers(flag) and whole_numbers(count) and whole_numbers(ages), (sigma, noise)
+
+
+def test_private_roles_type_a_zero_inflated_discount_as_real():
+    """3,000 rows, three columns, ρ such that σ = 4% of the rows (a 7-column table's at ε = 1): the discount column
+    (fractions on 20% of the rows, 2σ = 8%) is typed real in at least 8 of 10 draws -- its fractions clear the
+    rule by ~3σ, so each draw fails with probability ~0.1% -- and a 0/1 flag never loses whole numbers."""
+    rng = np.random.default_rng(0)
+    n = 3000
+    df = pd.DataFrame({
+        "discount": np.where(rng.random(n) < 0.8, 0.0, rng.choice([0.05, 0.1, 0.15, 0.2], n)),
+        "returned": rng.choice([0, 1], n, p=[0.9, 0.1]),
+        "region": rng.choice(["N", "S", "E"], n),
+    })  # fmt: skip
+    real = 0
+    for seed in range(10):
+        roles = {r.name: r for r in private_roles(df, 7 * 3 / (2 * (0.04 * n) ** 2), Randomness(seed)).roles}
+        real += roles["discount"].role == "numeric" and not roles["discount"].integer
+        assert roles["returned"].role != "numeric" or roles["returned"].integer
+    assert real >= 8, real
