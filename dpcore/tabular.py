@@ -554,8 +554,9 @@ def _fallback_unlocatable_bounds(
 
 def _wants_points(role: Role, spec: ColumnSpec | None, n: int) -> bool:
     """Whether a kept column's frequent values are released to get bins of their own (public: its role, what the
-    schema declares, and n): a numeric column on LARGE_TABLE_ROWS rows or more whose bounds are discovered (a real
-    one's released values decode to themselves: fair's coded ages 17.5, 22, 27, ...)."""
+    schema declares, n, and the released role counts): a numeric column whose bounds are discovered, on
+    LARGE_TABLE_ROWS rows or more or, for a real one, where :func:`_few_values` says it has few distinct values (a
+    real one's released values decode to themselves: fair's coded ages 17.5, 22, 27, ...; five prices)."""
     if role.role != "numeric" or (not role.integer and n > REAL_POINTS_MAX_ROWS):
         return False
     if n < LARGE_TABLE_ROWS and not _few_values(role, n):
