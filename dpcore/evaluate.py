@@ -106,6 +106,11 @@ def _canonical_text(values: pd.Series) -> pd.Series:
     return pd.Series(np.array(text, dtype=object)[codes], index=values.index, dtype=object)
 
 
+#: A number written as text (``0.0``, ``1.50``, ``-3``, ``2e3``); one with a leading zero (``007``) stays a code.
+_NUMBER_TEXT = re.compile(r"^[+-]?(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?$")
+_LEADING_ZERO_TEXT = re.compile(r"^[+-]?0\d")
+
+
 def _canonical_value(v) -> str:
     if isinstance(v, (bool, np.bool_)):
         return str(bool(v))
@@ -115,7 +120,12 @@ def _canonical_value(v) -> str:
         f = float(v)
         return str(int(f)) if f.is_integer() and abs(f) < 2**53 else str(f)
     if isinstance(v, str):
-        return v.strip()
+        # Numbers read as text match by value: a file that writes 0.0 and a release that writes 0 hold one value
+        # (it read as two, and a column's TVD came out 1.0).
+        t = v.strip()
+        if _NUMBER_TEXT.match(t) and not _LEADING_ZERO_TEXT.match(t) and math.isfinite(float(t)):
+            return _canonical_value(float(t))
+        return t
     return str(v)
 
 

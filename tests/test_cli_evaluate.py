@@ -114,3 +114,19 @@ def test_a_release_that_left_columns_out_is_evaluated_on_the_kept_columns(tables
     rc = main(["evaluate", "--data", tables["real"], "--synthetic", str(kept)])
     out = capsys.readouterr().out
     assert rc == 0 and "left out (not compared): " + HOSTILE in out
+
+
+def test_numbers_written_differently_are_one_value(tmp_path, capsys):
+    """A file that writes a score as 0.0 / 1.0 / 0.25 and a release that writes 0 / 1 / 0.25 hold the same values:
+    the one-way TVD of identical columns is 0 (it was 1.0: '0.0' and '0' read as two categories).  A code with a
+    leading zero stays a code: '007' and '7' are two values."""
+    real, syn = tmp_path / "real.csv", tmp_path / "syn.csv"
+    real.write_text(
+        "score,code\n" + "".join(f"{v},{c}\n" for v, c in [("0.0", "007"), ("1.0", "7"), ("0.25", "7")] * 30)
+    )
+    syn.write_text("score,code\n" + "".join(f"{v},{c}\n" for v, c in [("0", "007"), ("1", "7"), ("0.25", "007")] * 30))
+    assert main(["evaluate", "--data", str(real), "--synthetic", str(syn), "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    by = {c["column"]: c["tvd"] for c in out["one_way_tvd"]["columns"]}
+    assert by["score"] == 0.0
+    assert by["code"] == pytest.approx(1 / 3)  # one third of the rows moved from '7' to '007'
