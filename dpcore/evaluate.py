@@ -282,7 +282,8 @@ def encode_column(coding: ColumnCoding, s: pd.Series) -> tuple[np.ndarray, int]:
         codes = codes.astype(np.int64)
     else:
         unreadable = 0
-        lookup = {v: i for i, v in enumerate(coding.labels[: coding.unseen_code])}
+        # Labels through the same canonical form as the cells (a declared '1.50' matches a cell 1.5).
+        lookup = {_canonical_value(v): i for i, v in enumerate(coding.labels[: coding.unseen_code])}
         text = _canonical_text(s[~missing]) if (~missing).any() else pd.Series([], dtype=object)
         uniq_idx, uniques = pd.factorize(text, sort=False)
         uniq_code = np.array([lookup.get(u, coding.unseen_code) for u in uniques], dtype=np.int64)
