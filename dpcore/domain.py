@@ -652,6 +652,11 @@ _DECORATED_NUMBER = re.compile(
 )
 
 
+#: Digits with a leading zero ("08390", "007") are codes, not numbers (read as numbers they would come back as 8390
+#: and 7): the roles count them as text, and the evaluation matches them as written.
+LEADING_ZERO = re.compile(r"^\s*[+-]?0\d+\s*$")
+
+
 def parse_numbers(column: pd.Series) -> pd.Series:
     """The numbers of a column as floats (NaN where a cell is not one): plain numbers, and numbers as spreadsheets
     export them — thousands grouped with ',' ("26,610.29"), a currency sign before ("$1,234.50") or a percent sign

@@ -46,7 +46,7 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from .domain import parse_dates, parse_numbers
+from .domain import LEADING_ZERO, parse_dates, parse_numbers
 from .errors import DataError
 
 LABEL = (
@@ -98,17 +98,23 @@ class ColumnCoding:
 
 
 def _canonical_text(values: pd.Series) -> pd.Series:
-    """Text keys for matching categories across tables: 1.0 -> '1', stripped strings; missing -> None.
+    """Text keys for matching categories across tables: 1.0 -> '1', stripped strings; missing -> None.  Numbers
+    written as text match by value, read by the one parser every other step uses (a file that writes 0.0 and a
+    release that writes 0 hold one value; read as two, such a column's TVD came out 1.0); a code with a leading
+    zero (007) stays as written.
 
     Only the distinct values are canonicalised (a column of a million rows has few of them)."""
     codes, uniques = pd.factorize(values, sort=False)
-    text = [_canonical_value(v) for v in uniques] + [None]  # code -1 (missing) picks the last
+    text: list[str | None] = [_canonical_value(v) for v in uniques]
+    at = np.array([i for i, v in enumerate(uniques) if isinstance(v, str)], dtype=np.int64)
+    if at.size:
+        written = pd.Series([text[i] for i in at], dtype=object)
+        nums = parse_numbers(written).to_numpy(dtype=float)
+        ok = np.isfinite(nums) & ~written.str.match(LEADING_ZERO.pattern).to_numpy(dtype=bool)
+        for i, v in zip(at[ok], nums[ok]):
+            text[i] = _canonical_value(float(v))
+    text.append(None)  # code -1 (missing) picks the last
     return pd.Series(np.array(text, dtype=object)[codes], index=values.index, dtype=object)
-
-
-#: A number written as text (``0.0``, ``1.50``, ``-3``, ``2e3``); one with a leading zero (``007``) stays a code.
-_NUMBER_TEXT = re.compile(r"^[+-]?(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?$")
-_LEADING_ZERO_TEXT = re.compile(r"^[+-]?0\d")
 
 
 def _canonical_value(v) -> str:
@@ -120,12 +126,7 @@ def _canonical_value(v) -> str:
         f = float(v)
         return str(int(f)) if f.is_integer() and abs(f) < 2**53 else str(f)
     if isinstance(v, str):
-        # Numbers read as text match by value: a file that writes 0.0 and a release that writes 0 hold one value
-        # (it read as two, and a column's TVD came out 1.0).
-        t = v.strip()
-        if _NUMBER_TEXT.match(t) and not _LEADING_ZERO_TEXT.match(t) and math.isfinite(float(t)):
-            return _canonical_value(float(t))
-        return t
+        return v.strip()
     return str(v)
 
 
@@ -283,7 +284,8 @@ def encode_column(coding: ColumnCoding, s: pd.Series) -> tuple[np.ndarray, int]:
     else:
         unreadable = 0
         # Labels through the same canonical form as the cells (a declared '1.50' matches a cell 1.5).
-        lookup = {_canonical_value(v): i for i, v in enumerate(coding.labels[: coding.unseen_code])}
+        labels = pd.Series(coding.labels[: coding.unseen_code], dtype=object)
+        lookup = {v: i for i, v in enumerate(_canonical_text(labels))}
         text = _canonical_text(s[~missing]) if (~missing).any() else pd.Series([], dtype=object)
         uniq_idx, uniques = pd.factorize(text, sort=False)
         uniq_code = np.array([lookup.get(u, coding.unseen_code) for u in uniques], dtype=np.int64)

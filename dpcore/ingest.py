@@ -52,7 +52,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from .domain import _canonical_text, parse_numbers, to_datetimes
+from .domain import LEADING_ZERO, _canonical_text, parse_numbers, to_datetimes
 from .errors import BudgetError, DataError
 
 ROLES = ("categorical", "numeric", "datetime", "excluded")
@@ -164,7 +164,6 @@ _DATE_LIKE = re.compile(
     r"^\d{1,4}[-/.]\d{1,2}[-/.]\d{1,4}(?:[ T]\d{1,2}:\d{2}(?::\d{2})?(?:Z|[+-]\d{2}:?\d{2})?)?$|^\d{4}-\d{1,2}$"
     r"|^\d{1,2}[- ][A-Za-z]{3,9}[- ]\d{4}$|^[A-Za-z]{3,9}[- ]\d{1,2},?[- ]\d{4}$"
 )
-_LEADING_ZERO = re.compile(r"^\s*[+-]?0\d+\s*$")
 _FORMAT_PIECES = {
     "%Y": r"\d{4}",
     "%m": r"\d{1,2}",
@@ -456,9 +455,9 @@ def column_counts(column: pd.Series, distinct=None) -> tuple[dict[str, int], dic
         return stats, fmt_counts
     text = pd.Series(uniques, dtype=object).astype(str)
     nums = parse_numbers(text).to_numpy(dtype=float, copy=True)
-    # Digits with a leading zero ("08390", "007") are codes, not numbers: read as numbers they would come back
-    # as 8390 and 7.  Counting them as text keeps such a column categorical, its labels as written.
-    nums[text.str.match(_LEADING_ZERO.pattern).to_numpy(dtype=bool)] = np.nan
+    # Digits with a leading zero are codes (domain.LEADING_ZERO): counted as text, such a column stays categorical,
+    # its labels as written.
+    nums[text.str.match(LEADING_ZERO.pattern).to_numpy(dtype=bool)] = np.nan
     is_num = ~np.isnan(nums)
     stats["numeric"] = int(counts[is_num].sum())
     whole = is_num & np.isfinite(nums) & (np.floor(np.where(is_num, nums, 0.0)) == nums)
