@@ -499,8 +499,8 @@ def _build_attribute(
             raise DomainError(f"Column {role.name!r}: no bounds could be set (the column has no numbers).")
         points: tuple[float, ...] = tuple(settings.get("points") or ()) if edges else ()
         # Exact zeros held by enough rows (the bounds histogram's bin around zero cleared its threshold): 0 gets a
-        # bin of its own like a released frequent value, so a zero-inflated cost comes back with its zeros.
-        zero = bool(found.get("zero")) and float(lower) <= 0.0 <= float(upper)
+        # bin of its own like a released frequent value (ignored, like any point, outside the bounds).
+        zero = bool(found.get("zero"))
         if not edges and role.integer:
             edges = _integer_edges(float(lower), float(upper), nbins)
             if found.get("points") or zero:  # released frequent values: a bin of their own (post-processing)
