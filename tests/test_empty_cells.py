@@ -13,14 +13,15 @@ from scipy.stats import binom, norm
 from dpcore.data import Dataset
 from dpcore.domain import Attribute, Domain
 from dpcore.mechanisms.base import Budget, RunContext
-from dpcore.mechanisms.decouple import fill_empty_cells
-from dpcore.mechanisms.projection_adaptive import (
+from dpcore.mechanisms.decouple import (
+    OUTER_SIGMA_SHARE,
     STRUCTURAL_Z,
-    AdaptiveProjection,
-    fit_targets,
+    empty_chains,
+    fill_empty_cells,
+    outer_chains,
     special_codes,
-    structural_zeros,
 )
+from dpcore.mechanisms.projection_adaptive import AdaptiveProjection, fit_targets, structural_zeros
 from dpcore.workload import Workload
 
 FAST = {"scip": "off", "max_iterations": 60, "round_iterations": 10}
@@ -168,3 +169,119 @@ def test_the_projection_on_a_chosen_workload_keeps_complete_columns_complete():
         assert any("fitted as empty" in note for note in on.notes)
     assert kept <= binom.ppf(1 - 1e-4, 15, norm.sf(STRUCTURAL_Z)), (kept, kept_off)
     assert kept_off >= 10, kept_off  # the rule is what removes them
+
+
+# ------------------------------------------------------------------ a discovered number's end values
+def _scale(edges, integer=True, source="dp") -> Attribute:
+    return Attribute("q", "numeric", edges=edges, integer=integer, source=source)
+
+
+HALF = tuple(v + 0.5 for v in range(0, 8))  # whole numbers 1..7, one bin each: a 1-5 scale located as [1, 7]
+
+
+def test_a_discovered_ranges_end_values_past_its_power_of_two_start_form_chains_from_the_outside_in():
+    assert outer_chains(_scale(HALF)) == ((6, 5, 4),)  # 7, 6, 5: past 4, where [4, 7] starts; 1 is exact
+    assert outer_chains(_scale(HALF, source="declared")) == ()  # the user's range is the user's
+    # 2..15 in ten bins: the top range [8, 15] vouches for 8 only; the lower bound 2 (from [2, 3]) for 3 only.
+    assert outer_chains(_scale((2, 3, 5, 6, 7, 8, 10, 11, 12, 14, 15))) == ((9, 8, 7, 6), (0,))
+    assert outer_chains(_scale((0.5, 1.5, 2.5, 3.5, 4.5, 5.5, 6.5, 7.5, 8.5, 9.5, 10.5))) == ()  # 10 + 1: refined
+    # A real range [0, 128]: the bins wholly above 64; one bin is always left to no chain.
+    assert outer_chains(Attribute("x", "numeric", lower=0, upper=128, bins=10, source="dp")) == ((9, 8, 7, 6),)
+    links = outer_chains(_scale((3.5, 4.5, 5.5, 6.5, 7.5)))  # 4..7: one range, both ends in it
+    assert links == ((3, 2), (0,)) and len({c for chain in links for c in chain}) < 4
+    assert empty_chains(Domain([_scale(HALF), Attribute("c", "categorical", ("a",), other=True)])) == {
+        0: ((6, 5, 4),),
+        1: (1,),
+    }
+
+
+def test_a_chain_is_emptied_from_the_outside_in_while_its_shares_stay_under_one_sigma():
+    sigma = 0.01
+    ident = (np.arange(7),)
+
+    def zeros(shares, sd=sigma):
+        measured = {(0,): (np.array([0.1, 0.2, 0.3, 0.2, 0.0, 0.0, 0.0]) + np.array(shares), sd, ident)}
+        return structural_zeros(measured, {0: ((6, 5, 4),)})
+
+    assert zeros([0, 0, 0, 0, 0.11, 0.004, -0.02]) == {0: {6, 5}}  # 7 and 6 go; 5 holds 11%: stays
+    assert zeros([0, 0, 0, 0, 0.11, 0.012, 0.0]) == {0: {6}}  # 6's noise passes σ: 6 and 5 stay
+    assert zeros([0, 0, 0, 0, 0.11, 0.006, 0.006]) == {0: {6}}  # together over σ
+    assert zeros([0, 0, 0, 0, 0.012, 0.0, -0.5]) == {0: {6, 5}}  # a negative share makes no room for 5
+    assert zeros([0, 0, 0, 0, 0.11, 0.0, 0.0], sd=1.5 * OUTER_SIGMA_SHARE) == {}  # too noisy to tell
+
+
+SCALES = 6
+
+
+def _scales(n: int, seed: int) -> Dataset:
+    """Six 1-5 answer scales (the top answer 11% of rows) with the range [1, 7] a power-of-two histogram locates,
+    and a three-valued group they follow."""
+    rng = np.random.default_rng(seed)
+    z = rng.integers(0, 3, n)
+    cols = [np.clip(z + rng.integers(0, 3, n), 0, 4) for _ in range(SCALES)] + [z]
+    attrs = [Attribute(f"q{i}", "numeric", edges=HALF, integer=True, source="dp") for i in range(SCALES)]
+    attrs.append(Attribute("group", "categorical", ("a", "b", "c"), source="dp"))
+    return Dataset(np.column_stack(cols), Domain(attrs), name="scales")
+
+
+def test_a_scales_empty_values_past_its_end_come_back_empty_and_its_real_top_answer_stays():
+    """3,000 rows at ε = 1 (one-way σ ≈ 1% of the rows): a column's two empty values 6 and 7 both go when the
+    positive parts of their noisy shares sum under σ -- probability p = P(Z₁⁺ + Z₂⁺ < 1) ≈ 0.66 -- so over 6
+    columns × 3 seeds at least binom.ppf(1e-4, 18, p) are emptied, and the rows hold no value the run's note says
+    was emptied.  Without the rule fewer columns come back without a 6 or 7.  The top answer 5 (11% of the rows,
+    ≥ 10σ) is never emptied and keeps its share."""
+    from scipy.integrate import quad
+
+    p = 0.25 + norm.cdf(1) - 0.5 + quad(lambda x: norm.pdf(x) * (norm.cdf(1 - x) - 0.5), 0, 1)[0]
+    budget = Budget(1.0, 1.0 / 3000**2)
+    both, clean, clean_off, trials = 0, 0, 0, 0
+    for seed in range(3):
+        ds = _scales(3000, seed)
+        pairs = tuple((a, SCALES) for a in range(SCALES))
+        wl = Workload(ds.domain, tuple((a,) for a in range(SCALES + 1)) + pairs)
+        on = AdaptiveProjection().run(ds, wl, budget, AdaptiveProjection.validate_params({"rounds": 3, **FAST}),
+                                      RunContext.seeded(seed))  # fmt: skip
+        off = AdaptiveProjection().run(
+            ds, wl, budget, AdaptiveProjection.validate_params({"rounds": 3, "empty_special": False, **FAST}),
+            RunContext.seeded(seed),
+        )  # fmt: skip
+        sigma = on.public["sigma_one_way_counts"] / 3000
+        assert sigma < OUTER_SIGMA_SHARE
+        note = next(n for n in on.notes if "fitted as empty" in n)
+        for a in range(SCALES):
+            trials += 1
+            listed = note.split(f"q{a}: ")[1].split(";")[0].split(" (")[0] if f"q{a}: " in note else ""
+            emptied = sorted(int(v) for v in listed.split(", ") if v.isdigit())
+            assert 5 not in emptied
+            assert not np.isin(on.rows[:, a], [v - 1 for v in emptied]).any()
+            both += int(emptied == [6, 7])
+            clean += int(not np.isin(on.rows[:, a], (5, 6)).any())
+            clean_off += int(not np.isin(off.rows[:, a], (5, 6)).any())
+            real, synth = float((ds.codes[:, a] == 4).mean()), float((on.rows[:, a] == 4).mean())
+            assert synth == pytest.approx(real, abs=4 * sigma + 0.02)
+    assert both >= binom.ppf(1e-4, trials, p), (both, clean, clean_off, p)
+    assert clean >= both and clean_off < clean, (clean, clean_off)  # the rule is what removes them
+
+
+def test_a_chosen_workload_empties_a_scales_end_values_read_off_every_marginal_holding_them():
+    """The projection on a chosen workload reads a number's end values as it reads a missing cell (each marginal's
+    cells holding the value summed, combined by precision): 7 and 6 of a scale located as [1, 7] are zeroed in
+    every marginal while their shares together stay under the combined σ, and 5 is not."""
+    from dpcore.mechanisms.projection import empty_special_cells
+
+    dom = Domain([_scale(HALF), Attribute("flag", "categorical", ("no", "yes"))])
+    wl = Workload(dom, ((0, 1),))
+    sigma = 0.002  # one marginal, 2 cells summed per value: σ·sqrt(2) ≈ 0.0028 of the rows, under 2%
+
+    def noisy_with(six: float) -> np.ndarray:
+        table = np.zeros((7, 2))
+        table[:5] = [[0.05, 0.05], [0.1, 0.1], [0.15, 0.15], [0.1, 0.1], [0.05, 0.05]]
+        table[5] = [six / 2, six / 2]
+        table[6] = [-0.001, 0.0005]
+        return table.ravel()
+
+    out, zeros = empty_special_cells(wl, noisy_with(0.001), np.array([sigma]), empty_chains(dom))
+    assert zeros == {0: {5, 6}}
+    assert (out.reshape(7, 2)[5:] == 0).all() and out.reshape(7, 2)[4, 0] == 0.05
+    out, zeros = empty_special_cells(wl, noisy_with(0.004), np.array([sigma]), empty_chains(dom))
+    assert zeros == {0: {6}} and out.reshape(7, 2)[5, 0] == pytest.approx(0.002)  # 6 holds over σ·sqrt(2)

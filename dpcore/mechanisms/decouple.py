@@ -26,6 +26,8 @@ Post-processing: the guarantee is unchanged.
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 from .base import Param
@@ -50,14 +52,21 @@ DECOUPLE_PARAM = Param(
 #: passes it with probability Φ(-2) ≈ 2.3%, and a column whose cells are all present is common.
 STRUCTURAL_Z = 2.0
 
+#: A number's end bins are fitted as empty only where the one-way measurement's σ is at most this share of the
+#: rows: with more noise a real thin value cannot be told from an empty one (anes96's 944 rows at ε = 1, σ ≈ 4%:
+#: a 1-7 scale lost its 3.6% of 7s), so the ends are left as measured.
+OUTER_SIGMA_SHARE = 0.02
+
 #: The mechanisms' switch (projection, projection_adaptive).
 EMPTY_SPECIAL_PARAM = Param(
     "empty_special",
     "bool",
     True,
-    "Fit a column's missing cell or its '(other)' cell as empty when its measured count is under "
-    f"{STRUCTURAL_Z:g}σ (post-processing): noise alone would otherwise put a few percent of rows there in a column "
-    "that has none.",
+    "Fit cells that noise alone would fill as empty (post-processing): a column's missing or '(other)' cell "
+    f"measured under {STRUCTURAL_Z:g}σ, and a discovered number's end values past where its power-of-two bounds "
+    f"vouch for rows while together under 1σ (where σ is at most {OUTER_SIGMA_SHARE:.0%} of the rows) -- else a "
+    "column that has none gets a few percent of rows there (a 1-5 scale located as [1, 7] coming back with 6s and "
+    "7s).",
     advanced=True,
 )
 
@@ -72,6 +81,104 @@ def special_codes(domain) -> dict[int, tuple[int, ...]]:
     return out
 
 
+def _power_of_two(x: float) -> bool:
+    return x > 0 and math.isfinite(x) and math.frexp(x)[0] == 0.5
+
+
+def _whole_span(edges, i: int) -> tuple[int, int]:
+    """The first and last whole number of a whole-number bin (the last bin is closed on the right)."""
+    closed = i == len(edges) - 2
+    return math.ceil(edges[i]), (math.floor(edges[i + 1]) if closed else math.ceil(edges[i + 1]) - 1)
+
+
+def outer_chains(attr) -> tuple[tuple[int, ...], ...]:
+    """A discovered number's end bins that its bounds do not vouch for, as chains from the outside in.
+
+    Discovered bounds are the outer edges of power-of-two bins (:func:`dpcore.discovery.histogram_bounds`): an
+    upper bound of 7 says some rows lie in [4, 7], not that any reach 7.  The bins that lie wholly past the start
+    of the top power-of-two range (above 4 here: 5, 6, 7), and wholly before the end of the bottom one (a lower
+    bound of 4 from [4, 7]: 4, 5, 6), may hold nothing but noise.  Only bounds with ``"dp"`` provenance that are a
+    power of two (the upper one, for whole numbers, one less) qualify: a declared bound is the user's, and a
+    refined one was already moved in to where the rows are.  At least one bin is left out of every chain.  Public:
+    the released schema only."""
+    if attr.kind != "numeric" or len(attr.edges) < 3:
+        return ()
+    edges, k = attr.edges, len(attr.edges) - 1
+    sources = dict(attr.provenance)
+    top: list[int] = []
+    bottom: list[int] = []
+    if attr.integer:
+        last = _whole_span(edges, k - 1)[1]
+        if sources.get("upper") == "dp" and last >= 3 and _power_of_two(last + 1.0):
+            start = (last + 1) // 2
+            top = [i for i in range(k - 1, -1, -1) if _whole_span(edges, i)[0] > start]
+        first = _whole_span(edges, 0)[0]
+        if sources.get("lower") == "dp" and first >= 2 and _power_of_two(float(first)):
+            end = 2 * first - 1
+            bottom = [i for i in range(k) if _whole_span(edges, i)[1] < end]
+    else:
+        upper, lower = float(edges[-1]), float(edges[0])
+        if sources.get("upper") == "dp" and _power_of_two(upper):
+            top = [i for i in range(k - 1, -1, -1) if edges[i] > upper / 2.0]
+        if sources.get("lower") == "dp" and _power_of_two(lower):
+            bottom = [i for i in range(k) if edges[i + 1] < 2.0 * lower]
+    top = _prefix(top)
+    bottom = _prefix([i for i in bottom if i not in top])
+    while top and len(top) + len(bottom) >= k:  # leave a bin no chain reaches
+        (bottom if len(bottom) >= len(top) else top).pop()
+    return tuple(tuple(c) for c in (top, bottom) if c)
+
+
+def _prefix(chain: list[int]) -> list[int]:
+    """The leading run of consecutive codes (from the outside in) of ``chain``."""
+    out: list[int] = []
+    for i in chain:
+        if out and abs(i - out[-1]) != 1:
+            break
+        out.append(i)
+    return out
+
+
+def empty_chains(domain) -> dict[int, tuple]:
+    """Every attribute's codes that noise alone may fill, for :func:`chain_zeros`: its missing and '(other)' codes
+    (bare codes, :func:`special_codes`) and a discovered number's end bins (tuples, from the outside in:
+    :func:`outer_chains`).  Public: the schema."""
+    out: dict[int, tuple] = {}
+    special = special_codes(domain)
+    for a, attr in enumerate(domain.attributes):
+        links = tuple(special.get(a, ())) + outer_chains(attr)
+        if links:
+            out[a] = links
+    return out
+
+
+def chain_zeros(chains: dict, measure) -> dict[int, set[int]]:
+    """attribute -> the codes fitted as empty.  ``measure(attribute, code)`` gives the code's noisy share of the
+    rows and that share's σ, or None where it is not measured in a cell of its own.  A bare code (a missing or
+    '(other)' cell) is emptied when its share is under STRUCTURAL_Z·σ.  Along a chain (a number's end bins, from
+    the outside in; only where σ ≤ OUTER_SIGMA_SHARE) codes are emptied while their shares together (each at least
+    0) stay under one σ: two empty values past a scale's end go about 70% of the time, a real value holding 2σ of
+    the rows about 2% of the time.  Post-processing of the noisy answers and their public σ."""
+    out: dict[int, set[int]] = {}
+    for a, links in chains.items():
+        for link in links:
+            chain = isinstance(link, tuple)
+            total = 0.0
+            for code in link if chain else (link,):
+                got = measure(a, int(code))
+                if got is None:
+                    break
+                share, sd = got
+                if chain:
+                    total += max(share, 0.0)  # a negative share (noise) must not make room for a real bin
+                    if sd > OUTER_SIGMA_SHARE or total >= sd:
+                        break
+                elif share >= STRUCTURAL_Z * sd:
+                    break
+                out.setdefault(a, set()).add(int(code))
+    return out
+
+
 def own_group(value_map: np.ndarray, code: int) -> int | None:
     """The group a code is measured in when it is the only code there, else None."""
     group = int(value_map[code])
@@ -82,14 +189,22 @@ def empty_notes(zeros: dict, domain, filled: int = 0) -> list[str]:
     """The run's note on the cells fitted as empty."""
     if not zeros:
         return []
-    parts = []
+    parts, ends = [], False
     for a, codes in sorted(zeros.items()):
         attr = domain.attributes[a]
-        labels = ["missing" if attr.missing and c == attr.n_regular else "(other)" for c in sorted(codes)]
+        names = attr.labels()
+        ends = ends or any(c != attr.other_code and not (attr.missing and c == attr.n_regular) for c in codes)
+        labels = ["missing" if attr.missing and c == attr.n_regular else names[c] for c in sorted(codes)]
         parts.append(f"{attr.name}: {', '.join(labels)}")
     return [
-        f"Cells measured under {STRUCTURAL_Z:g}σ were fitted as empty (post-processing), so noise does not fill "
-        f"them with rows the data may not have: {'; '.join(parts)}"
+        f"Cells measured under {STRUCTURAL_Z:g}σ"
+        + (
+            " (a discovered number's values past where its power-of-two bounds vouch for rows: together under 1σ)"
+            if ends
+            else ""
+        )
+        + " were fitted as empty (post-processing), so noise does not fill them with rows the data may not have: "
+        + "; ".join(parts)
         + (f" ({filled:,} cells left there by the fit took a value from a similar row)." if filled else ".")
     ]
 

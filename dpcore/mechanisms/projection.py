@@ -58,13 +58,13 @@ from .base import Budget, Mechanism, MechanismResult, Param, RunContext, SpendRe
 from .decouple import (
     DECOUPLE_PARAM,
     EMPTY_SPECIAL_PARAM,
-    STRUCTURAL_Z,
+    chain_zeros,
     decouple_notes,
     decouple_rows,
+    empty_chains,
     empty_notes,
     fill_empty_cells,
     own_group,
-    special_codes,
 )
 from .direct import project_simplex
 from .smoothing import ordered_attributes, smooth_records
@@ -1201,7 +1201,7 @@ class Projection(Mechanism):
         # The clock started before the measurement: the time limit covers the whole run, and only the
         # projection (post-processing) is cut by it.
         # Each column's missing and '(other)' cells (public, from the schema) measured under 2σ are fitted as empty.
-        special = special_codes(workload.domain) if params.get("empty_special", True) else {}
+        special = empty_chains(workload.domain) if params.get("empty_special", True) else {}
         noisy, zeros = empty_special_cells(measured, noisy, sigmas, special)
         weights = None
         if plan["small_cell_weight"] < 1.0:  # only when something is grouped (the plan's rule)
@@ -1253,28 +1253,31 @@ def empty_special_cells(measured, noisy: np.ndarray, sigmas: np.ndarray, special
         return noisy, {}
     offsets = measured.offsets
     maps = getattr(measured, "value_maps", None)
-    zeros: dict[int, set[int]] = {}
-    emptied: list[tuple[int, int, int]] = []
-    for a, codes in special.items():
-        for code in codes:
-            total = precision = 0.0
-            where = []
-            for j, clique in enumerate(measured.marginals):
-                if a not in clique:
-                    continue
-                axis = clique.index(a)
-                value_map = maps[j][axis] if maps is not None else np.arange(int(measured.domain.shape[a]))
-                group = own_group(value_map, code)
-                if group is None:
-                    continue
-                shape = measured.marginal_shape(j)
-                share = float(np.take(noisy[offsets[j] : offsets[j + 1]].reshape(shape), group, axis=axis).sum())
-                var = float(sigmas[j]) ** 2 * (math.prod(shape) // shape[axis])
-                total, precision = total + share / var, precision + 1.0 / var
-                where.append((j, axis, group))
-            if precision > 0 and total / precision < STRUCTURAL_Z / math.sqrt(precision):
-                zeros.setdefault(a, set()).add(code)
-                emptied += where
+    cells: dict[tuple[int, int], list[tuple[int, int, int]]] = {}
+
+    def measure(a: int, code: int) -> tuple[float, float] | None:
+        total = precision = 0.0
+        where = []
+        for j, clique in enumerate(measured.marginals):
+            if a not in clique:
+                continue
+            axis = clique.index(a)
+            value_map = maps[j][axis] if maps is not None else np.arange(int(measured.domain.shape[a]))
+            group = own_group(value_map, code)
+            if group is None:
+                continue
+            shape = measured.marginal_shape(j)
+            share = float(np.take(noisy[offsets[j] : offsets[j + 1]].reshape(shape), group, axis=axis).sum())
+            var = float(sigmas[j]) ** 2 * (math.prod(shape) // shape[axis])
+            total, precision = total + share / var, precision + 1.0 / var
+            where.append((j, axis, group))
+        if precision <= 0:
+            return None
+        cells[(a, code)] = where
+        return total / precision, 1.0 / math.sqrt(precision)
+
+    zeros = chain_zeros(special, measure)
+    emptied = [w for a, codes in zeros.items() for code in codes for w in cells[(a, code)]]
     if not emptied:
         return noisy, zeros
     out = np.array(noisy, dtype=float, copy=True)

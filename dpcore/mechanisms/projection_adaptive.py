@@ -48,13 +48,13 @@ from .base import Budget, Mechanism, MechanismResult, Param, RunContext, SpendRe
 from .decouple import (
     DECOUPLE_PARAM,
     EMPTY_SPECIAL_PARAM,
-    STRUCTURAL_Z,
+    chain_zeros,
     decouple_notes,
     decouple_rows,
+    empty_chains,
     empty_notes,
     fill_empty_cells,
     own_group,
-    special_codes,
 )
 from .projection import (
     ROWS_PARAM,
@@ -329,7 +329,7 @@ class AdaptiveProjection(Mechanism):
         skipped_projections = 0
         shrink = bool(params.get("shrink_pairs", True))
         # Each column's missing and '(other)' codes (public, from the schema): fitted as empty when measured so.
-        special = special_codes(workload.domain) if params.get("empty_special", True) else {}
+        special = empty_chains(workload.domain) if params.get("empty_special", True) else {}
 
         def project(records, weights, iterations: int, final: bool, until: float):
             # Post-processing of everything measured so far (the fit's settings are fixed for the run).
@@ -610,20 +610,20 @@ def fit_targets(measured: dict, shrink: bool = True, zeros: dict | None = None) 
 
 
 def structural_zeros(measured: dict, special: dict) -> dict[int, set[int]]:
-    """The special codes (:func:`special_codes`) whose measured one-way count is under STRUCTURAL_Z·σ: attribute ->
-    codes.  A thresholded (pre-test) estimate: it removes the few percent of rows noise alone puts in the empty
-    missing or '(other)' cell of a small table's column, at the price of a cell holding under about 2σ of rows
-    being fitted empty.  Reads the noisy one-way answers and their public σ: post-processing."""
-    out: dict[int, set[int]] = {}
-    for a, codes in special.items():
+    """The codes of ``special`` (:func:`empty_chains`: chains tested from the outside in) whose measured one-way
+    count is under STRUCTURAL_Z·σ: attribute -> codes.  A thresholded (pre-test) estimate: it removes the few
+    percent of rows noise alone puts in the empty missing or '(other)' cell of a small table's column (or past the
+    end of a 1-5 scale located as [1, 7]), at the price of a cell holding under about 2σ of rows being fitted
+    empty.  Reads the noisy one-way answers and their public σ: post-processing."""
+
+    def measure(a: int, code: int) -> tuple[float, float] | None:
         if (a,) not in measured:
-            continue
+            return None
         y, sigma, maps = measured[(a,)]
-        for code in codes:
-            group = own_group(maps[0], code)
-            if group is not None and float(y[group]) < STRUCTURAL_Z * sigma:
-                out.setdefault(a, set()).add(code)
-    return out
+        group = own_group(maps[0], code)
+        return None if group is None else (float(y[group]), float(sigma))
+
+    return chain_zeros(special, measure)
 
 
 def shrinkage_notes(kept: dict, domain) -> list[str]:
