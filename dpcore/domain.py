@@ -688,6 +688,12 @@ def parse_dates(column: pd.Series, fmt: str | None) -> np.ndarray:
         ts = column
         if getattr(ts.dt, "tz", None) is not None:
             ts = ts.dt.tz_convert(None)
+    elif fmt == "%Y" or (pd.api.types.is_numeric_dtype(column) and not pd.api.types.is_bool_dtype(column)):
+        # Numbers read as dates (a year alone, format %Y): whole ones as their digits (2023.0 as 2023).
+        vals = parse_numbers(column).to_numpy(dtype=float, na_value=np.nan)
+        whole = np.isfinite(vals) & (np.floor(np.where(np.isfinite(vals), vals, 0.0)) == vals)
+        text = pd.Series(np.where(whole, vals, np.nan), index=column.index).astype("Int64").astype(str)
+        ts = to_datetimes(text, fmt)
     else:
         ts = to_datetimes(column.astype(str).str.strip(), fmt)
     return ((ts - _EPOCH) / pd.Timedelta(days=1)).to_numpy(dtype=float, na_value=np.nan)

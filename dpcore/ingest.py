@@ -38,7 +38,12 @@ public share of the roles' ρ (:data:`DATE_FORMAT_SHARE`) goes to the format cho
 rest to the counts.
 
 The header is public (it is not protected by the release), so a name such as ``id`` or
-``case_number`` may mark an identifier at no cost.
+``case_number`` may mark an identifier at no cost, and one that names a year (``visit_year``, ``YearBuilt``:
+:func:`year_header`) lets its whole numbers in 1900-2099 count as dates in the format ``%Y`` -- one more
+format for the exponential mechanism, its count a sum over cells like the others (sensitivity 1).  Such a
+column is read as years (a date by year) when that count possibly reaches TYPE_RATE of its cells, so its
+bounds come from the dates' one-bin-per-year histogram and it comes back as 2023, not as a draw from the
+power-of-two range [1024, 2047] numbers are located in.
 """
 
 from __future__ import annotations
@@ -87,6 +92,7 @@ DATE_FORMATS = (
     "%b %d, %Y",
     "%d %B %Y",
     "%B %d, %Y",
+    "%Y",  # a year alone: counted only for a column whose header names a year (:func:`year_header`)
 )
 #: The seven statistics per column, in the order of the noisy vector.
 STATISTICS = ("present", "numeric", "non_integer", "date", "distinct", "mode", "long_text")
@@ -234,6 +240,35 @@ _TEXT_PREFIXES = {"free", "full", "raw", "body", "open", "message", "response", 
 HEADER_PERSON_REASON = "identifies a person: its header names one (a public rule; bring it back to keep it)"
 HEADER_TEXT_REASON = "free text: its header says so (a public rule; bring it back to keep it)"
 HEADER_ID_REASON = "identifier: its header names one (a public rule; bring it back to keep it)"
+
+
+#: Header words that name a year (``visit_year``, ``YearBuilt``, ``birthyear``, ``yob``); ``years`` (a duration:
+#: ``years_edu``) does not.
+_YEAR_TOKENS = {"year", "yr", "yob"}
+#: The years a year column's values are counted in: the date bounds' public grid (:data:`dpcore.discovery`'s
+#: DATE_SEARCH), so that a column read as years can be located.
+YEAR_RANGE = (1900, 2099)
+
+
+YEAR_REASON = "years: its header names a year and its whole numbers lie in 1900-2099 (read as dates, by year)"
+
+
+def year_header(name: str) -> bool:
+    """Whether a (public) header names a year: a word ``year``, ``yr`` or ``yob``, or one ending in ``year``
+    (``birthyear``) or beginning ``yearof`` or ``yearbuilt``; not ``years`` (a duration) or ``yearly``.  Such a
+    column's whole numbers in YEAR_RANGE count as dates in the format ``%Y`` (:func:`column_counts`): read as
+    years, it gets the dates' one-bin-per-year bounds and comes back as 2023, not as a draw from the power-of-two
+    range [1024, 2047]."""
+    spaced = re.sub(r"([a-z0-9])([A-Z])", r"\1_\2", str(name))
+    tokens = [t for t in re.split(r"[^A-Za-z0-9]+", spaced.lower()) if t]
+    return any(t in _YEAR_TOKENS or t.endswith("year") or t.startswith(("yearof", "yearbuilt")) for t in tokens)
+
+
+def _year_count(nums: np.ndarray, counts: np.ndarray) -> int:
+    """Cells holding a whole number in YEAR_RANGE (``nums``: the distinct values as numbers, NaN for none)."""
+    ok = np.isfinite(nums) & (np.floor(np.where(np.isfinite(nums), nums, 0.0)) == nums)
+    ok &= (nums >= YEAR_RANGE[0]) & (nums <= YEAR_RANGE[1])
+    return int(counts[ok].sum())
 
 
 def header_role(name: str) -> Role | None:
@@ -447,11 +482,14 @@ def column_counts(column: pd.Series, distinct=None) -> tuple[dict[str, int], dic
         fmt_counts["%Y-%m-%d %H:%M:%S"] = int(counts[~midnight].sum())
         stats["date"] = stats["present"]
         return stats, fmt_counts
+    years = year_header(str(column.name))
     if pd.api.types.is_numeric_dtype(column):
         vals = np.asarray(uniques, dtype=float)
         stats["numeric"] = stats["present"]
         whole = np.isfinite(vals) & (np.floor(vals) == vals)
         stats["non_integer"] = int(counts[~whole].sum())
+        if years:
+            fmt_counts["%Y"] = _year_count(vals, counts)
         return stats, fmt_counts
     text = pd.Series(uniques, dtype=object).astype(str)
     nums = parse_numbers(text).to_numpy(dtype=float, copy=True)
@@ -463,10 +501,14 @@ def column_counts(column: pd.Series, distinct=None) -> tuple[dict[str, int], dic
     whole = is_num & np.isfinite(nums) & (np.floor(np.where(is_num, nums, 0.0)) == nums)
     stats["non_integer"] = int(counts[is_num & ~whole].sum())
     stats["long_text"] = int(counts[text.str.len().to_numpy() > LONG_TEXT_CHARS].sum())
+    if years:
+        fmt_counts["%Y"] = _year_count(nums, counts)
     maybe = text.str.match(_DATE_LIKE.pattern).to_numpy(dtype=bool)
     if maybe.any():
         cand, cand_counts = text[maybe], counts[maybe]
         for fmt, rx in _FORMAT_RE.items():
+            if fmt == "%Y":  # a year alone is a number unless the header names a year (above)
+                continue
             fits = cand.str.match(rx.pattern).to_numpy(dtype=bool)
             if fits.any():
                 parsed = to_datetimes(cand[fits], fmt).notna().to_numpy()
@@ -545,6 +587,8 @@ def decide_role(st: ColumnStats) -> Role:
         integer = whole_numbers(st)
         if integer and st.distinct + margin <= SMALL_INTEGER_CATEGORIES:
             return Role(name, "categorical", reason="whole numbers with few distinct values")
+        if integer and st.date_format == "%Y" and year_header(name) and possibly(st.date, TYPE_RATE):
+            return Role(name, "datetime", format="%Y", reason=YEAR_REASON)
         note = "" if st.numeric >= present else "cells that are not numbers are read as missing"
         return Role(name, "numeric", integer=integer, reason=note)
     if st.date_format and possibly(st.date, TYPE_RATE):

@@ -7,6 +7,7 @@ from dataclasses import replace
 import numpy as np
 import pandas as pd
 import pytest
+from scipy.stats import binom
 
 from dpcore.data import read_table
 from dpcore.errors import BudgetError, DataError
@@ -25,6 +26,7 @@ from dpcore.ingest import (
     private_roles,
     propose_roles,
     role_noise,
+    year_header,
 )
 from dpcore.privacy.samplers import Randomness
 
@@ -69,10 +71,11 @@ def test_every_date_format_is_recognised(fmt):
     days = pd.Timestamp("2001-01-01") + pd.to_timedelta(rng.integers(0, 9000, 300), unit="D")
     secs = pd.to_timedelta(rng.integers(0, 86_400, 300), unit="s")
     stamps = (days + secs).tz_localize("UTC") if "%z" in fmt else days + secs  # an offset needs a zone to print
-    text = pd.Series(stamps.strftime(fmt))
+    name = "year" if fmt == "%Y" else "when"  # a year alone is a date only under a header that names a year
+    text = pd.Series(stamps.strftime(fmt), name=name)
     counts, fmts = column_counts(text)
     assert fmts[fmt] == 300
-    role = propose_roles(pd.DataFrame({"when": text}))[0]
+    role = propose_roles(pd.DataFrame({name: text}))[0]
     assert role.role == "datetime"
     # A day/month order that every cell fits equally (all days ≤ 12) reads as the first listed format;
     # with days above 12 (as here) only the true order parses every cell.
@@ -376,8 +379,10 @@ def test_a_column_of_mostly_zeros_with_decimals_is_real_and_flags_stay_whole():
 
 def test_private_roles_type_a_zero_inflated_discount_as_real():
     """3,000 rows, three columns, ρ such that σ = 4% of the rows (a 7-column table's at ε = 1): the discount column
-    (fractions on 20% of the rows, 2σ = 8%) is typed real in at least 8 of 10 draws -- its fractions clear the
-    rule by ~3σ, so each draw fails with probability ~0.1% -- and a 0/1 flag never loses whole numbers."""
+    (fractions on 20% of the rows, 2σ = 8%) is typed real in at least binom.ppf(1e-4, 10, p) of 10 draws, p the
+    chance that its noisy counts clear the rule (the fraction count, 600, must clear 2σ plus the larger of σ and a
+    quarter of the noisy numbers beside the noisy mode: p ≈ 0.9, computed below from the three counts' normal
+    noise) -- and a 0/1 flag never loses whole numbers."""
     rng = np.random.default_rng(0)
     n = 3000
     df = pd.DataFrame({
@@ -390,4 +395,66 @@ def test_private_roles_type_a_zero_inflated_discount_as_real():
         roles = {r.name: r for r in private_roles(df, 7 * 3 / (2 * (0.04 * n) ** 2), Randomness(seed)).roles}
         real += roles["discount"].role == "numeric" and not roles["discount"].integer
         assert roles["returned"].role != "numeric" or roles["returned"].integer
-    assert real >= 8, real
+    draws = np.random.default_rng(1).normal(size=(3, 200_000)) * roles["discount"].stats["noise_sigma"]
+    counts = df["discount"].value_counts()
+    non_integer, mode = float((df["discount"] % 1 != 0).sum()) + draws[0], float(counts.max()) + draws[1]
+    numeric = float(n) + draws[2]
+    sigma = roles["discount"].stats["noise_sigma"]
+    rest = np.maximum(numeric - mode, 0.0)
+    p = float(np.mean((non_integer >= 0.25 * numeric) | (non_integer - 2 * sigma >= np.maximum(0.25 * rest, sigma))))
+    assert real >= binom.ppf(1e-4, 10, p), (real, p)
+
+
+# ---------------------------------------------------------------------------- years
+def test_a_header_names_a_year_by_its_words_not_by_years_or_yearly():
+    named = ["year", "Year", "visit_year", "YearBuilt", "birthyear", "yob", "model_yr", "Yr_Sold", "yearofbirth"]
+    assert all(year_header(h) for h in named)
+    assert not any(year_header(h) for h in ["years", "years_edu", "yearsAtCompany", "yearly_income", "n_years", "day"])
+
+
+def test_whole_numbers_under_a_year_header_are_years_and_come_back_as_years():
+    """A visit year (2019-2023, ints), a year built with gaps (floats: 1981.0, NaN) and the same as text are dates by
+    year (format %Y): their bounds come from one bin per year, and they decode to '2021', not to a draw from the
+    power-of-two range [1024, 2047].  The same numbers under another header, a 'year' column holding 1-5 (a school
+    year) and years 1700-2008 (mostly outside 1900-2099, the dates' grid) stay numbers."""
+    rng = np.random.default_rng(0)
+    n = 400
+    built = rng.integers(1950, 2021, n).astype(float)
+    built[rng.random(n) < 0.1] = np.nan
+    df = pd.DataFrame({
+        "visit_year": rng.integers(2019, 2024, n),
+        "YearBuilt": built,
+        "year_text": pd.Series(built).map(lambda v: "" if np.isnan(v) else f"{v:.0f}"),
+        "amount": rng.integers(2019, 2024, n),
+        "year": rng.integers(1, 6, n),
+        "sunspot_year": rng.integers(1700, 2009, n),
+    })  # fmt: skip
+    roles = {r.name: r for r in propose_roles(df)}
+    for name in ("visit_year", "YearBuilt", "year_text"):
+        assert (roles[name].role, roles[name].format, roles[name].granularity) == ("datetime", "%Y", "year"), name
+    assert roles["amount"].role == roles["year"].role == roles["sunspot_year"].role == "numeric"
+    from dpcore.domain import Attribute
+
+    attr = Attribute(
+        "YearBuilt", "datetime", lower="1950", upper="2020", granularity="year", format="%Y", missing=True, bins=71
+    )
+    codes, _ = attr.encode(df["YearBuilt"])
+    back = attr.decode(codes)
+    assert back[df["YearBuilt"].notna()].tolist() == [f"{v:.0f}" for v in built[~np.isnan(built)]]
+    assert back[df["YearBuilt"].isna()].isna().all()
+
+
+def test_private_roles_read_a_year_column_as_years():
+    """3,000 rows at σ = 4% of the rows: the noisy count of cells holding a year (all of them) is possibly 95% of the
+    present cells unless the noise takes it below by over 2σ, and the format choice picks %Y (the only format with a
+    count) unless the exponential mechanism at ε_f picks a format of count 0: each has probability
+    exp(-ε_f·n/2) relative weight -- nil here.  So every one of 10 draws reads it as years."""
+    rng = np.random.default_rng(1)
+    n = 3000
+    df = pd.DataFrame({"birth_year": np.clip(rng.normal(1970, 15, n).round(), 1925, 2006).astype(int),
+                       "score": rng.integers(1, 11, n), "group": rng.choice(["a", "b"], n)})  # fmt: skip
+    rho = 7 * 3 / (2 * (0.04 * n) ** 2) / (1 - DATE_FORMAT_SHARE)
+    for seed in range(10):
+        roles = {r.name: r for r in private_roles(df, rho, Randomness(seed)).roles}
+        assert (roles["birth_year"].role, roles["birth_year"].format) == ("datetime", "%Y"), seed
+        assert roles["score"].role == "numeric"
