@@ -74,3 +74,25 @@ def test_one_text_cell_leaves_every_other_rows_codes_under_a_declared_schema():
     changed = np.flatnonzero((ca != cb).any(axis=1))
     assert len(changed) <= 1, changed
     assert (ca[:, 0] >= 0).all()
+
+
+@pytest.mark.parametrize("replacement", ["x", "1850", "2023.5", "", "1999"])
+def test_one_cell_of_a_year_column_moves_its_year_count_by_at_most_one(replacement):
+    """Under a header that names a year, whole numbers in 1900-2099 count as dates in %Y: one cell replaced (by text,
+    a year outside the grid, a fraction, a blank or another year) moves that count, and every statistic, by at most
+    its sensitivity."""
+    rng = np.random.default_rng(3)
+    years = [str(v) for v in rng.integers(1950, 2021, 300)]
+    other = [str(v) for v in rng.integers(0, 9, 300)]
+    swapped = list(years)
+    swapped[17] = replacement
+    raw = ("visit_year,other\n" + "".join(f"{y},{o}\n" for y, o in zip(years, other))).encode()
+    raw_b = ("visit_year,other\n" + "".join(f"{y},{o}\n" for y, o in zip(swapped, other))).encode()
+    a, b = (read_table(x, filename="t.csv") for x in (raw, raw_b))
+    s0, f0 = column_counts(a["visit_year"])
+    s1, f1 = column_counts(b["visit_year"])
+    assert f0["%Y"] == 300
+    for key in STATISTICS:
+        assert abs(s0[key] - s1[key]) <= SENSITIVITY[key], key
+    for fmt in DATE_FORMATS:
+        assert abs(f0[fmt] - f1[fmt]) <= SENSITIVITY["date"], fmt
