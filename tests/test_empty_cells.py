@@ -77,6 +77,15 @@ def test_rows_left_in_an_empty_cell_take_a_donors_value_that_agrees_on_the_blank
     assert (out[:, [0, 2]] == codes[:, [0, 2]]).all() and (out[~moved, 1] == b[~moved]).all()
 
 
+def _with_and_without(ds, wl, budget, rounds: int, seed: int):
+    """The adaptive projection's run with cells fitted as empty (``empty_special``, the default) and without."""
+    runs = []
+    for on in (True, False):
+        params = AdaptiveProjection.validate_params({"rounds": rounds, "empty_special": on, **FAST})
+        runs.append(AdaptiveProjection().run(ds, wl, budget, params, RunContext.seeded(seed)))
+    return runs
+
+
 def _complete_and_gappy(n: int, seed: int) -> Dataset:
     """Six columns, each with a missing code in its schema; five hold every cell, one misses 30% of them."""
     rng = np.random.default_rng(seed)
@@ -99,12 +108,7 @@ def test_a_small_tables_complete_columns_come_back_complete_and_a_gappy_one_keep
     kept, kept_off = 0, 0
     for seed in range(3):
         ds = _complete_and_gappy(900, seed)
-        on = AdaptiveProjection().run(ds, wl, budget, AdaptiveProjection.validate_params({"rounds": 4, **FAST}),
-                                      RunContext.seeded(seed))  # fmt: skip
-        off = AdaptiveProjection().run(
-            ds, wl, budget, AdaptiveProjection.validate_params({"rounds": 4, "empty_special": False, **FAST}),
-            RunContext.seeded(seed),
-        )  # fmt: skip
+        on, off = _with_and_without(ds, wl, budget, 4, seed)
         kept += sum(int((on.rows[:, i] == 3).any()) for i in range(5))
         kept_off += sum(int((off.rows[:, i] == 3).any()) for i in range(5))
         share = float((on.rows[:, 5] == 2).mean())
@@ -239,12 +243,7 @@ def test_a_scales_empty_values_past_its_end_come_back_empty_and_its_real_top_ans
         ds = _scales(3000, seed)
         pairs = tuple((a, SCALES) for a in range(SCALES))
         wl = Workload(ds.domain, tuple((a,) for a in range(SCALES + 1)) + pairs)
-        on = AdaptiveProjection().run(ds, wl, budget, AdaptiveProjection.validate_params({"rounds": 3, **FAST}),
-                                      RunContext.seeded(seed))  # fmt: skip
-        off = AdaptiveProjection().run(
-            ds, wl, budget, AdaptiveProjection.validate_params({"rounds": 3, "empty_special": False, **FAST}),
-            RunContext.seeded(seed),
-        )  # fmt: skip
+        on, off = _with_and_without(ds, wl, budget, 3, seed)
         sigma = on.public["sigma_one_way_counts"] / 3000
         assert sigma < OUTER_SIGMA_SHARE
         note = next(n for n in on.notes if "fitted as empty" in n)
