@@ -67,7 +67,7 @@ from .decouple import (
     own_group,
 )
 from .direct import project_simplex
-from .smoothing import ordered_attributes, smooth_records
+from .smoothing import ORDER_ROUGHNESS, coded_in_order, integer_codes, ordered_attributes, smooth_records
 
 #: Bytes per query the projection keeps at once: noisy answers, fitted answers, the
 #: residual and its weighted copy inside the solver, plus the true and released answers
@@ -1117,7 +1117,8 @@ class Projection(Mechanism):
             "bool",
             True,
             "After the fit, move each row a few values along every ordered (numeric or date) attribute that "
-            "was measured in groups, keeping that attribute's released distribution: pairs of fine "
+            "was measured in groups -- and every integer-coded one whose released counts vary smoothly along its "
+            "codes, as binned numbers do -- keeping that attribute's released distribution: pairs of fine "
             "attributes come out less spiky (post-processing; off reproduces the fitted records exactly).",
             advanced=True,
         ),
@@ -1164,7 +1165,7 @@ class Projection(Mechanism):
                 oracle_gather(workload),
                 s,
                 column_copies=not grouped,
-                smoothed=bool(smoothed),
+                smoothed=bool(smoothed) or any(integer_codes(workload.domain.attributes[a]) for a in grouped),
             ),
         }
 
@@ -1210,6 +1211,10 @@ class Projection(Mechanism):
             ctx.rng, ctx, monitor, deadline=t0 + settings.max_seconds
         )
         domain = workload.domain
+        if params.get("smooth_ordered", True):  # integer codes whose released counts say they are in order
+            in_order = coded_in_order(domain, grouped, noisy_one)
+            plan["smoothed_attributes"] += [domain.names[a] for a in in_order]
+            plan["smoothed_codes"] = [domain.names[a] for a in in_order]
         smooth = [(domain.names.index(name), domain[name].n_regular) for name in plan["smoothed_attributes"]]
         rows = largest_remainder_rows(out.records, out.weights, plan["rows"], ctx.rng, smooth=smooth)
         rows, filled = fill_empty_cells(rows, shape, list(measured.marginals), zeros, ctx.rng)
@@ -1305,9 +1310,17 @@ def _smoothing_notes(plan: dict) -> list[str]:
     names = plan["smoothed_attributes"]
     if not names:
         return []
+    coded = plan.get("smoothed_codes") or []
     return [
         f"Rows smoothed along {', '.join(names)}: each row moved a few values, keeping each attribute's "
         "released distribution (post-processing; turn off with smooth_ordered=false)."
+        + (
+            f" {', '.join(coded)}: integer codes read as ordered, their released counts varying along the codes by "
+            f"at most {ORDER_ROUGHNESS:.0%} of what a random order gives (binned numbers do; declare them numeric to "
+            "say so)."
+            if coded
+            else ""
+        )
     ]
 
 

@@ -50,6 +50,51 @@ def ordered_attributes(domain, indices) -> list[int]:
     return [int(a) for a in indices if domain.attributes[int(a)].kind in ("numeric", "datetime")]
 
 
+#: Integer codes whose released counts vary along the code order by at most this share of what a random order of
+#: the same counts gives are read as ordered (binned numbers): on the coded Adult at ε = 1 age scores 0.14 and
+#: fnlwgt 0.19, every category 0.5 or more (native-country 0.54, workclass 0.60).
+ORDER_ROUGHNESS = 1.0 / 3.0
+
+
+def integer_codes(attr) -> bool:
+    """Whether a categorical attribute's values are the integer codes 0, 1, ..., k - 1 and nothing else (the
+    ``{column: size}`` schema of coded data): the codes may be binned numbers, in order."""
+    return (
+        attr.kind == "categorical"
+        and not attr.other
+        and len(attr.values) > 2
+        and tuple(attr.values) == tuple(str(i) for i in range(len(attr.values)))
+    )
+
+
+def roughness_ratio(counts: np.ndarray) -> float:
+    """Σ|c(v+1) - c(v)| along the code order over its mean under a uniformly random order of the same counts,
+    (2/k)·Σ_{a<b}|c(a) - c(b)| (each adjacent pair is a uniformly random pair of distinct codes).  Near 0 for a
+    smooth histogram (a binned number), near 1 for codes in no order; 1 when every count is equal."""
+    c = np.asarray(counts, dtype=np.float64)
+    k = len(c)
+    if k < 3:
+        return 1.0
+    ranked = np.sort(c)
+    pairs = float(np.dot(2.0 * np.arange(k) - (k - 1), ranked))  # Σ_{a<b} |c(a) - c(b)|
+    expected = 2.0 * pairs / k
+    return float(np.abs(np.diff(c)).sum() / expected) if expected > 0 else 1.0
+
+
+def coded_in_order(domain, indices, released: dict) -> list[int]:
+    """The integer-coded categorical attributes among ``indices`` (:func:`integer_codes`) whose released one-way
+    counts (``released``: attribute -> noisy counts) look ordered: :func:`roughness_ratio` at most
+    ORDER_ROUGHNESS.  Their rows can then be smoothed like a numeric attribute's.  Post-processing of released
+    counts; a schema that says what is ordered (numeric attributes) needs none of it."""
+    out = []
+    for a in indices:
+        attr = domain.attributes[int(a)]
+        if integer_codes(attr) and int(a) in released:
+            if roughness_ratio(np.asarray(released[int(a)])[: len(attr.values)]) <= ORDER_ROUGHNESS:
+                out.append(int(a))
+    return out
+
+
 def metropolis_kernel(p: np.ndarray, reach: int = REACH, sweeps: int = SWEEPS) -> np.ndarray:
     """``P^sweeps`` for the Metropolis chain on 0..len(p)-1 with stationary distribution ``p``.
 
