@@ -189,8 +189,11 @@ def test_a_discovered_ranges_end_values_past_its_power_of_two_start_form_chains_
     # 2..15 in ten bins: the top range [8, 15] vouches for 8 only; the lower bound 2 (from [2, 3]) for 3 only.
     assert outer_chains(_scale((2, 3, 5, 6, 7, 8, 10, 11, 12, 14, 15))) == ((9, 8, 7, 6), (0,))
     assert outer_chains(_scale((0.5, 1.5, 2.5, 3.5, 4.5, 5.5, 6.5, 7.5, 8.5, 9.5, 10.5))) == ()  # 10 + 1: refined
-    # A real range [0, 128]: the bins wholly above 64; one bin is always left to no chain.
-    assert outer_chains(Attribute("x", "numeric", lower=0, upper=128, bins=10, source="dp")) == ((9, 8, 7, 6),)
+    # A real range [0, 128]: the bins wholly above 64, and -- a range that may have reached down to 0 from a bulk
+    # far above it -- those wholly below 128 / 8, where the lowest bin the reach can start from ends.
+    assert outer_chains(Attribute("x", "numeric", lower=0, upper=128, bins=10, source="dp")) == ((9, 8, 7, 6), (0,))
+    assert outer_chains(_scale((-0.5,) + HALF)) == ((7, 6, 5), (0,))  # a count 0..7: 0 is its own chain
+    assert outer_chains(Attribute("x", "numeric", lower=0, upper=100, bins=10, source="dp")) == ()
     links = outer_chains(_scale((3.5, 4.5, 5.5, 6.5, 7.5)))  # 4..7: one range, both ends in it
     assert links == ((3, 2), (0,)) and len({c for chain in links for c in chain}) < 4
     assert empty_chains(Domain([_scale(HALF), Attribute("c", "categorical", ("a",), other=True)])) == {

@@ -30,6 +30,7 @@ import math
 
 import numpy as np
 
+from ..discovery import ZERO_REACH
 from .base import Param
 
 #: Sweeps over the attributes (each sweep shuffles every attribute once within its blanket groups).
@@ -94,13 +95,15 @@ def _whole_span(edges, i: int) -> tuple[int, int]:
 def outer_chains(attr) -> tuple[tuple[int, ...], ...]:
     """A discovered number's end bins that its bounds do not vouch for, as chains from the outside in.
 
-    Discovered bounds are the outer edges of power-of-two bins (:func:`dpcore.discovery.histogram_bounds`): an
-    upper bound of 7 says some rows lie in [4, 7], not that any reach 7.  The bins that lie wholly past the start
-    of the top power-of-two range (above 4 here: 5, 6, 7), and wholly before the end of the bottom one (a lower
-    bound of 4 from [4, 7]: 4, 5, 6), may hold nothing but noise.  Only bounds with ``"dp"`` provenance that are a
-    power of two (the upper one, for whole numbers, one less) qualify: a declared bound is the user's, and a
-    refined one was already moved in to where the rows are.  At least one bin is left out of every chain.  Public:
-    the released schema only."""
+    Discovered bounds are the outer edges of power-of-two bins (:func:`dpcore.discovery.histogram_bounds`): an upper
+    bound of 7 says some rows lie in [4, 7], not that any reach 7. The bins that lie wholly past the start of the
+    top power-of-two range (above 4 here: 5, 6, 7), and wholly before the end of the bottom one (a lower bound of 4
+    from [4, 7]: 4, 5, 6), may hold nothing but noise; so may the bins of a range that reached down to 0 from a bulk
+    far above it (ages 18-90 located as [16, 127] and taken to [0, 127]: the bins wholly below 127 / ZERO_REACH,
+    where the lowest bin the reach can have started from ends). Only bounds with ``"dp"`` provenance that are a
+    power of two (the upper one, for whole numbers, one less) qualify: a declared bound is the user's, and a refined
+    one was already moved in to where the rows are. At least one bin is left out of every chain. Public: the
+    released schema only."""
     if attr.kind != "numeric" or len(attr.edges) < 3:
         return ()
     edges, k = attr.edges, len(attr.edges) - 1
@@ -116,15 +119,19 @@ def outer_chains(attr) -> tuple[tuple[int, ...], ...]:
         if sources.get("lower") == "dp" and first >= 2 and _power_of_two(float(first)):
             end = 2 * first - 1
             bottom = [i for i in range(k) if _whole_span(edges, i)[1] < end]
+        elif sources.get("lower") == "dp" and first == 0 and _power_of_two(last + 1.0):  # reached down to 0
+            bottom = [i for i in range(k) if _whole_span(edges, i)[1] < (last + 1) // ZERO_REACH]
     else:
         upper, lower = float(edges[-1]), float(edges[0])
         if sources.get("upper") == "dp" and _power_of_two(upper):
             top = [i for i in range(k - 1, -1, -1) if edges[i] > upper / 2.0]
         if sources.get("lower") == "dp" and _power_of_two(lower):
             bottom = [i for i in range(k) if edges[i + 1] < 2.0 * lower]
+        elif sources.get("lower") == "dp" and lower == 0.0 and _power_of_two(upper):  # reached down to 0
+            bottom = [i for i in range(k) if edges[i + 1] <= upper / ZERO_REACH]
     top = _prefix(top)
     bottom = _prefix([i for i in bottom if i not in top])
-    while top and len(top) + len(bottom) >= k:  # leave a bin no chain reaches
+    while (top or bottom) and len(top) + len(bottom) >= k:  # leave a bin no chain reaches
         (bottom if len(bottom) >= len(top) else top).pop()
     return tuple(tuple(c) for c in (top, bottom) if c)
 
