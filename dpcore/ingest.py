@@ -157,6 +157,10 @@ CONTACT_FLAG_REASON = "kept: its header names an identifier or contact details, 
 IDENTIFIER_HEADER_REASON = "identifier: its header names an identifier and values rarely repeat"
 _ID_TOKENS = {"id", "ids", "uuid", "guid", "ssn", "key"}
 _NUMBER_TOKENS = {"number", "no", "num", "nr"}
+#: Words that name a record's reference on their own (Titanic's ``Ticket``: 681 distinct codes on 891 rows, most of
+#: them numbers, came back as numbers spread over [0, 524287]): an identifier for the private role decision -- when
+#: its values rarely repeat -- not by the header alone.
+_REFERENCE_TOKENS = {"ticket", "voucher", "receipt"}
 #: Words that, before a number word, make the header name a record's identifier by itself (``case_number``,
 #: ``record no``, ``accountNum``): excluded at no cost.  Other "… number" headers (Adult's ``education-num``, a
 #: count of years) go to the private role decision, which excludes them only when their values rarely repeat.
@@ -299,6 +303,8 @@ def identifier_header(name: str, by_header_alone: bool = False) -> bool:
     if tokens[-1] in _ID_TOKENS:
         return True
     numbered = len(tokens) >= 2 and tokens[-1] in _NUMBER_TOKENS
+    if not by_header_alone and tokens[-1] in _REFERENCE_TOKENS:
+        return True
     return numbered and (not by_header_alone or tokens[-2] in _ENTITY_TOKENS)
 
 
@@ -554,6 +560,10 @@ def decide_role(st: ColumnStats) -> Role:
     name, n = st.name, max(1, st.n)
     if st.sigma > UNDECIDABLE_NOISE * n:
         present = max(st.present, 1.0)
+        if (identifier_header(name) or contact_header(name)) and st.distinct >= IDENTIFIER_HEADER_RATE * present:
+            # The header names an identifier and the noisy distinct count says its values rarely repeat: too
+            # noisy to be sure, but a number or category read from an identifier is noise either way.
+            return Role(name, "excluded", reason=IDENTIFIER_HEADER_REASON)
         if st.sigma > TYPED_NOISE_LIMIT * n:
             return Role(name, "categorical", reason=UNDECIDABLE_REASON.format(sigma=st.sigma))
         if st.numeric >= MIXED_RATE * present:

@@ -30,6 +30,7 @@ from dpcore.ingest import (
 )
 from dpcore.privacy.samplers import Randomness
 
+from .conftest import SHARED_DATA
 from .tables import KITCHEN_SINK_ROLES, kitchen_sink, kitchen_sink_csv, latin1_csv, million_rows
 
 
@@ -97,8 +98,30 @@ def test_mixed_types_get_a_clear_role_or_reason():
 def test_identifier_headers():
     for name in ["id", "ID", "person_id", "caseNumber", "case_number", "record no", "uuid", "ssn"]:
         assert identifier_header(name), name
-    for name in ["age", "idea", "width", "number_of_children", "priors_count", "grade"]:
+    for name in ["age", "idea", "width", "number_of_children", "priors_count", "grade", "ticket_price"]:
         assert not identifier_header(name), name
+    # A reference word alone names an identifier only for the private decision (excluded when values rarely repeat).
+    assert identifier_header("Ticket") and not identifier_header("Ticket", by_header_alone=True)
+
+
+def test_a_named_identifier_is_excluded_even_when_the_counts_are_too_noisy_to_type_columns():
+    """At σ over UNDECIDABLE_NOISE·n (Titanic's 891 rows at ε = 1: σ ≈ 97) the rule types columns by the noisy rates
+    alone; a column whose header names an identifier and whose noisy distinct count is still at least
+    IDENTIFIER_HEADER_RATE of its cells is excluded there too (it came back as numbers over [0, 524287]).  The
+    same counts under another header stay a number, and an identifier header whose values repeat is kept."""
+    noisy = dict(n=891, present=891.0, numeric=700.0, non_integer=0.0, date=0.0, mode=7.0, long_text=0.0, sigma=97.0)
+    assert decide_role(ColumnStats("Ticket", distinct=650.0, **noisy)).role == "excluded"
+    assert decide_role(ColumnStats("Fare", distinct=650.0, **noisy)).role == "numeric"
+    assert decide_role(ColumnStats("Ticket", distinct=300.0, **noisy)).role == "numeric"
+
+
+def test_titanics_ticket_codes_are_an_identifier_and_its_fares_are_not():
+    """Titanic's Ticket (681 distinct on 891 rows, mostly numbers such as 113803, some 'A/5 21171') is excluded as
+    an identifier by the rule's own counts; Fare (248 distinct) stays a number."""
+    df = read_table(str(SHARED_DATA / "real" / "titanic.csv"))
+    roles = {r.name: r for r in propose_roles(df)}
+    assert roles["Ticket"].role == "excluded" and "identifier" in roles["Ticket"].reason
+    assert roles["Fare"].role == "numeric"
 
 
 def test_role_parse_and_confirmed():
