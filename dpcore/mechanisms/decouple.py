@@ -164,8 +164,9 @@ def chain_zeros(chains: dict, measure) -> dict[int, set[int]]:
     rows and that share's σ, or None where it is not measured in a cell of its own.  A bare code (a missing or
     '(other)' cell) is emptied when its share is under STRUCTURAL_Z·σ.  Along a chain (a number's end bins, from
     the outside in; only where σ ≤ OUTER_SIGMA_SHARE) codes are emptied while their shares together (each at least
-    0) stay under one σ: two empty values past a scale's end go about 70% of the time, a real value holding 2σ of
-    the rows about 2% of the time.  Post-processing of the noisy answers and their public σ."""
+    0) stay under one σ: two empty values past a scale's end go about 66% of the time, a real value holding 2σ of
+    the rows about 16% of the time and one holding 3σ about 2%.  Post-processing of the noisy answers and their
+    public σ."""
     out: dict[int, set[int]] = {}
     for a, links in chains.items():
         for link in links:
