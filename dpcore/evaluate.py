@@ -12,6 +12,9 @@ What it measures (:func:`evaluate`):
   attribute's bins too, its cells read in the schema's format), otherwise each categorical value and
   10 quantile bins of the real data for numeric (and date) columns; missing is a cell of its own, and
   synthetic values the real column never had share one "unseen" cell.
+* ``out_of_range`` -- per column, the share of synthetic rows holding a value the real column could not: outside
+  the real column's [min, max] for a number or date (the quantile bins fold such rows into the end bins, so the
+  TVDs do not see a 1-10 rating's 14s or a visit year of 1234), a value it never holds for a category.
 * ``association_diff`` -- |assoc(real) - assoc(synthetic)| per pair: Cramér's V for pairs of
   categorical columns (and, on the bins, for mixed pairs), Spearman's rank correlation for pairs of
   numeric columns.  Plain V is biased upward in a finite table, the more so the more categories a column
@@ -497,6 +500,7 @@ def evaluate(
             "columns": [{"column": cols[j], "tvd": one[j]} for j in order],
         },
     }
+    report["out_of_range"] = _out_of_range(codings, codes_s, real, synthetic)
     report["two_way_tvd"], report["association_diff"] = _pairs(
         cols, codings, codes_r, codes_s, sizes, p1_r, p1_s, real, synthetic, rng, top, pair_work_budget, seed
     )
@@ -517,6 +521,30 @@ def evaluate(
     report["notes"] = notes
     report["seconds"] = round(time.perf_counter() - t0, 3)
     return report
+
+
+def _out_of_range(codings, codes_s: np.ndarray, real: pd.DataFrame, synthetic: pd.DataFrame) -> dict:
+    """Per column, the share of synthetic rows outside what the real column holds: a number or date outside the
+    real [min, max] (read as the coding reads them), a category in the "unseen" cell.  Columns sorted by share."""
+    shares = []
+    for j, c in enumerate(codings):
+        if c.kind == "numeric":
+            lo_hi = _numbers(real[c.name], c.is_date, c.date_format)[0]
+            vals = _numbers(synthetic[c.name], c.is_date, c.date_format)[0]
+            finite = lo_hi[np.isfinite(lo_hi)]
+            out = (vals < finite.min()) | (vals > finite.max()) if finite.size else np.zeros(len(vals), dtype=bool)
+            share = float(np.mean(out & np.isfinite(vals))) if len(vals) else 0.0
+        else:
+            share = (
+                float(np.mean(codes_s[:, j] == c.unseen_code)) if c.unseen_code is not None and len(codes_s) else 0.0
+            )
+        shares.append(share)
+    order = np.argsort(shares)[::-1]
+    return {
+        "mean": float(np.mean(shares)) if shares else 0.0,
+        "max": float(np.max(shares)) if shares else 0.0,
+        "columns": [{"column": codings[j].name, "share": shares[j]} for j in order],
+    }
 
 
 def _binned_by(c: ColumnCoding, attrs: dict) -> str:

@@ -177,6 +177,7 @@ def test_fem_rows_preview_and_the_uncharged_yardstick(at):
     assert not at.exception and errors(at) == []
     m = metrics(at)
     assert 0 < float(m["Mean 1-way TVD"].value) <= 1 and 0 < float(m["Worst 2-way TVD"].value) <= 1
+    assert m["Rows outside the real values"].value.endswith("%")
     assert len(at.get("vega_lite_chart")) >= charts_before + 3  # distributions, pair heatmap, associations
     from ui import results
 

@@ -308,3 +308,26 @@ def test_bias_corrected_association_closed_form_and_flat_marginals():
     # Corrected: both independent tables score about 0 (E ≤ sqrt(sd(χ²_19)/n) = 0.056), so both errors are the
     # real table's corrected V to within that.
     assert abs(reps["concentrated"][1] - reps["flat"][1]) < 0.056
+
+
+def test_rows_outside_what_the_real_column_holds_are_counted_where_the_tvds_cannot_see_them():
+    """A number outside the real [min, max] falls in an end quantile bin, so the TVDs miss it: the out-of-range
+    share counts it (an amount past the real maximum, a year before the real minimum); a value a few-valued column
+    never holds (a rating of 14 on a 1-10 scale, '(other)') is counted too; missing and in-range values are not.
+    Identical tables score 0."""
+    real = pd.DataFrame({"amount": np.arange(1000) * 1.5, "year": 1950 + np.arange(1000) % 70,
+                         "rating": np.arange(1000) % 10 + 1, "g": ["a", "b"] * 500})  # fmt: skip
+    syn = real.copy()
+    syn.loc[:99, "amount"] = 5000.0  # 10% past the real maximum (1498.5), in the last quantile bin
+    syn.loc[:49, "year"] = 1234  # 5% before the real minimum
+    syn.loc[:29, "rating"] = 14
+    syn.loc[:19, "g"] = "(other)"
+    syn.loc[900:, "amount"] = np.nan  # missing: not out of range
+    r = evaluate(real, syn)
+    kinds = {c["name"]: c["kind"] for c in r["columns"]}
+    assert kinds["amount"] == kinds["year"] == "numeric" and kinds["rating"] == "categorical"
+    shares = {c["column"]: c["share"] for c in r["out_of_range"]["columns"]}
+    expected = {"amount": 0.1, "year": 0.05, "rating": 0.03, "g": 0.02}
+    assert shares == {k: pytest.approx(v) for k, v in expected.items()}
+    assert r["out_of_range"]["max"] == pytest.approx(0.1)
+    assert evaluate(real, real.copy())["out_of_range"]["max"] == 0.0

@@ -458,6 +458,7 @@ def measure(table: Table, synthetic) -> dict:
         "tvd1_holdout": hold["one_way_tvd"]["mean"],
         "tvd2_holdout": hold["two_way_tvd"]["mean"],
         "copy_rate_binned": real["copy_rate"]["synthetic_binned"],
+        "out_of_range": real["out_of_range"]["mean"],  # rows outside what the real column holds, mean over columns
         "rows": int(len(synthetic)),
         "columns_evaluated": [c["name"] for c in real["columns"]],
         "columns_left_out": real.get("columns_left_out", []),

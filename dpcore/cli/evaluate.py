@@ -97,6 +97,10 @@ def text_report(r: dict) -> str:
         lines.append(f"columns the synthetic table left out (not compared): {', '.join(r['columns_left_out'])}")
     one, two, three = r["one_way_tvd"], r["two_way_tvd"], r["three_way_tvd"]
     lines.append(f"1-way TVD  mean {_f(one['mean'])}  max {_f(one['max'])}  over {len(one['columns'])} columns")
+    rng_ = r.get("out_of_range")
+    if rng_ and rng_["max"] > 0:
+        worst = ", ".join(f"{c['column']} {c['share']:.1%}" for c in rng_["columns"][:5] if c["share"] > 0)
+        lines.append(f"rows outside what the real column holds (range or values)  max {rng_['max']:.1%}: {worst}")
     lines.append(
         f"2-way TVD  mean {_f(two['mean'])}  max {_f(two['max'])}  over {two.get('pairs_evaluated', 0)} of "
         f"{two.get('pairs_total', 0)} pairs" + (f" ({two['sample']})" if two.get("sampled") else "")
@@ -173,6 +177,12 @@ def html_report(r: dict) -> str:
             ["measure", "mean", "max", "over"],
             [
                 ["1-way TVD", _f(one["mean"]), _f(one["max"]), f"{len(one['columns'])} columns"],
+                [
+                    "rows outside what the real column holds",
+                    _f(r.get("out_of_range", {}).get("mean")),
+                    _f(r.get("out_of_range", {}).get("max")),
+                    "share of rows: a number outside the real range, a category the real column never holds",
+                ],
                 [
                     "2-way TVD",
                     _f(two["mean"]),
