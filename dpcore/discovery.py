@@ -121,7 +121,7 @@ import numpy as np
 import pandas as pd
 from scipy.special import erfc
 
-from .domain import _canonical_text, _natural_key, parse_dates, parse_numbers, unit_index, unit_start_days
+from .domain import _canonical_text, _natural_key, parse_dates, parse_numbers, unit_index, unit_start_days, whole
 from .errors import BudgetError, DomainError
 from .ingest import ROLES, _distinct_present
 from .mechanisms.base import SpendRecord
@@ -901,7 +901,7 @@ def _points(values: tuple[str, ...], integer: bool = True) -> tuple[float, ...]:
     """The released values of a numeric column as numbers (labels that are not numbers dropped, and, for a
     whole-number column, those that are not whole)."""
     nums = parse_numbers(pd.Series(list(values), dtype=object)).to_numpy(dtype=float)
-    keep = nums[np.isfinite(nums) & ((np.floor(nums) == nums) if integer else True)]
+    keep = nums[whole(nums) if integer else np.isfinite(nums)]
     return tuple(float(v) for v in np.unique(keep))
 
 

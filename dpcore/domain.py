@@ -691,8 +691,7 @@ def parse_dates(column: pd.Series, fmt: str | None) -> np.ndarray:
     elif fmt == "%Y" or (pd.api.types.is_numeric_dtype(column) and not pd.api.types.is_bool_dtype(column)):
         # Numbers read as dates (a year alone, format %Y): whole ones as their digits (2023.0 as 2023).
         vals = parse_numbers(column).to_numpy(dtype=float, na_value=np.nan)
-        whole = np.isfinite(vals) & (np.floor(np.where(np.isfinite(vals), vals, 0.0)) == vals)
-        text = pd.Series(np.where(whole, vals, np.nan), index=column.index).astype("Int64").astype(str)
+        text = pd.Series(np.where(whole(vals), vals, np.nan), index=column.index).astype("Int64").astype(str)
         ts = to_datetimes(text, fmt)
     else:
         ts = to_datetimes(column.astype(str).str.strip(), fmt)
@@ -720,11 +719,22 @@ def interval_label(a: float, b: float, closed: bool) -> str:
     return f"[{a:g}, {b:g}{']' if closed else ')'}"
 
 
+def whole_span(a: float, b: float, closed: bool) -> tuple[int, int]:
+    """The first and last whole number of a whole-number bin [a, b) ([a, b] when ``closed``: the last bin)."""
+    return math.ceil(a), (math.floor(b) if closed else math.ceil(b) - 1)
+
+
+def whole(vals: np.ndarray) -> np.ndarray:
+    """Which of ``vals`` (floats, NaN for none) are whole numbers: finite and equal to their floor."""
+    finite = np.isfinite(vals)
+    return finite & (np.floor(np.where(finite, vals, 0.0)) == vals)
+
+
 def _whole_label(a: float, b: float, closed: bool) -> str:
     """A whole-number bin's label: the number itself when the bin holds exactly one ('40' for [39.5, 40.5)); the
     whole numbers it holds, closed, when an edge is not whole ('[41, 43]' for [40.5, 44), never '[40.5, 44)');
     else the interval."""
-    first, last = math.ceil(a), (math.floor(b) if closed else math.ceil(b) - 1)
+    first, last = whole_span(a, b, closed)
     if first == last:
         return str(int(first))
     if not (float(a).is_integer() and float(b).is_integer()) and last > first:

@@ -57,7 +57,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from .domain import LEADING_ZERO, _canonical_text, parse_numbers, to_datetimes
+from .domain import LEADING_ZERO, _canonical_text, parse_numbers, to_datetimes, whole
 from .errors import BudgetError, DataError
 
 ROLES = ("categorical", "numeric", "datetime", "excluded")
@@ -270,8 +270,7 @@ def year_header(name: str) -> bool:
 
 def _year_count(nums: np.ndarray, counts: np.ndarray) -> int:
     """Cells holding a whole number in YEAR_RANGE (``nums``: the distinct values as numbers, NaN for none)."""
-    ok = np.isfinite(nums) & (np.floor(np.where(np.isfinite(nums), nums, 0.0)) == nums)
-    ok &= (nums >= YEAR_RANGE[0]) & (nums <= YEAR_RANGE[1])
+    ok = whole(nums) & (nums >= YEAR_RANGE[0]) & (nums <= YEAR_RANGE[1])
     return int(counts[ok].sum())
 
 
@@ -492,8 +491,7 @@ def column_counts(column: pd.Series, distinct=None) -> tuple[dict[str, int], dic
     if pd.api.types.is_numeric_dtype(column):
         vals = np.asarray(uniques, dtype=float)
         stats["numeric"] = stats["present"]
-        whole = np.isfinite(vals) & (np.floor(vals) == vals)
-        stats["non_integer"] = int(counts[~whole].sum())
+        stats["non_integer"] = int(counts[~whole(vals)].sum())
         if years:
             fmt_counts["%Y"] = _year_count(vals, counts)
         return stats, fmt_counts
@@ -504,8 +502,7 @@ def column_counts(column: pd.Series, distinct=None) -> tuple[dict[str, int], dic
     nums[text.str.match(LEADING_ZERO.pattern).to_numpy(dtype=bool)] = np.nan
     is_num = ~np.isnan(nums)
     stats["numeric"] = int(counts[is_num].sum())
-    whole = is_num & np.isfinite(nums) & (np.floor(np.where(is_num, nums, 0.0)) == nums)
-    stats["non_integer"] = int(counts[is_num & ~whole].sum())
+    stats["non_integer"] = int(counts[is_num & ~whole(nums)].sum())
     stats["long_text"] = int(counts[text.str.len().to_numpy() > LONG_TEXT_CHARS].sum())
     if years:
         fmt_counts["%Y"] = _year_count(nums, counts)
@@ -558,9 +555,10 @@ def decide_role(st: ColumnStats) -> Role:
     clearly present.  With exact counts the margin is 0.  The decisions are reliable when σ is a few percent of
     n; :func:`dpcore.tabular.prepare_table` warns when it is not."""
     name, n = st.name, max(1, st.n)
+    named = identifier_header(name) or contact_header(name)
     if st.sigma > UNDECIDABLE_NOISE * n:
         present = max(st.present, 1.0)
-        if (identifier_header(name) or contact_header(name)) and st.distinct >= IDENTIFIER_HEADER_RATE * present:
+        if named and st.distinct >= IDENTIFIER_HEADER_RATE * present:
             # The header names an identifier and the noisy distinct count says its values rarely repeat: too
             # noisy to be sure, but a number or category read from an identifier is noise either way.
             return Role(name, "excluded", reason=IDENTIFIER_HEADER_REASON)
@@ -587,7 +585,6 @@ def decide_role(st: ColumnStats) -> Role:
         return count + margin >= rate * max(present - margin, 0.0)
 
     constant = st.distinct + margin < 1.5 or clearly(st.mode, CONSTANT_RATE)
-    named = identifier_header(name) or contact_header(name)
     identifier = named and clearly(st.distinct, IDENTIFIER_HEADER_RATE)
     if possibly(st.numeric, TYPE_RATE):
         if constant:

@@ -31,6 +31,7 @@ import math
 import numpy as np
 
 from ..discovery import ZERO_REACH
+from ..domain import whole_span
 from .base import Param
 
 #: Sweeps over the attributes (each sweep shuffles every attribute once within its blanket groups).
@@ -87,9 +88,8 @@ def _power_of_two(x: float) -> bool:
 
 
 def _whole_span(edges, i: int) -> tuple[int, int]:
-    """The first and last whole number of a whole-number bin (the last bin is closed on the right)."""
-    closed = i == len(edges) - 2
-    return math.ceil(edges[i]), (math.floor(edges[i + 1]) if closed else math.ceil(edges[i + 1]) - 1)
+    """The first and last whole number of bin i of a whole-number attribute (its last bin is closed)."""
+    return whole_span(edges[i], edges[i + 1], i == len(edges) - 2)
 
 
 def outer_chains(attr) -> tuple[tuple[int, ...], ...]:
