@@ -274,7 +274,14 @@ def _finish(c: ColumnCoding, has_missing: bool, unseen: bool = False) -> ColumnC
 
 def encode_column(coding: ColumnCoding, s: pd.Series) -> tuple[np.ndarray, int]:
     """Codes of a column under ``coding`` and the number of present cells that could not be read."""
+    codes, unreadable, _ = _encode(coding, s)
+    return codes, unreadable
+
+
+def _encode(coding: ColumnCoding, s: pd.Series) -> tuple[np.ndarray, int, np.ndarray | None]:
+    """:func:`encode_column`, and a numeric coding's values as read (NaN: missing or unreadable; None otherwise)."""
     missing = s.isna().to_numpy()
+    vals = None
     if coding.kind == "numeric":
         vals, unreadable = _numbers(s, coding.is_date, coding.date_format)
         missing = missing | np.isnan(vals)
@@ -299,7 +306,7 @@ def encode_column(coding: ColumnCoding, s: pd.Series) -> tuple[np.ndarray, int]:
             coding.missing_code = len(coding.labels)
             coding.labels.append("(missing)")
         codes[missing] = coding.missing_code
-    return codes, unreadable
+    return codes, unreadable, vals
 
 
 # ------------------------------------------------------------------ TVD and association
@@ -468,9 +475,9 @@ def evaluate(
         if missing:
             notes.append(f"columns not in the schema, binned from the real data instead: {missing[:10]}")
     codings = [build_coding(real[c], synthetic[c], attrs.get(c)) for c in cols]
-    codes_r, codes_s = _encode_all(codings, real), _encode_all(codings, synthetic)
-    unreadable = {c: u for c, u in zip(cols, codes_s[1]) if u}
-    codes_r, codes_s = codes_r[0], codes_s[0]
+    codes_r, _, extents = _encode_all(codings, real, lambda j, v: _extent(v))
+    codes_s, unread_s, outside = _encode_all(codings, synthetic, lambda j, v: _outside(v, extents[j]))
+    unreadable = {c: u for c, u in zip(cols, unread_s) if u}
     if unreadable:
         notes.append(f"synthetic cells that could not be read as numbers/dates (counted as missing): {unreadable}")
     sizes = np.array([c.size for c in codings], dtype=np.int64)
@@ -500,7 +507,7 @@ def evaluate(
             "columns": [{"column": cols[j], "tvd": one[j]} for j in order],
         },
     }
-    report["out_of_range"] = _out_of_range(codings, codes_s, real, synthetic)
+    report["out_of_range"] = _out_of_range(codings, codes_s, outside)
     report["two_way_tvd"], report["association_diff"] = _pairs(
         cols, codings, codes_r, codes_s, sizes, p1_r, p1_s, real, synthetic, rng, top, pair_work_budget, seed
     )
@@ -523,22 +530,29 @@ def evaluate(
     return report
 
 
-def _out_of_range(codings, codes_s: np.ndarray, real: pd.DataFrame, synthetic: pd.DataFrame) -> dict:
+def _extent(vals: np.ndarray) -> tuple[float, float] | None:
+    """The real column's [min, max] as read (None when it holds no number)."""
+    finite = vals[np.isfinite(vals)]
+    return (float(finite.min()), float(finite.max())) if finite.size else None
+
+
+def _outside(vals: np.ndarray, extent: tuple[float, float] | None) -> float:
+    """The share of rows whose value lies outside ``extent`` (missing and unreadable cells are not)."""
+    if extent is None or not len(vals):
+        return 0.0
+    return float(np.mean((vals < extent[0]) | (vals > extent[1])))  # NaN compares False
+
+
+def _out_of_range(codings, codes_s: np.ndarray, outside: list) -> dict:
     """Per column, the share of synthetic rows outside what the real column holds: a number or date outside the
-    real [min, max] (read as the coding reads them), a category in the "unseen" cell.  Columns sorted by share."""
-    shares = []
-    for j, c in enumerate(codings):
-        if c.kind == "numeric":
-            lo_hi = _numbers(real[c.name], c.is_date, c.date_format)[0]
-            vals = _numbers(synthetic[c.name], c.is_date, c.date_format)[0]
-            finite = lo_hi[np.isfinite(lo_hi)]
-            out = (vals < finite.min()) | (vals > finite.max()) if finite.size else np.zeros(len(vals), dtype=bool)
-            share = float(np.mean(out & np.isfinite(vals))) if len(vals) else 0.0
-        else:
-            share = (
-                float(np.mean(codes_s[:, j] == c.unseen_code)) if c.unseen_code is not None and len(codes_s) else 0.0
-            )
-        shares.append(share)
+    real [min, max] (``outside``, from the values as the coding reads them), a category in the "unseen" cell.
+    Columns sorted by share."""
+    shares = [
+        float(outside[j]) if c.kind == "numeric" and outside[j] is not None
+        else float(np.mean(codes_s[:, j] == c.unseen_code)) if c.unseen_code is not None and len(codes_s)
+        else 0.0
+        for j, c in enumerate(codings)
+    ]  # fmt: skip
     order = np.argsort(shares)[::-1]
     return {
         "mean": float(np.mean(shares)) if shares else 0.0,
@@ -591,13 +605,16 @@ def _check_inputs(real, synthetic, holdout, target):
     return real.reset_index(drop=True), synthetic.reset_index(drop=True), holdout, left_out
 
 
-def _encode_all(codings, df):
+def _encode_all(codings, df, summarise=None):
+    """Codes of every column and the unreadable cells of each; with ``summarise(j, values)``, also its result for
+    every numeric column's values as read (None for the others), so they are parsed once."""
     out = np.empty((len(df), len(codings)), dtype=np.int64)
-    unread = []
+    unread, summary = [], []
     for j, c in enumerate(codings):
-        out[:, j], u = encode_column(c, df[c.name])
+        out[:, j], u, vals = _encode(c, df[c.name])
         unread.append(u)
-    return out, unread
+        summary.append(None if summarise is None or vals is None else summarise(j, vals))
+    return out, unread, summary
 
 
 def _pairs(cols, codings, codes_r, codes_s, sizes, p1_r, p1_s, real, synthetic, rng, top, budget, seed):
@@ -809,7 +826,7 @@ def _holdout_figures(real, synthetic, holdout, codings, codes_r, codes_s, target
     else:
         train, hold = real, holdout
         train_codes = codes_r
-        hold_codes, _ = _encode_all(codings, holdout)
+        hold_codes = _encode_all(codings, holdout)[0]
         optimistic = False
         reference = "the holdout table (real rows the synthesizer never saw)"
 
