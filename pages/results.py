@@ -351,15 +351,16 @@ if card.get("output", {}).get("rows"):
         f1.metric("Mean 1-way TVD", f"{one['mean']:.4f}", help="Per column: total-variation distance, averaged.")
         f2.metric("Mean 2-way TVD", f"{two['mean']:.4f}", help="Per pair of columns, averaged (all pairs).")
         f3.metric("Worst 2-way TVD", f"{two['max']:.4f}")
-        outside = report.get("out_of_range") or {"max": 0.0, "columns": []}
-        worst = next((c for c in outside["columns"] if c["share"] > 0), None)
+        outside = report.get("out_of_range")  # absent from a report computed before it existed: unknown, not 0
+        worst = next((c for c in outside["columns"] if c["share"] > 0), None) if outside else None
         f4.metric(
             "Rows outside the real values",
-            f"{outside['max']:.1%}",
+            f"{outside['max']:.1%}" if outside else "—",
             help="The largest share, over the columns, of released rows holding what the real column does not: a "
             "number outside its range or a category it never holds (such as '(other)'). The TVDs bin numbers by "
             "the real data's quantiles, so they do not see values past the real range."
-            + (f" Worst column: {md_escape(worst['column'], 80)}." if worst else ""),
+            + (f" Worst column: {md_escape(worst['column'], 80)}." if worst else "")
+            + ("" if outside else " This report was computed before the figure existed: compute it again."),
         )
         if real is not None and synthetic is not None:
             cols_ = [c["name"] for c in report["columns"]]
