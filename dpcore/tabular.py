@@ -441,10 +441,31 @@ def _isolate_points(edges: tuple[float, ...], points, half: float = 0.5) -> tupl
     return tuple(sorted(out))
 
 
+def _core_edges(lower: float, upper: float, core, nbins: int, integer: bool) -> tuple[float, ...]:
+    """Bin edges over [lower, upper] with ``nbins`` bins over the core [c0, c1] that the bounds' second look found
+    holding the rows (:func:`dpcore.discovery.locate_bounds`), and one bin for each end it trimmed: [lower, c0) and
+    past c1 to upper.  Nothing is clipped where the zoom read a thin tail as empty -- those rows keep a (coarse) bin.
+    A whole-number column's core bins hold whole numbers (:func:`_integer_edges`; its last one ends at c1 + 1 when
+    an end bin follows).  Post-processing of released values."""
+    c0, c1 = max(float(core[0]), lower), min(float(core[1]), upper)
+    if integer:
+        c0, c1 = float(math.ceil(c0)), float(math.floor(c1))
+        if c1 + 1 >= upper:  # nothing, or only the upper bound itself, past the core: no end bin above
+            c1 = upper
+        inner = list(_integer_edges(c0, c1, nbins))
+        if c1 < upper and float(inner[-1]) == c1:  # whole edges: the core's last bin must hold c1
+            inner[-1] = c1 + 1.0
+    else:
+        inner = [float(e) for e in np.linspace(c0, c1, nbins + 1)]
+    edges = ([lower] if c0 > lower else []) + [float(e) for e in inner] + ([upper] if c1 < upper else [])
+    return tuple(sorted(set(edges)))
+
+
 def _real_point_edges(
-    lower: float, upper: float, nbins: int, released, zero: bool
+    lower: float, upper: float, nbins: int, released, zero: bool, core=None
 ) -> tuple[tuple[float, ...], tuple[float, ...]]:
-    """(edges, points) of a real-numbered column: ``nbins`` equal bins over [lower, upper] with each released
+    """(edges, points) of a real-numbered column: ``nbins`` equal bins over [lower, upper] (over the ``core`` and
+    one bin for each end past it: :func:`_core_edges`) with each released
     frequent value p in a bin [p - h, p + h) of its own (h: :func:`point_half_width`; overlapping ones skipped),
     and, when ``zero``, 0 in [-2^lo, 2^lo) -- the bounds histogram's bin around zero, so exactly the values that
     counted as zeros decode to 0 -- unless a released value's bin holds it already.  ((), ()) when no point falls
@@ -454,7 +475,10 @@ def _real_point_edges(
     for p in sorted(float(p) for p in released if lower <= p <= upper):
         if not kept or p - kept[-1] >= 2 * half:  # bins [p - h, p + h) that do not overlap
             kept.append(p)
-    base = tuple(float(e) for e in np.linspace(lower, upper, nbins + 1))
+    if core is not None:
+        base = _core_edges(lower, upper, core, nbins, False)
+    else:
+        base = tuple(float(e) for e in np.linspace(lower, upper, nbins + 1))
     edges = _isolate_points(base, kept, half) if kept else base
     zero_half = 2.0 ** POWER_RANGE[0]
     if zero and lower <= 0.0 <= upper and all(abs(p) >= half + zero_half for p in kept):
@@ -501,12 +525,26 @@ def _build_attribute(
         # Exact zeros held by enough rows (the bounds histogram's bin around zero cleared its threshold): 0 gets a
         # bin of its own like a released frequent value (ignored, like any point, outside the bounds).
         zero = bool(found.get("zero"))
+        core = found.get("core") if from_data and not edges else None
+        if core is not None:  # a declared bound wins over the core's side of it
+            core = (
+                core[0] if prov.get("lower") == found_source else lower,
+                core[1] if prov.get("upper") == found_source else upper,
+            )
         if not edges and role.integer:
-            edges = _integer_edges(float(lower), float(upper), nbins)
+            edges = (
+                _core_edges(float(lower), float(upper), core, nbins, True)
+                if core is not None
+                else _integer_edges(float(lower), float(upper), nbins)
+            )
             if found.get("points") or zero:  # released frequent values: a bin of their own (post-processing)
                 edges = _isolate_points(edges, tuple(found.get("points") or ()) + ((0.0,) if zero else ()))
         elif not edges and (found.get("points") or zero):  # real numbers: the bin decodes to the value itself
-            edges, points = _real_point_edges(float(lower), float(upper), nbins, found.get("points") or (), zero)
+            edges, points = _real_point_edges(
+                float(lower), float(upper), nbins, found.get("points") or (), zero, core=core
+            )
+        if not edges and core is not None:  # no point inside the bounds: the core's bins alone
+            edges = _core_edges(float(lower), float(upper), core, nbins, role.integer)
         if edges:
             return Attribute(
                 role.name, "numeric", edges=edges, integer=role.integer, unparsable=unparsable,
@@ -831,13 +869,26 @@ def discovery_warnings(report: dict, n: int) -> list[str]:
             f"Discovered bounds cover the values held by at least about {max(thresholds):,.0f} rows per power-of-two "
             "range: rarer extreme values are clipped to the bounds. Declare the bounds for exact ranges."
         )
-    narrowed = [c for c, b in report.get("bounds", {}).items() if any(b.get("refined", {}).get("trimmed", ()))]
+    bounds = report.get("bounds", {})
+    narrowed = [c for c, b in bounds.items() if "zoom" not in b and any(b.get("refined", {}).get("trimmed", ()))]
     if narrowed:
         out.append(
             "Bounds narrowed to the part of the range that holds rows (a second noisy count): "
             + ", ".join(narrowed[:8])
             + f". Values in the ends trimmed off (under about {REFINE_CLIP_SHARE:.0%} of the rows, by the noisy "
             "count) are clipped to the new bounds. Declare the bounds for exact ranges."
+        )
+    zoomed = [
+        c
+        for c, b in bounds.items()
+        if "zoom" in b and any((*b["zoom"].get("trimmed", ()), *b.get("refined", {}).get("trimmed", ())))
+    ]
+    if zoomed:
+        out.append(
+            "Bins placed where the rows are (a second noisy count over equal parts of the range found): "
+            + ", ".join(zoomed[:8])
+            + ". The ends that count read as nearly empty keep one bin each, so their rare values come back only "
+            "roughly. Declare the bounds for exact ranges."
         )
     return out
 
