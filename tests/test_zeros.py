@@ -133,3 +133,18 @@ def test_a_small_clinic_table_gets_its_zero_costs_and_counts_back():
     rows = rel.decoded_rows()
     assert float((rows["cost"] == 0.0).mean()) == pytest.approx(float((df["cost"] == 0).mean()), abs=0.06)
     assert float((rows["visits"] == 0).mean()) == pytest.approx(0.55, abs=0.06)
+
+
+def test_a_counts_zeros_beside_a_thin_one_are_reached():
+    """A count of 768 rows like Pima's pregnancies (14% zeros, 18% ones, the rest 2-17) at σ = 27.3: [1, 1] holds
+    ~135 rows, under the threshold (~117 + noise) about a quarter of the time, and is then joined as the bulk's thin
+    edge; the zeros next to it were not reached by that one step, and the lower bound came back 1 (every zero
+    clipped to 1) in 14% of draws on Pima's own column.  Now the bin around zero joins when it reads ADJACENT_Z·σ,
+    as a thin edge does: it holds ~111 rows (4σ), so the lower bound is 0 but in ~1% of draws.  400 draws: at most
+    binom.ppf(0.999, 400, 0.02) = 18 come back with lower bound 1 (the old rule: 26 on this table)."""
+    rng = np.random.default_rng(11)
+    p = np.array([0.145, 0.176, 0.134, 0.098, 0.088, 0.075, 0.065, 0.059, 0.049, 0.036, 0.031, 0.014, 0.012, 0.013,
+                  0.003, 0.001, 0.0005, 0.0005])  # fmt: skip
+    x = rng.choice(np.arange(18), size=768, p=p / p.sum()).astype(float)
+    ones = sum(histogram_bounds(x, "numeric", True, 1 / 27.3**2, Randomness(s))[0] == 1.0 for s in range(400))
+    assert ones <= binom.ppf(0.999, 400, 0.02), ones
