@@ -61,10 +61,11 @@ def test_core_edges_put_the_bins_over_the_core_and_one_bin_at_each_end():
 
 def test_two_looks_read_like_one_where_no_zoom_is_asked():
     """A column that is not narrow gets the two looks averaged, whose noise is one look's at the whole ρ: on an empty
-    column noise lifts some bin over the threshold about BIN_FALSE_POSITIVE of the time (at most 5 in 600: Poisson
-    of mean 0.6), where a single look at half the ρ would (σ·√2) about 15% of the time; and on uniform incomes from
-    0 the empty bin past them joins at the adjacency rate of one look (~5%), the same for both within four
-    standard deviations of the difference of two binomial rates."""
+    column noise lifts some bin over its threshold in ~0.25% of draws (the first look's ~0.1%, whose range may be
+    zoomed into, then the averaged look's; 10 of 4,000 measured, one look alone 3) -- at most 5 of 600 (Poisson of
+    mean 1.5: 0.5%), where averaged noise left at σ·√2 against one look's threshold would alarm in ~14%; and on
+    uniform incomes from 0 the empty bin past them joins at the adjacency rate of one look (~5%), the same for both
+    within four standard deviations of the difference of two binomial rates."""
     draws = 600
     alarms = sum(locate_bounds(np.zeros(0), True, 1.0, 1000, Randomness(s))[0] is not None for s in range(draws))
     assert alarms <= 5, alarms
@@ -136,8 +137,8 @@ def test_a_trimmed_tail_keeps_a_bin_instead_of_being_clipped():
 def test_a_release_with_nothing_declared_brings_temperatures_back_near_the_real_ones(tmp_path, monkeypatch):
     """A 3,000-row vitals extract, nothing declared, ε = 1 (a seeded demo): the temperature's bins lie over the
     degrees that hold its rows (ten bins inside [32, 40]), and the released temperatures' deciles are within a
-    degree of the real ones -- ten equal bins over [32, 64) had put a quarter of them outside 35-39.  The schema and
-    the card say nothing the run did not release."""
+    degree of the real ones -- ten equal bins over [32, 64) had put a quarter of them outside 35-39; the air pressure,
+    located in [512, 2048), comes back within 980-1050 (before: spread over ten bins of 154 hPa)."""
     from dpcore.cli import main
 
     rng = np.random.default_rng(3)
