@@ -718,7 +718,9 @@ def locate_bounds(
     second = counts + noise.discrete_gaussian(bounds_sigma(rho_b), len(counts))
     combined = (rho_a * first.astype(float) + rho_b * second.astype(float)) / rho_bounds
     lo, hi, how = bounds_from_noisy(combined, bounds_sigma(rho_bounds), "numeric", integer)
-    return lo, hi, None, {**how, "look": "combined"}
+    # a narrow range that too few rows could not zoom into: its bins are coarse (the release says so)
+    coarse = lo is not None and hi is not None and narrow_range(lo, hi, integer) and not zooms(rho_b, n)
+    return lo, hi, None, {**how, "look": "combined", **({"coarse": True} if coarse else {})}
 
 
 def bounds_from_noisy(

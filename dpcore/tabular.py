@@ -878,6 +878,13 @@ def discovery_warnings(report: dict, n: int) -> list[str]:
             + f". Values in the ends trimmed off (under about {REFINE_CLIP_SHARE:.0%} of the rows, by the noisy "
             "count) are clipped to the new bounds. Declare the bounds for exact ranges."
         )
+    coarse = [c for c, b in bounds.items() if b.get("coarse")]
+    if coarse:
+        out.append(
+            "Narrow ranges far from zero, found only as a power of two (too few rows to find where in it the values "
+            "lie): " + ", ".join(coarse[:8]) + ". Their bins are coarse and their values may come back spread over "
+            "that range. Declare their bounds (free) for bins over the values they hold."
+        )
     zoomed = [
         c
         for c, b in bounds.items()

@@ -88,6 +88,7 @@ def test_a_narrow_column_spends_its_bounds_rho_in_two_looks():
     assert 1 / how["sigma"] ** 2 + 1 / how["zoom"]["sigma"] ** 2 == pytest.approx(rho)
     lo, hi, core, how = locate_bounds(x, False, rho, 300, Randomness(1))  # too few rows for the zoom: averaged
     assert how["look"] == "combined" and core is None and 1 / how["sigma"] ** 2 == pytest.approx(rho)
+    assert narrow_range(lo, hi, False) and how.get("coarse") is True  # named coarse: the release warns
 
 
 def test_body_temperatures_get_their_bins_where_the_rows_are():
@@ -194,6 +195,7 @@ def test_the_release_says_which_columns_got_their_bins_where_the_rows_are_and_cl
             "temp": {"look": "narrow", "zoom": {"trimmed": [False, True]}, "refined": {"trimmed": [True, False]}},
             "cost": {"look": "combined", "refined": {"trimmed": [False, True]}},
             "age": {"look": "narrow", "zoom": {"trimmed": [False, False]}},
+            "pressure": {"look": "combined", "coarse": True},
         }
     }
     text = " ".join(discovery_warnings(report, 3000))
@@ -202,6 +204,8 @@ def test_the_release_says_which_columns_got_their_bins_where_the_rows_are_and_cl
     assert "temp" in zoom and "cost" not in zoom and "age" not in zoom
     assert "cost" in clip and "temp" not in clip
     assert "age" not in text
+    coarse = next(w for w in discovery_warnings(report, 3000) if "found only as a power of two" in w)
+    assert "pressure" in coarse and "temp" not in coarse and "Declare their bounds" in coarse
 
 
 class _FixedNoise:
