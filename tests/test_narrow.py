@@ -231,3 +231,18 @@ def test_the_zoom_drops_the_longest_run_that_passes_not_the_first_to_fail():
     lo, hi, rep = refine_bounds(x, 32.0, 64.0, False, rho, 3000, _FixedNoise(noise), narrow=True)
     assert (lo, hi) == (32.0, 40.0) and rep["trimmed"] == [False, True]  # one sub-bin below: too few to trim
     assert refine_bounds(x, 32.0, 64.0, False, rho, 3000, _FixedNoise(noise))[1] == 64.0
+
+
+def test_frequent_values_keep_their_own_bins_inside_a_core():
+    """From 5,000 rows a real column's frequent values are released too: with a core, each point inside it still gets
+    its bin [p - h, p + h) (decoding to the value itself), the core's other bins stay between them, and the bounds'
+    ends keep their end bins; a point outside the bounds is ignored."""
+    from dpcore.tabular import _real_point_edges
+
+    edges, points = _real_point_edges(32.0, 64.0, 10, (36.6, 36.8, 37.0, 70.0), False, core=(36.0, 40.0))
+    assert points == (36.6, 36.8, 37.0)
+    assert edges[0] == 32.0 and edges[1] == 36.0 and edges[-2] == 40.0 and edges[-1] == 64.0
+    for p in points:
+        i = int(np.searchsorted(edges, p, side="right")) - 1
+        assert edges[i] == pytest.approx(p - 0.05) and edges[i + 1] == pytest.approx(p + 0.05), (p, edges)
+    assert all(b > a for a, b in zip(edges, edges[1:]))
