@@ -96,17 +96,17 @@ can be located.  (Earlier versions searched each bound by an exponential-mechani
 25,201-point grid; at small budgets that grid's far points won and bounds landed anywhere, so those columns were
 left out or kept as categories: a score came back as "(other)".)
 
-**Two looks, and a zoom into a narrow range** (:func:`locate_bounds`, numeric columns).  The histogram above is
-drawn in two looks, ρ_1 = :data:`FIRST_LOOK_SHARE`·ρ_b and ρ_2 = ρ_b - ρ_1, each with σ = 1/sqrt(its ρ).  Where the
-first look's range is narrow (:func:`narrow_range`: away from zero within three octaves, and for whole numbers more than
-2·REFINE_BINS of them) and :func:`zooms` holds (public: n and ρ), the second look counts the rows in REFINE_BINS equal
-sub-bins of that range (sensitivity sqrt(2) as below) and the sub-bins at each end that look empty are read off as
-the range's *core* (:func:`refine_bounds` with ``narrow``: a run may also hold what its noise alone reaches 5% of the
-time).  The bounds stay the first look's; the column's bins go over the core, and each trimmed end keeps one bin
-(:func:`dpcore.tabular._core_edges`), so a thin tail read as empty is coarse, never clipped.  Otherwise the second
-look redraws the same histogram and the two are averaged with weights ρ_1 and ρ_2, which has the noise of one draw
-at ρ_1 + ρ_2.  Which query the second look asks is a function of the first look's released range and public n;
-both ρ's are fixed before the data is read: adaptive composition, ρ_1 + ρ_2 = ρ_b.
+**Two looks, and a zoom into a narrow range** (:func:`locate_bounds`, numeric columns). The histogram above is drawn in
+two looks, ρ_1 = :data:`FIRST_LOOK_SHARE`·ρ_b and ρ_2 = ρ_b - ρ_1, each with σ = 1/sqrt(its ρ). Where the first look's
+range is narrow (:func:`narrow_range`: away from zero within three octaves, and for whole numbers more than
+2·REFINE_BINS of them) and :func:`refines` holds at ρ_2 (public: n and ρ), the second look counts the rows in
+REFINE_BINS equal sub-bins of that range (sensitivity sqrt(2) as below) and the sub-bins at each end that look empty are
+read off as the range's *core* (:func:`refine_bounds` with ``narrow``: a run may also hold what its noise alone reaches
+5% of the time). The bounds stay the first look's; the column's bins go over the core, and each trimmed end keeps one
+bin (:func:`dpcore.tabular._core_edges`), so a thin tail read as empty is coarse, never clipped. Otherwise the second
+look redraws the same histogram and the two are averaged with weights ρ_1 and ρ_2, which has the noise of one draw at
+ρ_1 + ρ_2. Which query the second look asks is a function of the first look's released range and public n; both ρ's are
+fixed before the data is read: adaptive composition, ρ_1 + ρ_2 = ρ_b.
 
 **Refined bounds.** A power-of-two range is coarse where the rows sit far from zero: years 1700-2008 are located as
 [1024, 2047], and ten equal bins over it leave seven empty. Where the public rule :func:`refine_decision` holds (the
@@ -604,15 +604,15 @@ def refine_bounds(
 
     def empty_run(seq: np.ndarray) -> int:
         """How many sub-bins from the start of ``seq`` look empty (post-processing of the noisy counts)."""
-        k, total = 0, 0.0
-        while k < len(seq) - 1 and seq[k] < threshold and total + seq[k] <= cap(k + 1):
-            total += float(seq[k])
-            k += 1
         if narrow:  # the longest run that passes: one sub-bin's noise spike past cap(1) need not stop the walk
             sums = np.cumsum(seq[: len(seq) - 1].astype(float))
             below = np.cumprod(seq[: len(seq) - 1] < threshold).astype(bool)
-            ok = [m + 1 for m in range(len(sums)) if below[m] and sums[m] <= cap(m + 1)]
-            k = max(ok, default=0)
+            k = max((m + 1 for m in range(len(sums)) if below[m] and sums[m] <= cap(m + 1)), default=0)
+        else:  # the first run to pass its cap stops the walk
+            k, total = 0, 0.0
+            while k < len(seq) - 1 and seq[k] < threshold and total + seq[k] <= cap(k + 1):
+                total += float(seq[k])
+                k += 1
         if k > 0 and seq[k - 1] >= ADJACENT_Z * sigma:  # a thin edge sub-bin of the bulk stays
             k -= 1
         return k if k >= max(2, REFINE_MIN_TRIM * sub) else 0
@@ -675,29 +675,21 @@ def _toward_zero(noisy: np.ndarray, sigma: float, lo: float, hi: float, integer:
     return lo, hi
 
 
-def zooms(rho_zoom: float, n: int) -> bool:
-    """Whether the second look of :func:`locate_bounds` may zoom in on a narrow range at ρ ``rho_zoom`` on n rows:
-    :func:`refines` holds for it (its sub-bins' threshold is at most REFINE_ROWS_SHARE·n, σ under ~3.4% of the rows:
-    at more noise, which sub-bins are empty is a guess -- on Titanic's 891 rows, σ ≈ 6% of them, ages came back
-    trimmed to [16, 28]).  Public: ρ and n."""
-    return refines(rho_zoom, n)
-
-
 def locate_bounds(
     values: np.ndarray, integer: bool, rho_bounds: float, n: int, noise, *, sides=(True, True)
 ) -> tuple[float | None, float | None, tuple[float, float] | None, dict]:
     """(lower, upper, core, report): a numeric column's bounds from its ρ_bounds in two looks
     (:data:`FIRST_LOOK_SHARE` of it, then the rest), and the part of them that holds the rows (None: all of it).
 
-    The first look is :func:`histogram_bounds` at ρ_a.  Where it locates a :func:`narrow_range` and :func:`zooms`
-    holds, the second look (ρ_b) is :func:`refine_bounds` over that range in ``narrow`` mode, and what it keeps is the
-    core: the column's bins go there, and what it trimmed becomes one bin at each end (:func:`dpcore.tabular.
-    _core_edges`) instead of being clipped -- body temperatures located in [32, 64) on a few thousand rows get their
-    ten bins over [36, 40) and [32, 36) and [40, 64) one each, not ten bins of 3.2 degrees.  Otherwise the second look
-    draws the same power-of-two histogram again and the two are averaged with weights ρ_a and ρ_b -- the combination
-    of two Gaussian measurements of the same counts, whose noise has the variance of one draw at ρ_a + ρ_b =
-    ρ_bounds, what :func:`histogram_bounds` draws in one look -- and read as it reads one.  A column with no rows
-    to locate has two chances of a false alarm, the first look's (whose range may then be zoomed into) and the
+    The first look is :func:`histogram_bounds` at ρ_a. Where it locates a :func:`narrow_range` and :func:`refines` holds
+    at ρ_b, the second look (ρ_b) is :func:`refine_bounds` over that range in ``narrow`` mode, and what it keeps is the
+    core: the column's bins go there, and what it trimmed becomes one bin at each end
+    (:func:`dpcore.tabular._core_edges`) instead of being clipped -- body temperatures located in [32, 64) on a few
+    thousand rows get their ten bins over [36, 40) and [32, 36) and [40, 64) one each, not ten bins of 3.2 degrees.
+    Otherwise the second look draws the same power-of-two histogram again and the two are averaged with weights ρ_a and
+    ρ_b -- the combination of two Gaussian measurements of the same counts, whose noise has the variance of one draw at
+    ρ_a + ρ_b = ρ_bounds, what :func:`histogram_bounds` draws in one look -- and read as it reads one. A column with no
+    rows to locate has two chances of a false alarm, the first look's (whose range may then be zoomed into) and the
     averaged one's: ~0.25% of draws against one look's ~0.08% (4,000 draws each).
 
     Privacy: each look counts every present value once (sensitivity sqrt(2)) with discrete Gaussian noise of
@@ -711,7 +703,9 @@ def locate_bounds(
     lo, hi, how = bounds_from_noisy(first, sigma_a, "numeric", integer)
     if lo is not None and hi is not None:
         lo, hi = _toward_zero(first, sigma_a, lo, hi, integer)
-    if lo is not None and hi is not None and narrow_range(lo, hi, integer) and zooms(rho_b, n):
+    # the zoom runs where the refinement's public rule holds at ρ_b: σ under ~3.4% of the rows (at more noise which
+    # sub-bins are empty is a guess -- on Titanic's 891 rows, σ ≈ 6% of them, ages came back trimmed to [16, 28])
+    if lo is not None and hi is not None and narrow_range(lo, hi, integer) and refines(rho_b, n):
         core_lo, core_hi, zoom = refine_bounds(values, lo, hi, integer, rho_b, n, noise, sides=sides, narrow=True)
         core = (core_lo, core_hi) if (core_lo, core_hi) != (lo, hi) else None
         return lo, hi, core, {**how, "look": "narrow", "zoom": zoom}
@@ -719,7 +713,7 @@ def locate_bounds(
     combined = (rho_a * first.astype(float) + rho_b * second.astype(float)) / rho_bounds
     lo, hi, how = bounds_from_noisy(combined, bounds_sigma(rho_bounds), "numeric", integer)
     # a narrow range that too few rows could not zoom into: its bins are coarse (the release says so)
-    coarse = lo is not None and hi is not None and narrow_range(lo, hi, integer) and not zooms(rho_b, n)
+    coarse = lo is not None and hi is not None and narrow_range(lo, hi, integer) and not refines(rho_b, n)
     return lo, hi, None, {**how, "look": "combined", **({"coarse": True} if coarse else {})}
 
 
@@ -749,13 +743,13 @@ def bounds_from_noisy(
         first -= 1
     if last < len(noisy) - 1 and last != zero and noisy[last + 1] >= near:
         last += 1
-    # A count's exact zeros next to a range that reaches 1: when [1, 1] itself was the thin edge joined above, that
-    # one step did not reach them (Pima's pregnancies, 14% zeros: lower bound 1 in 13% of draws at ε = 1).
-    if kind == "numeric" and first == zero + 1 and noisy[zero] >= near:
-        first = zero
-    if kind == "numeric" and last == zero - 1 and noisy[zero] >= near:
-        last = zero
     if kind == "numeric":
+        # A count's exact zeros next to a range that reaches 1: when [1, 1] itself was the thin edge joined above,
+        # that one step did not reach them (Pima's pregnancies, 14% zeros: lower bound 1 in 13% of draws at ε = 1).
+        if first == zero + 1 and noisy[zero] >= near:
+            first = zero
+        if last == zero - 1 and noisy[zero] >= near:
+            last = zero
         first, last = _beyond_zero(noisy, sigma, first, last, zero)
         report["zero_held"] = bool(noisy[zero] >= threshold)
     first, last = _extend_spread(noisy, sigma, first, last, zero, windows)
