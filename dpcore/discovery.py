@@ -126,6 +126,7 @@ value sets and min/max (:func:`exact_values`, :func:`exact_bounds`); every field
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import math
 from dataclasses import dataclass, field
@@ -347,6 +348,27 @@ class DiscoveryPlan:
         rho = eps_to_zcdp(epsilon, d_c)
         rho_r = ROLE_RHO_SHARE * rho if n_role_columns > 0 else 0.0
         return cls(float(epsilon), float(delta), rho, d_t, d_c, int(n_role_columns), rho_r, rho - rho_r)
+
+    def with_values(self, rho_values: float, split: JointSplit) -> DiscoveryPlan:
+        """This plan (the schema's part of ``split``) with the value sets and bounds at ``rho_values`` instead,
+        at most the ρ they had: what they do not take goes to the mechanism, ρ_m = ρ - ρ_roles - ρ_values, and the
+        schema's line is the run's ε minus the mechanism's ε = CKS(ρ_m, δ_c) as in :func:`joint_split`.
+
+        Chosen after the roles are released, from them and public inputs only (:func:`dpcore.tabular.values_share`):
+        the run's total ρ, δ_t and δ_c are fixed before the data is read, and each later ρ is a function of what is
+        released before it, so the run is a zCDP privacy filter (Rényi filter, Feldman & Zrnic 2021; Whitehouse et
+        al. 2023: adaptively chosen ρ_i whose sum never exceeds ρ compose to ρ-zCDP) and converts to (ε, δ) as
+        before."""
+        if not self.joint:
+            raise BudgetError("Only a joint plan can hand the value sets' ρ to the mechanism.")
+        rho_values = float(rho_values)
+        if not 0.0 < rho_values <= self.rho_values:
+            raise BudgetError(f"The value sets' ρ can only shrink (from {self.rho_values:.6g}, got {rho_values:.6g}).")
+        if rho_values == self.rho_values:
+            return self
+        rho = self.rho_roles + rho_values
+        eps_m = zcdp_to_eps_cks((split.rho - rho) * (1.0 - JOINT_MARGIN), split.delta_conversion)
+        return dataclasses.replace(self, epsilon=split.epsilon - eps_m, rho=rho, rho_values=rho_values)
 
     def epsilon_check(self) -> float:
         """ε of the plan recomputed from ρ and δ_c ([CKS20] conversion): equals ``epsilon`` up to rounding."""

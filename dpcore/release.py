@@ -419,7 +419,7 @@ def release_table(
     """
     from .data import read_table, table_digest
     from .discovery import DEFAULT_SCHEMA_SHARE
-    from .tabular import discovery_budget, prepare_table, schema_plan, share_note
+    from .tabular import discovery_budget, prepare_table, schema_plan, share_note, values_share_note
 
     df = table if isinstance(table, pd.DataFrame) else read_table(table)
     if "source_digest" not in df.attrs:
@@ -484,12 +484,16 @@ def release_table(
             name=label,
             joint=joint,
             ledger=None,  # reserved above, with the mechanism's part
+            fitted_share=schema_share is None and plan is not None,
         )
     except DPCoreError:
         if ledger is not None and eps_d > 0:  # the discovery read the data; the mechanism never ran
             ledger.settle(run_id, [SpendRecord(eps_d, delta_d, None, "schema discovery; the release stopped")])
         raise
     warnings += prep.warnings
+    if prep.spends:  # what the discovery spent: less than planned when the released roles needed less (joint runs)
+        eps_d, delta_d = prep.epsilon_spent, prep.delta_spent
+        mech_budget = Budget(budget.epsilon - eps_d, budget.delta - delta_d)
     if len(prep.dataset.domain) < min(2, wanted) and not force and prep.spends:
         # The plan expected more; the released schema keeps one column: stop before the mechanism reads anything.
         if ledger is not None:
@@ -531,6 +535,8 @@ def release_table(
         data["schema_discovery"] = {**data["schema_discovery"], "share": share}
         if raised is not None:
             data["schema_discovery"]["share_note"] = raised
+        if (moved := values_share_note(prep.discovery_report)) is not None:
+            data["schema_discovery"]["share_note"] = " ".join(filter(None, (raised, moved)))
     rel, internal = _run(
         prep.dataset,
         wl,

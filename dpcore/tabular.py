@@ -293,14 +293,17 @@ def _unlisted_policy(schema, unlisted: str | None, complete: bool) -> str:
     return unlisted
 
 
-def columns_to_discover(columns, *, schema=None, roles=None, unlisted: str | None = None) -> list[str]:
+def columns_to_discover(
+    columns, *, schema=None, roles=None, unlisted: str | None = None, undecided_only: bool = False
+) -> list[str]:
     """The columns something must be discovered for (a role, a value set or a bound) -- from public inputs only:
-    the header, the declared schema and the user's roles."""
+    the header, the declared schema and the user's roles.  ``undecided_only``: those whose role is decided
+    privately."""
     columns, _ = unique_column_names(list(columns))
     specs, complete = parse_schema(schema)
     user_roles = confirmed(roles) if roles else {}
     known, undecided = _resolve(columns, specs, user_roles, _unlisted_policy(schema, unlisted, complete))
-    return _to_discover(columns, specs, known, undecided)
+    return list(undecided) if undecided_only else _to_discover(columns, specs, known, undecided)
 
 
 def _to_discover(columns, specs, known: dict[str, Role], undecided: list[str]) -> list[str]:
@@ -660,13 +663,16 @@ def prepare_table(
     name: str | None = None,
     joint: bool = False,
     ledger: Any = DEFAULT_LEDGER,
+    fitted_share: bool = False,
 ) -> PreparedTable:
     """Roles, a completed schema and the encoded Dataset of a raw table (see the module docstring).
 
     ``noise`` is the run's :class:`~dpcore.privacy.samplers.Randomness` (every discovery draw goes through it).
     ``epsilon``/``delta`` are the run's whole budget: discovery spends :func:`discovery_budget`'s share of it,
     charged to ``ledger`` before the data is read (default: the default workspace's ledger; None: the caller
-    has reserved it already -- for the engine's own callers and tests).
+    has reserved it already -- for the engine's own callers and tests).  ``fitted_share``: ``schema_share`` was
+    fitted to the table (:func:`schema_plan`), not given; in a joint run the value sets and bounds then take only
+    the share the released roles need (:func:`values_share`), and the mechanism the rest (the spend says which).
     Raises :class:`~dpcore.errors.DataError` / :class:`~dpcore.errors.DomainError` /
     :class:`~dpcore.errors.BudgetError` with a message the user can act on.
     """
@@ -716,6 +722,21 @@ def prepare_table(
             pr = private_roles(df, plan.rho_roles, noise, undecided)
             decided = {r.name: r for r in pr.roles}
             report["roles"] = {"columns": len(undecided), "sigma": pr.sigma, "epsilon_format": pr.epsilon_format}
+            if fitted_share and plan.joint:
+                # The share was fitted before the roles were known; with them released, the value sets and
+                # bounds may need less of it, and what they do not take goes to the mechanism (a privacy filter:
+                # DiscoveryPlan.with_values).  Decided from the released roles and public inputs only.
+                released = [known.get(c) or decided[c] for c in columns]
+                share = values_share(
+                    columns, len(df), epsilon=epsilon, delta=delta, schema=schema, roles=released,
+                    unlisted=unlisted, schema_share=schema_share,
+                )  # fmt: skip
+                smaller = min(plan.rho_values, joint_split(epsilon, delta, share).rho_schema)
+                if smaller < plan.rho_values:  # (the roles took their part of the fitted share: a share just
+                    # below it may still leave the values all they have)
+                    plan = plan.with_values(smaller, joint_split(epsilon, delta, schema_share))
+                    spends[-1] = plan.spend()
+                    report["values_share"] = {"share": share, "fitted": schema_share}
         found_source = "dp"
     all_roles = [known.get(c) or decided[c] for c in columns]
     kept = [r for r in all_roles if r.kept]
@@ -912,6 +933,8 @@ class _PublicFigures:
     threshold: int | None  # partition selection's τ when every column to discover is a category
     locatable: bool  # numeric and date bounds expected to be locatable
     bounds_threshold: float | None = None  # rows a power-of-two range needs to stand out (the least ρ a number gets)
+    bounds_rho: float | None = None  # that ρ (of the bounds histogram)
+    refined: bool = False  # numbers' bounds are refined (the public rule)
 
 
 def _public_figures(columns, n, epsilon, delta, schema, roles, unlisted, schema_share, joint) -> _PublicFigures:
@@ -934,6 +957,7 @@ def _public_figures(columns, n, epsilon, delta, schema, roles, unlisted, schema_
     points = [c not in undecided and _wants_points(known[c], specs.get(c), n) for c in cols]
     # numeric columns' bounds are refined when the public rule says so (dpcore.discovery.refine_decision)
     refine = refine_decision(kinds, points, [k == "numeric" for k in kinds], plan.rho_values, n)
+    refined = any(refine)
     total = sum(column_weights(kinds, points, refine))
     categories = sum(k == "categorical" for k in kinds)
     threshold = partition_threshold(
@@ -946,7 +970,7 @@ def _public_figures(columns, n, epsilon, delta, schema, roles, unlisted, schema_
     rho_bounds = BOUNDS_WEIGHT * plan.rho_values / total  # the part that locates them
     locatable = bounds_locatable("numeric", True, None, rho_bounds, 2, n)
     needed = bin_threshold(bounds_sigma(rho_bounds), len(bound_bins("numeric", True)[0]))
-    return _PublicFigures(columns, known, undecided, cols, plan, threshold, locatable, needed)
+    return _PublicFigures(columns, known, undecided, cols, plan, threshold, locatable, needed, rho_bounds, refined)
 
 
 def discovery_outlook(
@@ -1195,6 +1219,57 @@ def columns_that_fit(
     return 0
 
 
+#: A column the plan expects to release a category set for (:class:`SchemaPlan`).
+CATEGORY_EXPECTATIONS = ("categories", "one value at most", "other only")
+
+
+def values_share(
+    columns,
+    n: int,
+    *,
+    epsilon: float,
+    delta: float,
+    schema=None,
+    roles=None,
+    unlisted: str | None = None,
+    schema_share: float,
+) -> float:
+    """The share the value sets and bounds take once the roles are released: when no category set is to be
+    discovered, the smallest of :data:`SCHEMA_SHARES` below ``schema_share`` whose public plan, with ``roles``
+    (the released ones with the declared) taken as known, expects every column exactly as the plan at
+    ``schema_share`` does -- no column to lose its bounds -- else ``schema_share``.  A share fitted before the
+    roles were known had to keep something whatever they turned out to be (every undecided column counted as a
+    category); a table of numbers needs less.  Public: the header, the declarations, the released roles, n, ε, δ."""
+    public = dict(epsilon=epsilon, delta=delta, schema=schema, roles=roles, unlisted=unlisted, joint=True)
+    wanted = _plan_at(columns, n, schema_share, public).columns
+    if any(e in CATEGORY_EXPECTATIONS for e in wanted.values()):
+        # A category set to discover keeps the share: every value near its threshold is lost as the threshold
+        # rises (Titanic at ε = 1: the port of 19% of the passengers went to '(other)'), and the plan's classes do
+        # not see it.  Numbers and dates lose only the rarest tail values (docs/benchmarks.md).
+        return schema_share
+    finish = _bounds_finish(columns, n, schema_share, public)
+    for share in SCHEMA_SHARES:
+        if share >= schema_share:
+            break
+        same = _plan_at(columns, n, share, public).columns == wanted
+        if same and _bounds_finish(columns, n, share, public) == finish:
+            return share
+    return schema_share
+
+
+def _bounds_finish(columns, n: int, share: float, public: dict) -> tuple[bool, bool]:
+    """(refined, zoomed): whether numbers' bounds are refined (:func:`dpcore.discovery.refine_decision`) and whether
+    a narrow range's second look could zoom (:func:`dpcore.discovery.refines` at its ρ) at ``share`` -- public,
+    from the plan's figures: a smaller share must not lose either."""
+    from .discovery import FIRST_LOOK_SHARE, refines
+
+    p = public
+    fig = _public_figures(columns, n, p["epsilon"], p["delta"], p["schema"], p["roles"], p["unlisted"], share, True)
+    if fig.plan is None or fig.bounds_rho is None:
+        return False, False
+    return fig.refined, refines((1.0 - FIRST_LOOK_SHARE) * fig.bounds_rho, n)
+
+
 def share_note(share: float) -> str | None:
     """What the CLI and the card say when the default share was raised (None when it was not)."""
     if share <= DEFAULT_SCHEMA_SHARE:
@@ -1203,6 +1278,19 @@ def share_note(share: float) -> str | None:
         f"The schema's share of the budget is {share:.0%} (usually {DEFAULT_SCHEMA_SHARE:.0%}): at "
         f"{DEFAULT_SCHEMA_SHARE:.0%} the private schema would keep (nearly) nothing on a table of this size, so it "
         "takes more of the same total. Declaring roles, value sets or bounds (free) leaves more to the rows."
+    )
+
+
+def values_share_note(report: dict) -> str | None:
+    """What the card says when the value sets and bounds took less than the fitted share (:func:`values_share`;
+    None when they did not).  Public: the shares, from the released roles."""
+    moved = report.get("values_share")
+    if not moved:
+        return None
+    return (
+        f"The roles were decided first, within the {moved['fitted']:.0%} share fitted to the table before they were "
+        f"known; the value sets and bounds of the roles released needed only the {moved['share']:.0%} share's, so the "
+        "rest of the schema's part went to the rows (the run's total is unchanged)."
     )
 
 

@@ -357,7 +357,8 @@ def check_plan(source: dict, args, budget) -> float:
 def say_discovery(source: dict, args, budget, share: float) -> list[str]:
     """The schema's private discovery: which columns, what share of the budget (``share``, from :func:`check_plan`)
     and what it can resolve on a table of this size (public, before the run).  Returns the warnings said."""
-    from ..tabular import discovery_budget, discovery_outlook, share_note
+    from ..discovery import DEFAULT_SCHEMA_SHARE
+    from ..tabular import columns_to_discover, discovery_budget, discovery_outlook, share_note
 
     declared = dict(schema=source["schema"], roles=parse_roles(args.roles), joint=_joint(args, budget))
     declared["schema_share"] = share
@@ -369,9 +370,20 @@ def say_discovery(source: dict, args, budget, share: float) -> list[str]:
     )
     if cols:
         shown = ", ".join(cols[:8]) + (f" and {len(cols) - 8} more" if len(cols) > 8 else "")
+        # A raised share fitted before the roles are known is a ceiling: once they are released, the value sets and
+        # bounds take only what those roles need, and the rows the rest (dpcore.tabular.values_share).
+        ceiling = (
+            declared["joint"]
+            and getattr(args, "schema_share", None) is None
+            and share > DEFAULT_SCHEMA_SHARE
+            and bool(columns_to_discover(source["table"].columns, schema=source["schema"], roles=declared["roles"],
+                                         undecided_only=True))
+        )  # fmt: skip
         print(
-            f"The schema of {len(cols)} column(s) ({shown}) is discovered privately from ε = {eps_d:.4g}, "
-            f"δ = {delta_d:.3g} of this budget; declare a schema (--schema) or roles (--roles) to spend less.",
+            f"The schema of {len(cols)} column(s) ({shown}) is discovered privately from "
+            f"{'at most ' if ceiling else ''}ε = {eps_d:.4g}, δ = {delta_d:.3g} of this budget"
+            + ("; what the value sets and bounds of the roles it finds do not need goes to the rows" if ceiling else "")
+            + "; declare a schema (--schema) or roles (--roles) to spend less.",
             file=sys.stderr,
         )
     if cols and (raised := share_note(share)) is not None:
