@@ -141,6 +141,13 @@ def test_a_release_of_numbers_with_nothing_declared_gives_the_rows_what_the_valu
     assert "needed only the 20% share" in sd["share_note"]
     assert sd["rho_values"] == pytest.approx(joint_split(eps, delta, 0.2).rho_schema, rel=1e-12)
     assert sd["rho_roles"] == pytest.approx(DiscoveryPlan.from_split(split, df.shape[1]).rho_roles, rel=1e-12)
+    # what the discovery drew is what the narrowed line says: the columns' ρ add up to the smaller ρ_values, and
+    # each bounds histogram's σ is at least 1/sqrt(its column's ρ) (the line is not the fitted share's with the
+    # draws of a smaller one, nor the other way round)
+    details = sd["details"]
+    assert sum(details["rho_per_column"].values()) == pytest.approx(sd["rho_values"], rel=1e-12)
+    for name, b in details["bounds"].items():
+        assert b["sigma"] >= (1 - 1e-12) / np.sqrt(details["rho_per_column"][name])
     parts = rel.card["privacy"]["parts"]
     assert sum(p["epsilon"] for p in parts) == pytest.approx(eps, abs=1e-12)
     assert sum(p["delta"] for p in parts) == pytest.approx(delta, rel=1e-12)
