@@ -81,6 +81,25 @@ SCORE_SENSITIVITY = 2.0
 FINAL_SHARE = 0.5
 
 
+def one_way_sigmas(rho_one: float, sizes, split: str = "even") -> list[float]:
+    """σ (counts) of each one-way measurement when the p one-way marginals share ρ_one: ``even``, each ρ_one / p;
+    ``cells``, each in proportion to its cells^(2/3) -- the split that minimises the summed expected L1 noise
+    Σ c_a·σ_a·sqrt(2/π) under Σ 1/σ_a² = ρ_one (Lagrange: c_a·ρ_a^(-3/2) equal), so a ten-bin number is not
+    measured as coarsely as a yes/no column.  Public: ρ and the attribute sizes.  Σ 1/σ_a² = ρ_one.
+
+    The default release splits evenly: ``cells`` lowered the 2-way TVD on eleven tables but starved a yes/no
+    outcome beside numbers (Pima's ML efficacy at ε = 0.3 0.55 / 0.52 → 0.43 / 0.41; docs/benchmarks.md)."""
+    sizes = [max(1, int(c)) for c in sizes]
+    if split == "cells":
+        w = [c ** (2.0 / 3.0) for c in sizes]
+    elif split == "even":
+        w = [1.0] * len(sizes)
+    else:
+        raise ParameterError(f"one_way_split must be 'even' or 'cells', not {split!r}.")
+    total = sum(w)
+    return [math.sqrt(total / (rho_one * x)) for x in w]
+
+
 def adaptive_budget(
     rho: float, rounds: int, select_fraction: float, one_way: bool, one_way_fraction: float, p: int
 ) -> dict:
@@ -95,7 +114,7 @@ def adaptive_budget(
         "rho_per_round": rho_round,
         "epsilon_select": math.sqrt(8.0 * rho_sel),  # ε²/8 = ρ_sel
         "sigma_counts": math.sqrt(1.0 / rho_meas),  # one marginal: (sqrt 2)²/(2σ²) = ρ_meas
-        "sigma_one_way_counts": math.sqrt(p / rho_one) if one_way else None,  # p marginals share ρ_1
+        "sigma_one_way_counts": math.sqrt(p / rho_one) if one_way else None,  # p marginals share ρ_1 evenly
     }
 
 
@@ -155,6 +174,15 @@ class AdaptiveProjection(Mechanism):
                 "Share of the budget for the one-way marginals.",
                 0.01,
                 0.9,
+                advanced=True,
+            ),
+            Param(
+                "one_way_split",
+                "choice",
+                "even",
+                "How the one-way marginals share their budget: even, or in proportion to cells^(2/3) (the split "
+                "that minimises their summed L1 noise: a ten-bin number measured finer than a yes/no column).",
+                choices=("even", "cells"),
                 advanced=True,
             ),
             DECOUPLE_PARAM,
@@ -355,10 +383,12 @@ class AdaptiveProjection(Mechanism):
                 }
             )
 
+        split = str(params.get("one_way_split", "even"))
         if params.get("one_way", True):
+            sigmas_one = one_way_sigmas(plan["rho_one_way"], workload.domain.shape, split)
             for a in range(p):
                 ctx.check_cancel()
-                measure((a,), plan["sigma_one_way_counts"])
+                measure((a,), sigmas_one[a])
             out, sub_wl = project(None, None, round_iters, False, rounds_end)
             calls += out.oracle_calls
             records, weights = out.records, out.weights
@@ -390,8 +420,8 @@ class AdaptiveProjection(Mechanism):
                 # spent on the one-way marginals instead (adaptive composition: decided from released
                 # answers; the same ρ as the rounds would have spent).
                 rho_left = (T - t) * plan["rho_per_round"]
-                for a in range(p):
-                    measure((a,), math.sqrt(p / rho_left))
+                for a, sigma_a in enumerate(one_way_sigmas(rho_left, workload.domain.shape, split)):
+                    measure((a,), sigma_a)
                 returned = (t, T - t)
                 ctx.report(T, T, f"round {t}: the pairs carry no signal; the rest re-measures the one-way marginals")
                 break
