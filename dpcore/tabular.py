@@ -1043,6 +1043,9 @@ class SchemaPlan:
     #: How many of the columns to discover would fit this budget (:func:`columns_that_fit`), asked only by
     #: :meth:`refusal`.
     fits: Callable[[], int] | None = field(default=None, repr=False, compare=False)
+    #: Whether the plan would keep something were every column whose role is decided privately a number (the
+    #: roles confirmed as numbers), asked only by :meth:`refusal`: the plan has to count them as categories.
+    as_numbers: Callable[[], bool] | None = field(default=None, repr=False, compare=False)
 
     #: A column keeps something when it is one of these.
     USABLE = ("declared", "categories", "numeric")
@@ -1106,6 +1109,13 @@ class SchemaPlan:
         fits = self.fits() if self.fits is not None else None
         to_discover = sum(e not in ("declared", "excluded") for e in self.columns.values())
         fewer = f"; about {fits} of the {to_discover} whose schema is discovered fit this budget" if fits else ""
+        numbers = (
+            " If the columns whose role is decided privately hold numbers, confirming that (free: --roles "
+            "COL=integer or COL=real, or confirm what `dpcore info FILE` proposes) lets this run as it is: the plan "
+            "has to count a column of unknown role as a category, and numbers need far less of the budget."
+            if self.as_numbers is not None and self.as_numbers()
+            else ""
+        )
         return (
             f"At ε = {self.epsilon:g} on {self.n:,} rows the private schema is expected to keep "
             f"{len(self.usable)} usable column(s) of {len(self.columns)}: the release would spend its budget on "
@@ -1115,7 +1125,7 @@ class SchemaPlan:
             "declare what is public, free (a codebook as --schema FILE -- `dpcore schema FILE --out schema.json` "
             "writes one from the table for you to review -- or --roles: `dpcore info FILE` proposes roles for you to "
             "review, and confirming one states that it is public); or raise ε. --force "
-            "(force=True) runs anyway."
+            "(force=True) runs anyway." + numbers
         )
 
     def to_dict(self) -> dict:
@@ -1162,6 +1172,7 @@ def schema_plan(
     if plan.refuse:
         plan = first  # no share keeps something: the run is refused with the usual share's plan
     plan.fits = lambda: columns_that_fit(columns, n, **public)
+    plan.as_numbers = lambda: _keeps_as_numbers(columns, n, public)
     return plan
 
 
@@ -1189,6 +1200,19 @@ def _plan_at(columns, n: int, share: float, public: dict) -> SchemaPlan:
         else:
             expect[c] = "numeric" if locatable else "left out"
     return SchemaPlan(int(n), float(p["epsilon"]), float(p["delta"]), threshold, locatable, expect, share)
+
+
+def _keeps_as_numbers(columns, n: int, public: dict) -> bool:
+    """Whether :func:`schema_plan` (its share fitted) keeps something when every column whose role is decided
+    privately is taken as a whole number instead (public: the header, the declarations, n, ε, δ)."""
+    undecided = columns_to_discover(
+        columns, schema=public["schema"], roles=public["roles"], unlisted=public["unlisted"], undecided_only=True
+    )
+    if not undecided:
+        return False
+    given = confirmed(public["roles"]) if public["roles"] else {}
+    roles = {**given, **{c: Role(c, "numeric", integer=True) for c in undecided}}
+    return not schema_plan(columns, n, schema_share=None, **{**public, "roles": list(roles.values())}).refuse
 
 
 def columns_that_fit(

@@ -160,3 +160,21 @@ def test_a_release_of_numbers_with_nothing_declared_gives_the_rows_what_the_valu
     given, _ = release_table(df, "auto", eps, params=params, ledger=None, seed=3, schema_share=0.5)
     sd = given.card["data"]["schema_discovery"]
     assert "values_share" not in sd["details"] and sd["rho"] == pytest.approx(split.rho_schema, rel=1e-12)
+
+
+def test_a_refusal_says_when_confirming_the_columns_as_numbers_would_let_it_run():
+    """The plan counts a column of unknown role as a category.  On 1,000 rows × 16 columns at ε = 1 that refuses;
+    as numbers the same header runs at the usual share, and the refusal says so.  On 300 rows × 16 not even numbers
+    fit, and it does not.  Public: the header, n, ε, δ."""
+    from dpcore.tabular import _keeps_as_numbers
+
+    for n, helps in ((1000, True), (300, False)):
+        cols = _header(16)
+        plan = schema_plan(cols, n, epsilon=1.0, delta=1 / n**2, schema_share=None, joint=True)
+        assert plan.refuse
+        assert ("confirming that" in plan.refusal()) is helps
+        public = dict(epsilon=1.0, delta=1 / n**2, schema=None, roles=None, unlisted=None, joint=True)
+        assert _keeps_as_numbers(cols, n, public) is helps
+    numbers = {c: "integer" for c in _header(16)}
+    assert not schema_plan(_header(16), 1000, epsilon=1.0, delta=1e-6, roles=numbers, schema_share=None,
+                           joint=True).refuse  # fmt: skip
