@@ -419,7 +419,14 @@ def release_table(
     """
     from .data import read_table, table_digest
     from .discovery import DEFAULT_SCHEMA_SHARE
-    from .tabular import discovery_budget, prepare_table, schema_plan, share_note, values_share_note
+    from .tabular import (
+        discovery_budget,
+        discovery_stop_spend,
+        prepare_table,
+        schema_plan,
+        share_note,
+        values_share_note,
+    )
 
     df = table if isinstance(table, pd.DataFrame) else read_table(table)
     if "source_digest" not in df.attrs:
@@ -488,7 +495,11 @@ def release_table(
         )
     except DPCoreError:
         if ledger is not None and eps_d > 0:  # the discovery read the data; the mechanism never ran
-            ledger.settle(run_id, [SpendRecord(eps_d, delta_d, None, "schema discovery; the release stopped")])
+            stop = discovery_stop_spend(
+                df.columns, epsilon=budget.epsilon, delta=budget.delta, schema=schema, roles=roles,
+                schema_share=share, joint=joint,
+            )  # fmt: skip
+            ledger.settle(run_id, [stop] if stop is not None else [])
         raise
     warnings += prep.warnings
     if prep.spends:  # what the discovery spent: less than planned when the released roles needed less (joint runs)
@@ -496,13 +507,15 @@ def release_table(
         mech_budget = Budget(budget.epsilon - eps_d, budget.delta - delta_d)
     if len(prep.dataset.domain) < min(2, wanted) and not force and prep.spends:
         # The plan expected more; the released schema keeps one column: stop before the mechanism reads anything.
+        stopped = prep.stop_spends()
         if ledger is not None:
-            ledger.settle(run_id, prep.spends)
+            ledger.settle(run_id, stopped)
         left = "; ".join(f"{e['name']}: {e['reason']}" for e in prep.excluded[:4])
         raise BudgetError(
             f"The private schema kept only {', '.join(prep.dataset.domain.names)} of {len(df.columns)} column(s) "
             f"({left}{'; …' if len(prep.excluded) > 4 else ''}), so the release did not run: only the schema "
-            f"discovery's ε = {prep.epsilon_spent:.3g} was charged. Declare roles and value sets (free), choose "
+            f"discovery's ε = {math.fsum(s.epsilon for s in stopped):.3g} was charged. Declare roles and value sets "
+            "(free), choose "
             "columns whose values are frequent, or raise ε; --force (force=True) releases one column anyway."
         )
     try:
@@ -518,16 +531,17 @@ def release_table(
             wl = _table_workload(workload, prep.dataset)
         warnings += plan_warnings(mech_cls().plan(n, wl, mech_budget, vparams), wl, n)
     except DPCoreError as exc:
-        if ledger is not None:  # the mechanism never read the data: only the discovery stays charged
-            ledger.settle(run_id, prep.spends)
+        stopped = prep.stop_spends()
+        if ledger is not None:  # the mechanism never read the data: only the discovery stays charged, alone
+            ledger.settle(run_id, stopped)
         if prep.excluded and prep.spends:
             # The workload failed on a schema the private discovery shrank: say so, and what was charged.
             kept = ", ".join(prep.dataset.domain.names)
             raise type(exc)(
                 f"{exc} The private schema kept {len(prep.dataset.domain)} column(s) ({kept}); "
                 f"{len(prep.excluded)} were left out (see the warnings). Only the schema discovery's "
-                f"ε = {prep.epsilon_spent:.3g} was charged. Declare roles and bounds (free; `dpcore info FILE` "
-                "proposes them) to keep more columns."
+                f"ε = {math.fsum(s.epsilon for s in stopped):.3g} was charged. Declare roles and bounds (free; "
+                "`dpcore info FILE` proposes them) to keep more columns."
             ) from None
         raise
     data = dict(prep.card_data)

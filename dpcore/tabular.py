@@ -389,6 +389,13 @@ class PreparedTable:
     def epsilon_spent(self) -> float:
         return math.fsum(s.epsilon for s in self.spends)
 
+    def stop_spends(self) -> list[SpendRecord]:
+        """What the discovery is charged when the release stops before the mechanism reads the data: a joint
+        plan's line converted alone (:meth:`DiscoveryPlan.spend_alone`), else the spends as they are."""
+        if self.plan is not None and self.plan.joint and self.spends:
+            return [self.plan.spend_alone()]
+        return list(self.spends)
+
     @property
     def delta_spent(self) -> float:
         return math.fsum(s.delta for s in self.spends)
@@ -1200,6 +1207,27 @@ def _plan_at(columns, n: int, share: float, public: dict) -> SchemaPlan:
         else:
             expect[c] = "numeric" if locatable else "left out"
     return SchemaPlan(int(n), float(p["epsilon"]), float(p["delta"]), threshold, locatable, expect, share)
+
+
+def discovery_stop_spend(
+    columns,
+    *,
+    epsilon: float,
+    delta: float,
+    schema=None,
+    roles=None,
+    unlisted: str | None = None,
+    schema_share: float = DEFAULT_SCHEMA_SHARE,
+    joint: bool = False,
+) -> SpendRecord | None:
+    """What a release is charged when :func:`prepare_table` read the data and then failed (the mechanism never
+    ran): the discovery's planned spend, a joint plan's converted alone (:meth:`DiscoveryPlan.spend_alone`; the
+    plan before any narrowing, so at least what was drawn).  None when nothing is discovered.  Public."""
+    cols = columns_to_discover(columns, schema=schema, roles=roles, unlisted=unlisted)
+    if not cols:
+        return None
+    undecided = columns_to_discover(columns, schema=schema, roles=roles, unlisted=unlisted, undecided_only=True)
+    return discovery_plan_for(epsilon, delta, len(cols), len(undecided), schema_share, joint).spend_alone()
 
 
 def _keeps_as_numbers(columns, n: int, public: dict) -> bool:
