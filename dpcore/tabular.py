@@ -375,7 +375,12 @@ class PreparedTable:
     def schema_release(self) -> dict:
         """The discovery as :func:`dpcore.release.run_release`'s ``schema_release``: every release of this schema
         states its cost on the card (charged once, here)."""
-        out = {"card_data": self.card_data, "epsilon": self.epsilon_spent, "delta": self.delta_spent}
+        alone = self.stop_spends()  # a joint discovery's line is valid only beside its run's mechanism
+        out = {
+            "card_data": self.card_data,
+            "epsilon": math.fsum(s.epsilon for s in alone),
+            "delta": math.fsum(s.delta for s in alone),
+        }
         out["run"] = self.run_id or "unrecorded"
         if self.guarantee:
             out["guarantee"] = self.guarantee
