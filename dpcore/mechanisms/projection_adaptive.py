@@ -87,8 +87,9 @@ def one_way_sigmas(rho_one: float, sizes, split: str = "even") -> list[float]:
     Σ c_a·σ_a·sqrt(2/π) under Σ 1/σ_a² = ρ_one (Lagrange: c_a·ρ_a^(-3/2) equal), so a ten-bin number is not
     measured as coarsely as a yes/no column.  Public: ρ and the attribute sizes.  Σ 1/σ_a² = ρ_one.
 
-    The default release splits evenly: ``cells`` lowered the 2-way TVD on eleven tables but starved a yes/no
-    outcome beside numbers (Pima's ML efficacy at ε = 0.3 0.55 / 0.52 → 0.43 / 0.41; docs/benchmarks.md)."""
+    The default release splits evenly: ``cells`` lowered the 2-way TVD on seven small tables and in eight of nine
+    bench cells but starved a yes/no outcome beside numbers (Pima's ML efficacy at ε = 0.3 0.55 / 0.52 → 0.43 /
+    0.41; docs/benchmarks.md)."""
     sizes = [max(1, int(c)) for c in sizes]
     if split == "cells":
         w = [c ** (2.0 / 3.0) for c in sizes]
