@@ -126,10 +126,9 @@ value sets and min/max (:func:`exact_values`, :func:`exact_bounds`); every field
 
 from __future__ import annotations
 
-import dataclasses
 import functools
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 import pandas as pd
@@ -368,7 +367,7 @@ class DiscoveryPlan:
             return self
         rho = self.rho_roles + rho_values
         eps_m = zcdp_to_eps_cks((split.rho - rho) * (1.0 - JOINT_MARGIN), split.delta_conversion)
-        return dataclasses.replace(self, epsilon=split.epsilon - eps_m, rho=rho, rho_values=rho_values)
+        return replace(self, epsilon=split.epsilon - eps_m, rho=rho, rho_values=rho_values)
 
     def epsilon_check(self) -> float:
         """ε of the plan recomputed from ρ and δ_c ([CKS20] conversion): equals ``epsilon`` up to rounding."""

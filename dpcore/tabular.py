@@ -293,17 +293,24 @@ def _unlisted_policy(schema, unlisted: str | None, complete: bool) -> str:
     return unlisted
 
 
-def columns_to_discover(
-    columns, *, schema=None, roles=None, unlisted: str | None = None, undecided_only: bool = False
-) -> list[str]:
-    """The columns something must be discovered for (a role, a value set or a bound) -- from public inputs only:
-    the header, the declared schema and the user's roles.  ``undecided_only``: those whose role is decided
-    privately."""
+def _discovery_columns(columns, schema, roles, unlisted) -> tuple[list[str], list[str]]:
+    """(the columns to discover, those of them whose role is decided privately), from public inputs only."""
     columns, _ = unique_column_names(list(columns))
     specs, complete = parse_schema(schema)
     user_roles = confirmed(roles) if roles else {}
     known, undecided = _resolve(columns, specs, user_roles, _unlisted_policy(schema, unlisted, complete))
-    return list(undecided) if undecided_only else _to_discover(columns, specs, known, undecided)
+    return _to_discover(columns, specs, known, undecided), list(undecided)
+
+
+def columns_to_discover(columns, *, schema=None, roles=None, unlisted: str | None = None) -> list[str]:
+    """The columns something must be discovered for (a role, a value set or a bound) -- from public inputs only:
+    the header, the declared schema and the user's roles."""
+    return _discovery_columns(columns, schema, roles, unlisted)[0]
+
+
+def undecided_columns(columns, *, schema=None, roles=None, unlisted: str | None = None) -> list[str]:
+    """The columns whose role is decided privately (public inputs only, as :func:`columns_to_discover`)."""
+    return _discovery_columns(columns, schema, roles, unlisted)[1]
 
 
 def _to_discover(columns, specs, known: dict[str, Role], undecided: list[str]) -> list[str]:
@@ -1189,10 +1196,17 @@ def schema_plan(
 
 
 def _plan_at(columns, n: int, share: float, public: dict) -> SchemaPlan:
+    return _plan_of(_figures_at(columns, n, share, public), n, share, public)
+
+
+def _figures_at(columns, n: int, share: float, public: dict) -> _PublicFigures:
     p = public
-    fig = _public_figures(
-        columns, n, p["epsilon"], p["delta"], p["schema"], p["roles"], p["unlisted"], share, p["joint"]
-    )
+    return _public_figures(columns, n, p["epsilon"], p["delta"], p["schema"], p["roles"], p["unlisted"], share,
+                           p["joint"])  # fmt: skip
+
+
+def _plan_of(fig: _PublicFigures, n: int, share: float, public: dict) -> SchemaPlan:
+    p = public
     threshold, locatable, cols = fig.threshold, fig.locatable, fig.to_discover
     expect: dict[str, str] = {}
     for c in fig.columns:
@@ -1228,19 +1242,16 @@ def discovery_stop_spend(
     """What a release is charged when :func:`prepare_table` read the data and then failed (the mechanism never
     ran): the discovery's planned spend, a joint plan's converted alone (:meth:`DiscoveryPlan.spend_alone`; the
     plan before any narrowing, so at least what was drawn).  None when nothing is discovered.  Public."""
-    cols = columns_to_discover(columns, schema=schema, roles=roles, unlisted=unlisted)
+    cols, undecided = _discovery_columns(columns, schema, roles, unlisted)
     if not cols:
         return None
-    undecided = columns_to_discover(columns, schema=schema, roles=roles, unlisted=unlisted, undecided_only=True)
     return discovery_plan_for(epsilon, delta, len(cols), len(undecided), schema_share, joint).spend_alone()
 
 
 def _keeps_as_numbers(columns, n: int, public: dict) -> bool:
     """Whether :func:`schema_plan` (its share fitted) keeps something when every column whose role is decided
     privately is taken as a whole number instead (public: the header, the declarations, n, ε, δ)."""
-    undecided = columns_to_discover(
-        columns, schema=public["schema"], roles=public["roles"], unlisted=public["unlisted"], undecided_only=True
-    )
+    undecided = undecided_columns(columns, schema=public["schema"], roles=public["roles"], unlisted=public["unlisted"])
     if not undecided:
         return False
     given = confirmed(public["roles"]) if public["roles"] else {}
@@ -1298,30 +1309,31 @@ def values_share(
     roles were known had to keep something whatever they turned out to be (every undecided column counted as a
     category); a table of numbers needs less.  Public: the header, the declarations, the released roles, n, ε, δ."""
     public = dict(epsilon=epsilon, delta=delta, schema=schema, roles=roles, unlisted=unlisted, joint=True)
-    wanted = _plan_at(columns, n, schema_share, public).columns
-    if any(e in CATEGORY_EXPECTATIONS for e in wanted.values()):
+
+    def expected(share: float) -> tuple[dict[str, str], tuple[bool, bool]]:
+        fig = _figures_at(columns, n, share, public)
+        return _plan_of(fig, n, share, public).columns, _bounds_finish(fig, n)
+
+    wanted = expected(schema_share)
+    if any(e in CATEGORY_EXPECTATIONS for e in wanted[0].values()):
         # A category set to discover keeps the share: every value near its threshold is lost as the threshold
         # rises (Titanic at ε = 1: the port of 19% of the passengers went to '(other)'), and the plan's classes do
         # not see it.  Numbers and dates lose only the rarest tail values (docs/benchmarks.md).
         return schema_share
-    finish = _bounds_finish(columns, n, schema_share, public)
     for share in SCHEMA_SHARES:
         if share >= schema_share:
             break
-        same = _plan_at(columns, n, share, public).columns == wanted
-        if same and _bounds_finish(columns, n, share, public) == finish:
+        if expected(share) == wanted:
             return share
     return schema_share
 
 
-def _bounds_finish(columns, n: int, share: float, public: dict) -> tuple[bool, bool]:
+def _bounds_finish(fig: _PublicFigures, n: int) -> tuple[bool, bool]:
     """(refined, zoomed): whether numbers' bounds are refined (:func:`dpcore.discovery.refine_decision`) and whether
-    a narrow range's second look could zoom (:func:`dpcore.discovery.refines` at its ρ) at ``share`` -- public,
-    from the plan's figures: a smaller share must not lose either."""
+    a narrow range's second look could zoom (:func:`dpcore.discovery.refines` at its ρ), from the plan's figures
+    at a share -- public: a smaller share must not lose either."""
     from .discovery import FIRST_LOOK_SHARE, refines
 
-    p = public
-    fig = _public_figures(columns, n, p["epsilon"], p["delta"], p["schema"], p["roles"], p["unlisted"], share, True)
     if fig.plan is None or fig.bounds_rho is None:
         return False, False
     return fig.refined, refines((1.0 - FIRST_LOOK_SHARE) * fig.bounds_rho, n)

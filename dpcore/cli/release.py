@@ -358,7 +358,7 @@ def say_discovery(source: dict, args, budget, share: float) -> list[str]:
     """The schema's private discovery: which columns, what share of the budget (``share``, from :func:`check_plan`)
     and what it can resolve on a table of this size (public, before the run).  Returns the warnings said."""
     from ..discovery import DEFAULT_SCHEMA_SHARE
-    from ..tabular import columns_to_discover, discovery_budget, discovery_outlook, share_note
+    from ..tabular import discovery_budget, discovery_outlook, share_note, undecided_columns
 
     declared = dict(schema=source["schema"], roles=parse_roles(args.roles), joint=_joint(args, budget))
     declared["schema_share"] = share
@@ -376,8 +376,7 @@ def say_discovery(source: dict, args, budget, share: float) -> list[str]:
             declared["joint"]
             and getattr(args, "schema_share", None) is None
             and share > DEFAULT_SCHEMA_SHARE
-            and bool(columns_to_discover(source["table"].columns, schema=source["schema"], roles=declared["roles"],
-                                         undecided_only=True))
+            and bool(undecided_columns(source["table"].columns, schema=source["schema"], roles=declared["roles"]))
         )  # fmt: skip
         print(
             f"The schema of {len(cols)} column(s) ({shown}) is discovered privately from "
