@@ -431,6 +431,8 @@ def kept_lines(card: dict, synthetic=None) -> list[str]:
 
 
 def _short(v) -> str:
+    if isinstance(v, (list, tuple)) and all(isinstance(x, float) for x in v):
+        return "[" + ", ".join(f"{x:.4g}" for x in v) + "]"
     return f"{v:.4g}" if isinstance(v, float) else str(v)
 
 

@@ -96,5 +96,6 @@ def test_a_run_with_the_cells_split_draws_its_planned_rho_on_either_path(return_
     assert noise.rho == pytest.approx(zcdp_rho(budget), rel=1e-9) == pytest.approx(res.spends[0].rho, rel=1e-9)
     expected = one_way_sigmas(plan["rho_one_way"], ds.domain.shape, "cells")
     assert noise.sigmas[:6] == pytest.approx(expected, rel=1e-12)
+    assert res.public["sigma_one_way_counts"] == pytest.approx(expected, rel=1e-12)  # the card says what was drawn
     assert noise.sigmas[0] < noise.sigmas[3]  # the number (12 cells with its missing code) measured finer
     assert ("rounds_returned_to_one_way" in res.public) == (return_below is not None)

@@ -116,6 +116,7 @@ def adaptive_budget(
         "epsilon_select": math.sqrt(8.0 * rho_sel),  # ε²/8 = ρ_sel
         "sigma_counts": math.sqrt(1.0 / rho_meas),  # one marginal: (sqrt 2)²/(2σ²) = ρ_meas
         "sigma_one_way_counts": math.sqrt(p / rho_one) if one_way else None,  # p marginals share ρ_1 evenly
+        # (:meth:`AdaptiveProjection.plan` puts one σ per attribute here when they share it otherwise)
     }
 
 
@@ -299,6 +300,8 @@ class AdaptiveProjection(Mechanism):
         shape = workload.domain.shape
         p = len(shape)
         one_way = bool(params.get("one_way", True))
+        if one_way and str(params.get("one_way_split", "even")) != "even":  # one σ per attribute, said on the card
+            b["sigma_one_way_counts"] = one_way_sigmas(b["rho_one_way"], shape, str(params["one_way_split"]))
         # Memory, from public sizes: the final projection fits at most the T largest marginals (and the
         # one-way ones); the selection scores keep the true marginals (capped) and one row index.
         measured = int(np.sort(workload.sizes)[-T:].sum()) + (int(np.sum(shape)) if one_way else 0)
@@ -386,10 +389,10 @@ class AdaptiveProjection(Mechanism):
 
         split = str(params.get("one_way_split", "even"))
         if params.get("one_way", True):
-            sigmas_one = one_way_sigmas(plan["rho_one_way"], workload.domain.shape, split)
+            sigma_one = plan["sigma_one_way_counts"]  # one σ, or one per attribute (``one_way_split``)
             for a in range(p):
                 ctx.check_cancel()
-                measure((a,), sigmas_one[a])
+                measure((a,), sigma_one[a] if isinstance(sigma_one, list) else sigma_one)
             out, sub_wl = project(None, None, round_iters, False, rounds_end)
             calls += out.oracle_calls
             records, weights = out.records, out.weights
