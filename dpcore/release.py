@@ -473,7 +473,6 @@ def release_table(
         if plan.refuse:
             raise BudgetError(plan.refusal())
         wanted = plan.kept
-    mech_budget = Budget(budget.epsilon - eps_d, budget.delta - delta_d)
     run_id = run_id or new_run_id()
     label = name or str(df.attrs.get("name") or "table")
     ledger = _reserve(ledger, df.attrs["source_digest"], label, n, run_id, mech_cls, budget, budget_cap, seed)
@@ -502,9 +501,8 @@ def release_table(
             ledger.settle(run_id, [stop] if stop is not None else [])
         raise
     warnings += prep.warnings
-    if prep.spends:  # what the discovery spent: less than planned when the released roles needed less (joint runs)
-        eps_d, delta_d = prep.epsilon_spent, prep.delta_spent
-        mech_budget = Budget(budget.epsilon - eps_d, budget.delta - delta_d)
+    # The rest of the budget, after what the discovery spent (less than planned when the released roles needed less)
+    mech_budget = Budget(budget.epsilon - prep.epsilon_spent, budget.delta - prep.delta_spent)
     if len(prep.dataset.domain) < min(2, wanted) and not force and prep.spends:
         # The plan expected more; the released schema keeps one column: stop before the mechanism reads anything.
         stopped = prep.stop_spends()
