@@ -109,6 +109,28 @@ CREATE TABLE IF NOT EXISTS state (key TEXT PRIMARY KEY, value TEXT NOT NULL, upd
 """
 
 
+#: How long opening the database waits out another process that holds it (seconds).
+OPEN_WAIT_SECONDS = 30.0
+
+
+def _when_free(step):
+    """``step()``, retried while SQLite answers that the database is locked or busy, for up to OPEN_WAIT_SECONDS.
+    The busy timeout covers ordinary waits, but SQLite returns "database is locked" at once, without waiting, where
+    waiting could deadlock -- two processes that open a new workspace at the same moment, one creating its tables
+    while the other switches the file to WAL (8 of 240 starts of six processes at once failed without it)."""
+    deadline = time.monotonic() + OPEN_WAIT_SECONDS
+    pause = 0.01
+    while True:
+        try:
+            return step()
+        except sqlite3.OperationalError as exc:
+            text = str(exc).lower()
+            if ("locked" not in text and "busy" not in text) or time.monotonic() >= deadline:
+                raise
+            time.sleep(pause)
+            pause = min(2 * pause, 0.5)
+
+
 class WorkspaceError(DPCoreError):
     """The workspace folder or database cannot be used."""
 
@@ -169,7 +191,7 @@ class Workspace:
         self._local = threading.local()
         con = self._connection()
         try:
-            con.executescript(_SCHEMA)  # its own transaction; idempotent
+            _when_free(lambda: con.executescript(_SCHEMA))  # its own transaction; idempotent
         except sqlite3.Error as exc:
             raise WorkspaceError(f"The workspace database {self.db_path} cannot be used ({exc}).") from None
         with self.transaction() as tx:
@@ -187,15 +209,23 @@ class Workspace:
         con = getattr(self._local, "con", None)
         if con is None:
             try:
-                con = sqlite3.connect(self.db_path, timeout=30.0, isolation_level=None, check_same_thread=True)
-                con.execute("PRAGMA journal_mode=WAL")
-                con.execute("PRAGMA synchronous=NORMAL")
-                con.execute("PRAGMA foreign_keys=ON")
-                con.execute("PRAGMA busy_timeout=30000")
+                con = _when_free(self._open)
             except sqlite3.Error as exc:
                 raise WorkspaceError(f"Cannot open the workspace database {self.db_path} ({exc}).") from None
             con.row_factory = sqlite3.Row
             self._local.con = con
+        return con
+
+    def _open(self) -> sqlite3.Connection:
+        con = sqlite3.connect(self.db_path, timeout=30.0, isolation_level=None, check_same_thread=True)
+        try:
+            con.execute("PRAGMA journal_mode=WAL")
+            con.execute("PRAGMA synchronous=NORMAL")
+            con.execute("PRAGMA foreign_keys=ON")
+            con.execute("PRAGMA busy_timeout=30000")
+        except BaseException:
+            con.close()
+            raise
         return con
 
     @contextmanager

@@ -204,3 +204,51 @@ def test_two_processes_write_one_workspace_at_once(tmp_path):
         p.join(60)
     assert [p.exitcode for p in procs] == [0, 0]
     assert len(RunStore(Workspace(tmp_path)).list()) == 80
+
+
+def _open_new_workspace(path: str, barrier, results) -> None:
+    barrier.wait()
+    try:
+        Workspace(path).register_dataset("d" * 8, "x", 3)
+        results.put("ok")
+    except Exception as exc:  # the test reports what failed
+        results.put(repr(exc))
+
+
+def test_processes_that_open_a_new_workspace_at_the_same_moment_all_get_it(tmp_path):
+    """SQLite answers "database is locked" at once, without its busy timeout, where waiting could deadlock: six
+    processes opening a new workspace together, one creating the tables while another switches the file to WAL:
+    before the open retried, 8 of these 240 process starts failed."""
+    ctx = mp.get_context("fork")
+    failed = []
+    for trial in range(40):
+        barrier, results = ctx.Barrier(6), ctx.Queue()
+        path = str(tmp_path / f"w{trial}")
+        procs = [ctx.Process(target=_open_new_workspace, args=(path, barrier, results)) for _ in range(6)]
+        for p in procs:
+            p.start()
+        for p in procs:
+            p.join(60)
+        failed += [r for r in (results.get(timeout=5) for _ in procs) if r != "ok"]
+    assert failed == []
+
+
+def test_opening_waits_out_a_locked_database_but_not_other_errors(monkeypatch):
+    import sqlite3
+
+    from dpcore import workspace as ws
+
+    calls = []
+
+    def locked_twice():
+        calls.append(1)
+        if len(calls) < 3:
+            raise sqlite3.OperationalError("database is locked")
+        return "open"
+
+    assert ws._when_free(locked_twice) == "open" and len(calls) == 3
+    monkeypatch.setattr(ws, "OPEN_WAIT_SECONDS", 0.05)
+    with pytest.raises(sqlite3.OperationalError, match="locked"):  # gives up after its wait
+        ws._when_free(lambda: (_ for _ in ()).throw(sqlite3.OperationalError("database is locked")))
+    with pytest.raises(sqlite3.OperationalError, match="no such table"):  # not a lock: at once
+        ws._when_free(lambda: (_ for _ in ()).throw(sqlite3.OperationalError("no such table: runs")))
