@@ -67,6 +67,7 @@ from .decouple import (
     own_group,
 )
 from .direct import project_simplex
+from .repair import REPAIR_PARAM, repair_notes, repair_rows
 from .smoothing import ORDER_ROUGHNESS, coded_in_order, integer_codes, ordered_attributes, smooth_records
 
 #: Bytes per query the projection keeps at once: noisy answers, fitted answers, the
@@ -1111,6 +1112,7 @@ class Projection(Mechanism):
             advanced=True,
         ),
         DECOUPLE_PARAM,
+        REPAIR_PARAM,
         EMPTY_SPECIAL_PARAM,
         Param(
             "smooth_ordered",
@@ -1217,6 +1219,9 @@ class Projection(Mechanism):
             plan["smoothed_codes"] = [domain.names[a] for a in in_order]
         smooth = [(domain.names.index(name), domain[name].n_regular) for name in plan["smoothed_attributes"]]
         rows = largest_remainder_rows(out.records, out.weights, plan["rows"], ctx.rng, smooth=smooth)
+        repaired = None
+        if params.get("repair", True):  # lumps the rounded fit left over measured cells (post-processing)
+            rows, repaired = repair_rows(rows, measured, noisy, sigmas, weights, ctx.rng)
         rows, filled = fill_empty_cells(rows, shape, list(measured.marginals), zeros, ctx.rng)
         decoupled = None
         if params.get("decouple", True):
@@ -1243,6 +1248,7 @@ class Projection(Mechanism):
             notes=_notes(out, plan["rows"])
             + _smoothing_notes(plan)
             + empty_notes(zeros, domain, filled)
+            + repair_notes(repaired)
             + decouple_notes(decoupled),
         )
 
