@@ -67,7 +67,7 @@ from .decouple import (
     own_group,
 )
 from .direct import project_simplex
-from .repair import REPAIR_PARAM, repair_notes, repair_rows
+from .repair import REPAIR_MAX_ENTRIES, REPAIR_PARAM, repair_notes, repair_rows
 from .smoothing import ORDER_ROUGHNESS, coded_in_order, integer_codes, ordered_attributes, smooth_records
 
 #: Bytes per query the projection keeps at once: noisy answers, fitted answers, the
@@ -859,6 +859,7 @@ def projection_memory_bytes(
     settings: ProjectionSettings,
     column_copies: bool = True,
     smoothed: bool = False,
+    repaired: bool = False,
 ) -> int:
     """The projection's working set, from public sizes only (the estimate shown before a run).
 
@@ -867,7 +868,8 @@ def projection_memory_bytes(
     measurement (true counts, noise, noisy answers), the solver's per-cell vectors and their
     temporaries, the support buffers (grown by doubling), the oracle's gathers, the column copies
     of the data the answers are computed from, and the released rows (twice more while they are
-    smoothed: the moved entries and their merge).
+    smoothed: the moved entries and their merge; while they are repaired, every row's cell in every
+    measured marginal as int32, :mod:`.repair`, and four more per-cell vectors).
     """
     K = expected_support(settings)
     cap = 1 << max(6, math.ceil(math.log2(max(K, 1))))
@@ -876,6 +878,8 @@ def projection_memory_bytes(
     chunk = 3 * 8 * min(_CHUNK_ENTRIES, K * n_marginals)
     oracle = settings.starts * (16 * n_marginals + 8 * p) + 3 * 8 * settings.starts * largest_gather
     data = 8 * n_rows * p + (8 * n * p if column_copies else 0) + (2 * 8 * n_rows * (p + 1) if smoothed else 0)
+    if repaired:
+        data += 4 * min(n_rows * n_marginals, REPAIR_MAX_ENTRIES) + 4 * 8 * n_queries
     return int(per_cell + support + chunk + oracle + data + 256 * 1024)
 
 
@@ -1168,6 +1172,7 @@ class Projection(Mechanism):
                 s,
                 column_copies=not grouped,
                 smoothed=bool(smoothed) or any(integer_codes(workload.domain.attributes[a]) for a in grouped),
+                repaired=bool(params.get("repair", True)),
             ),
         }
 
