@@ -124,4 +124,24 @@ def test_too_large_a_release_is_left_as_rounded(monkeypatch):
     monkeypatch.setattr(repair, "REPAIR_MAX_ENTRIES", 100)
     noisy = np.zeros(wl.n_queries)
     fixed, summary = repair_rows(rows, wl, noisy, np.full(wl.n_marginals, 0.01), None, np.random.default_rng(0))
-    assert summary.get("skipped") and np.array_equal(fixed, rows) and not repair_notes(summary)
+    assert summary.get("skipped") and np.array_equal(fixed, rows) and "too large" in repair_notes(summary)[0]
+
+
+def test_the_time_limit_and_a_cancel_are_honoured():
+    rows, wl = _table()
+    n = rows.shape[0]
+    noisy = wl.answers(rows)
+    lumped = rows.copy()
+    lumped[:80, 0], lumped[:80, 1] = 3, 2
+    sigmas = np.full(wl.n_marginals, 4.0 / n)
+    kept, summary = repair_rows(lumped, wl, noisy, sigmas, None, np.random.default_rng(0), seconds=0.0)
+    assert np.array_equal(kept, lumped) and "time limit" in repair_notes(summary)[0]
+
+    class Stop(Exception):
+        pass
+
+    def cancel():
+        raise Stop
+
+    with pytest.raises(Stop):
+        repair_rows(lumped, wl, noisy, sigmas, None, np.random.default_rng(0), check=cancel)

@@ -67,7 +67,7 @@ from .decouple import (
     own_group,
 )
 from .direct import project_simplex
-from .repair import REPAIR_MAX_ENTRIES, REPAIR_PARAM, repair_notes, repair_rows
+from .repair import REPAIR_MAX_ENTRIES, REPAIR_PARAM, REPAIR_SECONDS, repair_notes, repair_rows
 from .smoothing import ORDER_ROUGHNESS, coded_in_order, integer_codes, ordered_attributes, smooth_records
 
 #: Bytes per query the projection keeps at once: noisy answers, fitted answers, the
@@ -1226,7 +1226,10 @@ class Projection(Mechanism):
         rows = largest_remainder_rows(out.records, out.weights, plan["rows"], ctx.rng, smooth=smooth)
         repaired = None
         if params.get("repair", True):  # lumps the rounded fit left over measured cells (post-processing)
-            rows, repaired = repair_rows(rows, measured, noisy, sigmas, weights, ctx.rng)
+            left = min(REPAIR_SECONDS, t0 + settings.max_seconds - time.perf_counter())  # within the time limit
+            rows, repaired = repair_rows(
+                rows, measured, noisy, sigmas, weights, ctx.rng, seconds=left, check=ctx.check_cancel
+            )
         rows, filled = fill_empty_cells(rows, shape, list(measured.marginals), zeros, ctx.rng)
         decoupled = None
         if params.get("decouple", True):

@@ -77,10 +77,13 @@ def repair_rows(
     z: float = REPAIR_Z,
     sweeps: int = REPAIR_SWEEPS,
     seconds: float = REPAIR_SECONDS,
+    check=None,
 ) -> tuple[np.ndarray, dict]:
     """Rows with the lumps over measured cells moved out (module docstring), and a public summary (moves,
     sweeps, whether the clock or the size stopped it).  ``noisy``: normalised answers in the flat numbering of
-    ``measured`` (a Workload or MeasuredMarginals); ``sigmas``: their noise per marginal (normalised)."""
+    ``measured`` (a Workload or MeasuredMarginals); ``sigmas``: their noise per marginal (normalised);
+    ``seconds``: the time it may take (what the run's time limit leaves; nothing: the rows stay as rounded);
+    ``check``: called between cells (a run's cancel check)."""
     rows = np.array(rows, copy=True)
     n_rows = int(rows.shape[0])
     m = int(measured.n_marginals)
@@ -89,6 +92,9 @@ def repair_rows(
         return rows, summary
     if n_rows * m > REPAIR_MAX_ENTRIES:
         summary["skipped"] = "too large"
+        return rows, summary
+    if seconds <= 0:
+        summary["skipped"] = "no time left"
         return rows, summary
     deadline = time.perf_counter() + seconds
     offsets = np.asarray(measured.offsets, dtype=np.int64)
@@ -136,6 +142,8 @@ def repair_rows(
             starts = np.searchsorted(cells[j][order], over, side="left")
             ends = np.searchsorted(cells[j][order], over, side="right")
             for c, a0, a1 in zip(over, starts, ends):
+                if check is not None:
+                    check()
                 members = order[a0:a1].copy()  # rows moved in since the sort are left for the next sweep
                 rng.shuffle(members)
                 # a few tries per row to move out: a cell of thousands whose rows have nowhere better to go is left
@@ -189,6 +197,9 @@ def repair_rows(
 
 def repair_notes(summary: dict | None) -> list[str]:
     """The run's note on the repair (public: from the released rows and noisy answers)."""
+    if summary and summary.get("skipped"):
+        why = {"too large": "the release is too large for it", "no time left": "the fit used the run's time limit"}
+        return [f"The rounded rows were not repaired: {why.get(summary['skipped'], summary['skipped'])}."]
     if not summary or not summary.get("moves"):
         return []
     return [
