@@ -7,7 +7,8 @@ fitted rows pile up in some cells: 86 rows where the noisy answer says 31 ± 8, 
 1.2–1.4x the simplex-projected Gaussian's — while the mean error is 0.6x.  Running the fit longer does not fix it
 (docs/benchmarks.md).
 
-What.  Rows are moved one at a time out of every measured cell whose rows exceed its noisy answer by more than
+What.  Rows are moved one at a time out of every cell of a marginal measured whole (no values grouped: where they
+are, the fit spreads rows within a group on purpose) whose rows exceed its noisy answer by more than
 :data:`REPAIR_Z` σ (its marginal's noise on counts): each such row changes the one value, among the cell's
 attributes, that lowers the weighted squared residual over every measured marginal most (the fit's own
 objective, on the rows instead of the records: Σ_j ω_j Σ_cells (rows - noisy answer)², ω_j = 1/σ_j², times the
@@ -18,7 +19,9 @@ when that empties a lump beside it.  Rows are taken from a cell in random order
 :data:`REPAIR_SWEEPS` times or until it moves nothing.
 
 Privacy.  Reads the released rows, the noisy answers, their public σ and the public cell weights only:
-post-processing; the guarantee is unchanged.
+post-processing; the guarantee is unchanged.  It runs within what the run's time limit leaves and checks the run's
+cancel between cells; above REPAIR_MAX_ENTRIES, or with no time left, the rows stay as rounded and the run's notes
+say so.
 """
 
 from __future__ import annotations
