@@ -20,7 +20,7 @@ from dpcore.mechanisms.projection import (
     largest_remainder_rows,
     rounding_bound,
 )
-from dpcore.mechanisms.repair import repair_rows
+from dpcore.mechanisms.repair import REPAIR_Z_WHOLE, repair_rows
 from dpcore.privacy import eps_to_zcdp, gaussian_rho, zcdp_to_eps_cks
 from dpcore.privacy.samplers import Randomness
 from dpcore.release import run_release
@@ -138,7 +138,9 @@ def test_stopping_rule_reads_no_private_quantity():
     out = RecordProjector(wl, noisy, plan["sigma_answers"], _settings_for(params)).run(replay.rng)  # no data
     rows = largest_remainder_rows(out.records, out.weights, ds.n, replay.rng)
     sigmas = np.full(wl.n_marginals, plan["sigma_answers"])
-    rows, _ = repair_rows(rows, wl, noisy, sigmas, None, replay.rng)  # the noisy answers and public σ only
+    # nothing is measured in groups here, so the repair's threshold is REPAIR_Z_WHOLE: the noisy answers and σ only
+    assert not plan["grouped_attributes"]
+    rows, _ = repair_rows(rows, wl, noisy, sigmas, None, replay.rng, z=REPAIR_Z_WHOLE)
     rows, _ = decouple_rows(rows, wl.domain.shape, wl.marginals, replay.rng)  # public: the workload's marginals
     assert np.array_equal(rows, res.rows)
     assert out.stop_rule == res.public["stopping_rule_fired"]

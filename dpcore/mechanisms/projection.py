@@ -67,7 +67,15 @@ from .decouple import (
     own_group,
 )
 from .direct import project_simplex
-from .repair import REPAIR_MAX_ENTRIES, REPAIR_PARAM, REPAIR_SECONDS, repair_notes, repair_rows
+from .repair import (
+    REPAIR_MAX_ENTRIES,
+    REPAIR_PARAM,
+    REPAIR_SECONDS,
+    REPAIR_Z,
+    REPAIR_Z_WHOLE,
+    repair_notes,
+    repair_rows,
+)
 from .smoothing import ORDER_ROUGHNESS, coded_in_order, integer_codes, ordered_attributes, smooth_records
 
 #: Bytes per query the projection keeps at once: noisy answers, fitted answers, the
@@ -1228,8 +1236,9 @@ class Projection(Mechanism):
         if params.get("repair", True):  # lumps the rounded fit left over measured cells (post-processing)
             left = min(REPAIR_SECONDS, t0 + settings.max_seconds - time.perf_counter())  # within the time limit
             rows, repaired = repair_rows(
-                rows, measured, noisy, sigmas, weights, ctx.rng, seconds=left, check=ctx.check_cancel
-            )
+                rows, measured, noisy, sigmas, weights, ctx.rng, seconds=left, check=ctx.check_cancel,
+                z=REPAIR_Z if grouped else REPAIR_Z_WHOLE,
+            )  # fmt: skip
         rows, filled = fill_empty_cells(rows, shape, list(measured.marginals), zeros, ctx.rng)
         decoupled = None
         if params.get("decouple", True):
