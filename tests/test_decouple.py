@@ -106,3 +106,60 @@ def test_keys_survive_domains_beyond_int64():
     key = group_keys(codes, np.array([0, 1]), sizes)
     assert key[0] == key[1] != key[2]
     assert math.prod(sizes[:2]) > 2**62
+
+
+def _grouped_counts(codes: np.ndarray, m, maps) -> np.ndarray:
+    """Counts of a marginal measured with value maps (an attribute's values, or the groups holding them)."""
+    shape = [int(f.max()) + 1 for f in maps]
+    idx = np.zeros(len(codes), dtype=np.int64)
+    for a, f, s in zip(m, maps, shape):
+        idx = idx * s + f[codes[:, a]]
+    return np.bincount(idx, minlength=int(np.prod(shape)))
+
+
+def _measured_in_groups():
+    """a (6 values) measured in two groups {0,1,2}, {3,4,5} with b (3 values), whole alone and whole with c (2
+    values); b and c whole alone.  The rows put a's value inside its group exactly where b says (a = 3·group + b),
+    a dependence no measured cell can see."""
+    sizes = [6, 3, 2]
+    halves = np.array([0, 0, 0, 1, 1, 1])
+    whole = [np.arange(s) for s in sizes]
+    measured = [(0,), (1,), (2,), (0, 1), (0, 2)]
+    maps = [(whole[0],), (whole[1],), (whole[2],), (halves, whole[1]), (whole[0], whole[2])]
+    rng = np.random.default_rng(7)
+    n = 3000
+    group, b, c = rng.integers(0, 2, n), rng.integers(0, 3, n), rng.integers(0, 2, n)
+    codes = np.column_stack([3 * group + b, b, c])
+    return sizes, measured, maps, codes
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_within_groups_every_measured_cell_is_kept(seed):
+    sizes, measured, maps, codes = _measured_in_groups()
+    out, summary = decouple_rows(codes, sizes, measured, np.random.default_rng(seed), value_maps=maps)
+    assert summary["within_groups"] == [0]
+    for m, f in zip(measured, maps):
+        assert np.array_equal(_grouped_counts(out, m, f), _grouped_counts(codes, m, f)), m
+
+
+def test_within_groups_a_value_carries_no_dependence_its_groups_do_not_measure():
+    """a's value inside its group matched b in every row; measured with b only in groups, that match is invented
+    structure.  The blanket move alone cannot touch it (a's blanket holds b and c, which name the value); the
+    within-group move shuffles a inside its group among rows agreeing on c (measured with a value by value), so a
+    row's a matches its b with probability 1/3: over 3,000 rows the share is 1/3 ± 4.5 standard errors."""
+    sizes, measured, maps, codes = _measured_in_groups()
+    share = lambda rows: float(np.mean(rows[:, 0] % 3 == rows[:, 1]))  # noqa: E731
+    before, _ = decouple_rows(codes, sizes, measured, np.random.default_rng(1))
+    assert share(before) == 1.0  # without the value maps nothing moves a inside its group
+    after, _ = decouple_rows(codes, sizes, measured, np.random.default_rng(1), value_maps=maps)
+    se = math.sqrt((1 / 3) * (2 / 3) / len(codes))
+    assert abs(share(after) - 1 / 3) < 4.5 * se
+
+
+def test_within_groups_keeps_what_is_measured_value_by_value():
+    """a measured value by value with c: a row's (a, c) pair never changes in count, even where the rows' a and c
+    are dependent (c = 1 exactly on a's odd values)."""
+    sizes, measured, maps, codes = _measured_in_groups()
+    codes[:, 2] = codes[:, 0] % 2
+    out, _ = decouple_rows(codes, sizes, measured, np.random.default_rng(3), value_maps=maps)
+    assert np.all(out[:, 2] == out[:, 0] % 2)

@@ -1242,7 +1242,11 @@ class Projection(Mechanism):
         rows, filled = fill_empty_cells(rows, shape, list(measured.marginals), zeros, ctx.rng)
         decoupled = None
         if params.get("decouple", True):
-            rows, decoupled = decouple_rows(rows, shape, workload.marginals, ctx.rng)
+            rows, decoupled = (
+                decouple_rows(rows, shape, measured.marginals, ctx.rng, value_maps=measured.value_maps)
+                if grouped
+                else decouple_rows(rows, shape, workload.marginals, ctx.rng)
+            )
         ctx.report(1, 1, f"done: {STOP_RULES[out.stop_rule]}")
         return MechanismResult(
             spends=[
