@@ -118,7 +118,9 @@ noise of σ = 1/sqrt(ρ_refine): ρ_refine-zCDP, and the parts add up to the col
 to the first sub-bin that does not look empty (:func:`refine_bounds`: none of the dropped sub-bins clears the
 threshold, their noisy sum stays under REFINE_CLIP_SHARE·n, and at least two sub-bins and REFINE_MIN_TRIM of
 them go); post-processing. For a column whose second look zoomed in, this histogram runs over the core instead and
-narrows the core, not the bounds. Dates keep their whole years.
+narrows the core, not the bounds. A date column's range (whole years) is refined the same way over days: interviews
+held in March 2024 are located as the year 2024 and refined to [2024-01-01, 2024-03-31] or so, where ten bins over the
+year had spread them from February to August.
 
 The non-private alternative, ``schema_from_data=True`` in :func:`dpcore.tabular.prepare_table`, reads exact
 value sets and min/max (:func:`exact_values`, :func:`exact_bounds`); every field it fills is ``"inferred"``.
@@ -1031,10 +1033,11 @@ def column_weights(kinds, points=None, refine=None) -> list[float]:
 
 
 def refine_decision(kinds, points, need_bounds, rho_values: float, n: int) -> list[bool]:
-    """Which columns' bounds are refined (:func:`refine_bounds`): the numeric columns whose bounds are discovered,
+    """Which columns' bounds are refined (:func:`refine_bounds`): the numeric and date columns whose bounds are
+    discovered,
     all of them or none -- they all get the same refinement ρ, ρ_v·REFINE_WEIGHT / (the weights' total with it),
     and refine when :func:`refines` holds for it on n rows.  Public: roles, flags, ρ_v and n."""
-    candidates = [k == "numeric" and bool(b) for k, b in zip(kinds, need_bounds)]
+    candidates = [k in ("numeric", "datetime") and bool(b) for k, b in zip(kinds, need_bounds)]
     if not any(candidates) or n <= 0 or rho_values <= 0:
         return [False] * len(candidates)
     total = sum(column_weights(kinds, points, candidates))
@@ -1131,8 +1134,9 @@ def discover_values(df: pd.DataFrame, tasks: list[ValueTask], rho_values: float,
             core = (core_lo, core_hi)
             report["bounds"][t.name]["refined"] = fine
         elif rho_refine > 0:  # spent whether or not it moves a bound: the plan fixed it before the data was read
+            whole_days = t.integer or t.kind == "datetime"  # a date's bounds are whole days
             lower, upper, fine = refine_bounds(
-                present, lower, upper, t.integer, rho_refine, len(df), noise, sides=(t.need_lower, t.need_upper)
+                present, lower, upper, whole_days, rho_refine, len(df), noise, sides=(t.need_lower, t.need_upper)
             )
             report["bounds"][t.name]["refined"] = fine
         if t.kind == "datetime":

@@ -974,8 +974,8 @@ def _public_figures(columns, n, epsilon, delta, schema, roles, unlisted, schema_
     # A whole-number column on a large table releases its frequent values too (discover_values' partition selection
     # for points, which shares δ_t with the category sets).
     points = [c not in undecided and _wants_points(known[c], specs.get(c), n) for c in cols]
-    # numeric columns' bounds are refined when the public rule says so (dpcore.discovery.refine_decision)
-    refine = refine_decision(kinds, points, [k == "numeric" for k in kinds], plan.rho_values, n)
+    # numeric and date columns' bounds are refined when the public rule says so (dpcore.discovery.refine_decision)
+    refine = refine_decision(kinds, points, [k in ("numeric", "datetime") for k in kinds], plan.rho_values, n)
     refined = any(refine)
     total = sum(column_weights(kinds, points, refine))
     categories = sum(k == "categorical" for k in kinds)

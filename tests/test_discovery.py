@@ -349,18 +349,18 @@ def test_value_sets_and_bounds_share_rho_as_documented():
     w = BOUNDS_WEIGHT  # a numeric or date column's weight against a category's 1 (and REFINE_WEIGHT to refine)
     from dpcore.discovery import REFINE_WEIGHT as r
 
-    rho_col = rho / (2 + 2 * w + r)
+    rho_col = rho / (2 + 2 * w + 2 * r)
     assert rep["rho_per_column"] == pytest.approx({"sex": rho_col, "country": rho_col, "age": (w + r) * rho_col,
-                                                   "admitted": w * rho_col})  # fmt: skip
+                                                   "admitted": (w + r) * rho_col})  # fmt: skip
     cats = rep["categories"]
     assert cats["sigma"] == pytest.approx(1 / math.sqrt(rho_col))  # ρ_c = p_c/σ² = p_c·ρ_col
-    # age's bounds are refined on 500 rows at this ρ (its sub-bins' threshold is under n/8): it weighs REFINE_WEIGHT
-    # more and spends that part on a second histogram; dates are not refined
+    # age's and the date's bounds are refined on 500 rows at this ρ (their sub-bins' threshold is under n/8): each
+    # weighs REFINE_WEIGHT more and spends that part on a second histogram
     from dpcore.discovery import REFINE_WEIGHT
 
-    assert rep["bounds"]["age"]["sigma"] == pytest.approx(1 / math.sqrt(w * rho_col))
-    assert rep["bounds"]["age"]["refined"]["sigma"] == pytest.approx(1 / math.sqrt(REFINE_WEIGHT * rho_col))
-    assert rep["bounds"]["admitted"]["sigma"] == pytest.approx(1 / math.sqrt(w * rho_col))
+    for c in ("age", "admitted"):
+        assert rep["bounds"][c]["sigma"] == pytest.approx(1 / math.sqrt(w * rho_col))
+        assert rep["bounds"][c]["refined"]["sigma"] == pytest.approx(1 / math.sqrt(REFINE_WEIGHT * rho_col))
     assert cats["threshold"] == partition_threshold(cats["sigma"], delta_t / 2)
     spent = cats["attributes"] / cats["sigma"] ** 2
     spent += sum(_bounds_spend(rep["bounds"][c]) for c in ("age", "admitted"))
@@ -375,6 +375,23 @@ def test_date_bounds_are_whole_years_around_the_data():
     hi = pd.Timestamp("1970-01-01") + pd.Timedelta(days=fields["upper"])
     assert lo in (pd.Timestamp("2012-01-01"), pd.Timestamp("2013-01-01")), lo
     assert hi in (pd.Timestamp("2015-12-31"), pd.Timestamp("2016-12-31")), hi
+
+
+def test_a_date_range_inside_one_year_is_refined_to_the_months_that_hold_rows():
+    """Interviews held in March 2024 (10,000 rows): the year histogram locates 2024 (here with 2023 beside it: a bin
+    next to the range joins at 1.645σ), and the refinement (8 sub-bins over the located years) drops the empty ones
+    after March, so the bounds end with the sub-bin holding March (2024-03-31 or 2024-04-01) and every real date stays
+    inside them.  Without the refinement the bins spread the dates over whole years."""
+    rng = np.random.default_rng(4)
+    days = pd.Timestamp("2024-03-01") + pd.to_timedelta(rng.integers(0, 31, 10_000), unit="D")
+    df = pd.DataFrame({"interviewed": days.strftime("%Y-%m-%d")})
+    task = ValueTask("interviewed", "datetime", granularity="day", format="%Y-%m-%d", need_lower=True, need_upper=True)
+    found = discover_values(df, [task], 1.0, 1e-9, Randomness(2))
+    assert found.report["bounds"]["interviewed"]["refined"]["trimmed"][1]
+    lo = pd.Timestamp("1970-01-01") + pd.Timedelta(days=found.fields["interviewed"]["lower"])
+    hi = pd.Timestamp("1970-01-01") + pd.Timedelta(days=found.fields["interviewed"]["upper"])
+    assert pd.Timestamp("2023-10-01") <= lo <= pd.Timestamp("2024-03-01")
+    assert pd.Timestamp("2024-03-31") <= hi <= pd.Timestamp("2024-04-01")
 
 
 def test_exact_bounds_are_min_and_max():
@@ -443,9 +460,9 @@ def _years(n: int, rng) -> np.ndarray:
 
 
 def test_the_refinement_weighs_refine_weight_only_where_the_public_rule_says():
-    """Numeric columns whose bounds are discovered weigh REFINE_WEIGHT more exactly when the refinement's ρ,
-    ρ_v·REFINE_WEIGHT / (the weights' total with it), has its threshold at most REFINE_ROWS_SHARE·n -- all of them or
-    none, never a date or a category; every column's parts add up to its ρ, and the columns' ρ's to ρ_v."""
+    """Numeric and date columns whose bounds are discovered weigh REFINE_WEIGHT more exactly when the refinement's
+    ρ, ρ_v·REFINE_WEIGHT / (the weights' total with it), has its threshold at most REFINE_ROWS_SHARE·n -- all of
+    them or none, never a category; every column's parts add up to its ρ, and the columns' ρ's to ρ_v."""
     from dpcore.discovery import (
         REFINE_ROWS_SHARE,
         REFINE_WEIGHT,
@@ -464,9 +481,9 @@ def test_the_refinement_weighs_refine_weight_only_where_the_public_rule_says():
     ]
     rho_v = 1e-2
     base = 1 + BOUNDS_WEIGHT + (BOUNDS_WEIGHT + POINTS_WEIGHT) + BOUNDS_WEIGHT + BOUNDS_WEIGHT
-    with_refine = base + 3 * REFINE_WEIGHT
+    with_refine = base + 4 * REFINE_WEIGHT
     n_edge = refine_threshold(rho_v * REFINE_WEIGHT / with_refine) / REFINE_ROWS_SHARE
-    for n, refined in ((int(n_edge) - 1, set()), (int(n_edge) + 1, {"x", "p", "u"})):
+    for n, refined in ((int(n_edge) - 1, set()), (int(n_edge) + 1, {"x", "p", "u", "d"})):
         assert refined_columns(tasks, rho_v, n) == refined
         rho = column_rho(tasks, rho_v, n)
         assert sum(rho.values()) == pytest.approx(rho_v, rel=1e-12)
