@@ -163,3 +163,20 @@ def test_within_groups_keeps_what_is_measured_value_by_value():
     codes[:, 2] = codes[:, 0] % 2
     out, _ = decouple_rows(codes, sizes, measured, np.random.default_rng(3), value_maps=maps)
     assert np.all(out[:, 2] == out[:, 0] % 2)
+
+
+def test_a_passed_deadline_leaves_one_sweep_and_the_note_says_so():
+    """The run's time limit: with the deadline already past, one sweep runs (not zero: it does most of the work) and
+    the note says how many of the planned sweeps ran; every measured marginal is kept either way."""
+    from dpcore.mechanisms.decouple import SWEEPS, decouple_notes
+
+    sizes = [3, 4, 2, 5, 3]
+    measured = [(a,) for a in range(5)] + [(0, 1), (1, 2, 3)]
+    codes = _copies_of_few_records(600, 5, sizes, 40, 1)
+    late, summary = decouple_rows(codes, sizes, measured, np.random.default_rng(1), deadline=0.0)
+    assert summary["sweeps"] == 1 and summary["sweeps_planned"] == SWEEPS
+    assert f"(1 sweep of {SWEEPS}: the run's time limit was reached)" in decouple_notes(summary)[0]
+    _, full = decouple_rows(codes, sizes, measured, np.random.default_rng(1))
+    assert full["sweeps"] == SWEEPS and "time limit" not in decouple_notes(full)[0]
+    for m in measured:
+        assert np.array_equal(_counts(late, m, sizes), _counts(codes, m, sizes)), m

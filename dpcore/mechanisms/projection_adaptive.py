@@ -451,7 +451,7 @@ class AdaptiveProjection(Mechanism):
         rows, filled = fill_empty_cells(rows, workload.domain.shape, list(measured), zeros, rng)
         decoupled = None
         if params.get("decouple", True):  # post-processing over the (public) measured cliques
-            rows, decoupled = decouple_rows(rows, workload.domain.shape, list(measured), rng)
+            rows, decoupled = decouple_rows(rows, workload.domain.shape, list(measured), rng, deadline=deadline)
         result = self._result(plan, budget, params, p, chosen, out, rows, trace, calls, skipped_projections)
         if returned is not None:
             result.public["rounds_returned_to_one_way"] = returned[1]
