@@ -1034,9 +1034,8 @@ def column_weights(kinds, points=None, refine=None) -> list[float]:
 
 def refine_decision(kinds, points, need_bounds, rho_values: float, n: int) -> list[bool]:
     """Which columns' bounds are refined (:func:`refine_bounds`): the numeric and date columns whose bounds are
-    discovered,
-    all of them or none -- they all get the same refinement ρ, ρ_v·REFINE_WEIGHT / (the weights' total with it),
-    and refine when :func:`refines` holds for it on n rows.  Public: roles, flags, ρ_v and n."""
+    discovered, all of them or none -- they all get the same refinement ρ, ρ_v·REFINE_WEIGHT / (the weights' total
+    with it), and refine when :func:`refines` holds for it on n rows.  Public: roles, flags, ρ_v and n."""
     candidates = [k in ("numeric", "datetime") and bool(b) for k, b in zip(kinds, need_bounds)]
     if not any(candidates) or n <= 0 or rho_values <= 0:
         return [False] * len(candidates)
