@@ -240,16 +240,26 @@ def blankets(n_attributes: int, measured) -> list[np.ndarray]:
 
 def group_keys(codes: np.ndarray, columns: np.ndarray, sizes) -> np.ndarray:
     """One integer per row naming its combination of values on ``columns`` (all rows equal when there are none)."""
+    return _keys(codes, [(int(c), None, int(sizes[c])) for c in columns])
+
+
+def _keys(codes: np.ndarray, columns) -> np.ndarray:
+    """One integer per row naming its cells under ``columns``: (attribute, value map -- None for the values
+    themselves -- and the number of cells it has)."""
     n = codes.shape[0]
-    if columns.size == 0:
+    if not columns:
         return np.zeros(n, dtype=np.int64)
-    radix = np.asarray([int(sizes[c]) for c in columns], dtype=np.float64)
-    if float(np.prod(radix)) < 2.0**62:
+
+    def cell(b: int, f: np.ndarray | None) -> np.ndarray:
+        return codes[:, b].astype(np.int64) if f is None else f[codes[:, b]]
+
+    if float(np.prod(np.asarray([r for _, _, r in columns], dtype=np.float64))) < 2.0**62:
         key = np.zeros(n, dtype=np.int64)
-        for c in columns:
-            key = key * int(sizes[c]) + codes[:, c].astype(np.int64)
+        for b, f, r in columns:
+            key = key * r + cell(b, f)
         return key
-    return np.unique(codes[:, columns], axis=0, return_inverse=True)[1].astype(np.int64).ravel()
+    mapped = np.column_stack([cell(b, f) for b, f, _ in columns])
+    return np.unique(mapped, axis=0, return_inverse=True)[1].astype(np.int64).ravel()
 
 
 def shuffle_within(values: np.ndarray, key: np.ndarray, rng: np.random.Generator) -> np.ndarray:
@@ -261,7 +271,7 @@ def shuffle_within(values: np.ndarray, key: np.ndarray, rng: np.random.Generator
     return out
 
 
-def _whole(value_map: np.ndarray) -> bool:
+def whole_map(value_map: np.ndarray) -> bool:
     """Whether a marginal's map of an attribute's values keeps every value in a cell of its own."""
     return int(value_map.max()) + 1 == len(value_map)
 
@@ -271,7 +281,7 @@ def within_group_columns(marginals, value_maps, a: int) -> list[tuple[int, np.nd
     a's group in each marginal that measures a in groups, and, in each marginal that measures a value by value, the
     other attributes' cells there -- as (attribute, value map) pairs, without repeats.  None when no marginal groups
     a (the blanket move then covers it).  Public: the measured marginals and their value maps."""
-    grouped = [f for m, maps in zip(marginals, value_maps) for b, f in zip(m, maps) if b == a and not _whole(f)]
+    grouped = [f for m, maps in zip(marginals, value_maps) for b, f in zip(m, maps) if b == a and not whole_map(f)]
     if not grouped:
         return None
     out: list[tuple[int, np.ndarray]] = []
@@ -286,23 +296,11 @@ def within_group_columns(marginals, value_maps, a: int) -> list[tuple[int, np.nd
     for f in grouped:
         add(a, f)
     for m, maps in zip(marginals, value_maps):
-        if a in m and _whole(maps[m.index(a)]):
+        if a in m and whole_map(maps[m.index(a)]):
             for b, f in zip(m, maps):
                 if b != a:
                     add(b, f)
     return out
-
-
-def _mapped_keys(codes: np.ndarray, columns: list[tuple[int, np.ndarray]]) -> np.ndarray:
-    """One integer per row naming its cells under ``columns`` ((attribute, value map) pairs)."""
-    radix = [int(f.max()) + 1 for _, f in columns]
-    if float(np.prod(np.asarray(radix, dtype=np.float64))) < 2.0**62:
-        key = np.zeros(codes.shape[0], dtype=np.int64)
-        for (b, f), r in zip(columns, radix):
-            key = key * r + f[codes[:, b]]
-        return key
-    mapped = np.column_stack([f[codes[:, b]] for b, f in columns])
-    return np.unique(mapped, axis=0, return_inverse=True)[1].astype(np.int64).ravel()
 
 
 def decouple_rows(
@@ -330,7 +328,8 @@ def decouple_rows(
     if n < 2 or p < 2:
         return codes, {"sweeps": 0, "free_attributes": []}
     blanket = blankets(p, measured)
-    within = [within_group_columns(measured, value_maps, a) for a in range(p)] if value_maps is not None else [None] * p
+    within = [within_group_columns(measured, value_maps, a) if value_maps is not None else None for a in range(p)]
+    within_keys = [None if w is None else [(b, f, int(f.max()) + 1) for b, f in w] for w in within]
     moved = np.zeros(p, dtype=np.int64)
     done = 0
     for _ in range(int(sweeps)):
@@ -340,8 +339,8 @@ def decouple_rows(
         for a in rng.permutation(p):
             before = codes[:, a].copy()
             codes[:, a] = shuffle_within(before, group_keys(codes, blanket[a], sizes), rng)
-            if within[a] is not None:
-                codes[:, a] = shuffle_within(codes[:, a], _mapped_keys(codes, within[a]), rng)
+            if within_keys[a] is not None:
+                codes[:, a] = shuffle_within(codes[:, a], _keys(codes, within_keys[a]), rng)
             moved[a] += int(np.count_nonzero(codes[:, a] != before))
     summary = {
         "sweeps": done,

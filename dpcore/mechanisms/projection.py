@@ -1242,12 +1242,11 @@ class Projection(Mechanism):
         rows, filled = fill_empty_cells(rows, shape, list(measured.marginals), zeros, ctx.rng)
         decoupled = None
         if params.get("decouple", True):
-            limit = t0 + settings.max_seconds  # at least one sweep, then within the run's time limit
-            rows, decoupled = (
-                decouple_rows(rows, shape, measured.marginals, ctx.rng, value_maps=measured.value_maps, deadline=limit)
-                if grouped
-                else decouple_rows(rows, shape, workload.marginals, ctx.rng, deadline=limit)
-            )
+            # the measured marginals (the workload itself when nothing is grouped); at least one sweep, then within
+            # the run's time limit
+            maps = getattr(measured, "value_maps", None)
+            limit = t0 + settings.max_seconds
+            rows, decoupled = decouple_rows(rows, shape, measured.marginals, ctx.rng, value_maps=maps, deadline=limit)
         ctx.report(1, 1, f"done: {STOP_RULES[out.stop_rule]}")
         return MechanismResult(
             spends=[

@@ -33,6 +33,7 @@ import time
 import numpy as np
 
 from .base import Param
+from .decouple import whole_map
 
 #: A measured cell is repaired when its rows exceed its noisy answer by more than this many σ.  On coded Adult (64
 #: random 3-way marginals, seeds 0-2) against the simplex-projected Gaussian's max error: at ε = 10 1.40 / 1.20 /
@@ -140,7 +141,7 @@ def repair_rows(
     stopped = False
     # lumps are looked for in the marginals measured whole: where values are grouped, the fit spreads the rows
     # within a group on purpose (small-cell weights, smoothing), and rows moved there follow the noise
-    whole = [j for j in range(m) if all(len(f) == int(f.max()) + 1 for f in maps[j])]
+    whole = [j for j in range(m) if all(whole_map(f) for f in maps[j])]
     summary["marginals_searched"] = len(whole)
     for _ in range(int(sweeps)):
         moved = 0
