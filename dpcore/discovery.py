@@ -117,10 +117,11 @@ are public given the released range, so this is adaptive composition), L2 sensit
 noise of σ = 1/sqrt(ρ_refine): ρ_refine-zCDP, and the parts add up to the column's ρ. A side of the range moves in
 to the first sub-bin that does not look empty (:func:`refine_bounds`: none of the dropped sub-bins clears the
 threshold, their noisy sum stays under REFINE_CLIP_SHARE·n, and at least two sub-bins and REFINE_MIN_TRIM of
-them go); post-processing. For a column whose second look zoomed in, this histogram runs over the core instead and
-narrows the core, not the bounds. A date column's range (whole years) is refined the same way over days: interviews
-held in March 2024 are located as the year 2024 and refined to [2024-01-01, 2024-03-31] or so, where ten bins over the
-year had spread them from February to August.
+them go -- or one, where it lies within a reach down to 0 that no bin of the locating histogram vouched for: ages
+18-95 reached to [0, 127] come back up to 16); post-processing. For a column whose second look zoomed in, this
+histogram runs over the core instead and narrows the core, not the bounds. A date column's range (whole years) is
+refined the same way over days: interviews held in March 2024 are located as the year 2024 and refined to
+[2024-01-01, 2024-03-31] or so, where ten bins over the year had spread them from February to August.
 
 The non-private alternative, ``schema_from_data=True`` in :func:`dpcore.tabular.prepare_table`, reads exact
 value sets and min/max (:func:`exact_values`, :func:`exact_bounds`); every field it fills is ``"inferred"``.
@@ -610,6 +611,7 @@ def refine_bounds(
     *,
     sides=(True, True),
     narrow: bool = False,
+    reached=(None, None),
 ) -> tuple[float, float, dict]:
     """(lower, upper, report): bounds [lo, hi] located by :func:`histogram_bounds`, trimmed over the sub-bins of
     :func:`refine_edges` that look empty.  From each end, sub-bins are dropped while none clears
@@ -623,6 +625,11 @@ def refine_bounds(
     were trimmed about as often as not at a few thousand rows -- and the run dropped is the longest that passes, not
     the first to fail.  What it trims is not clipped (the caller keeps the
     bounds and gives each trimmed end a bin), so reading a thin tail as empty costs resolution, not rows.
+    ``reached``: where the located rows began (lower) or ended (upper) when :func:`bounds_from_noisy` reached that
+    bound on to 0 (None: it did not): that side may also drop a single sub-bin, as long as what it drops lies within
+    the reach -- a range no histogram bin vouched for, so nothing real is trimmed past the located rows (bank
+    clients aged 18-95, located as [16, 127] and reached down to 0, kept [0, 16) and came back with 0.4% of them
+    aged 0-10: its one empty sub-bin of eight was under the two a trim asks).
 
     Privacy: the edges are public given the released [lo, hi] (adaptive composition); every present value is
     counted once, clipped into the range, so one changed row moves one count down and one up: L2 sensitivity
@@ -655,10 +662,18 @@ def refine_bounds(
                 k += 1
         if k > 0 and seq[k - 1] >= ADJACENT_Z * sigma:  # a thin edge sub-bin of the bulk stays
             k -= 1
-        return k if k >= max(2, REFINE_MIN_TRIM * sub) else 0
+        return k
+
+    def enough(k: int) -> bool:
+        return k >= max(2, REFINE_MIN_TRIM * sub)
 
     low = empty_run(noisy) if sides[0] else 0
+    if not (enough(low) or (low and reached[0] is not None and float(edges[low]) <= float(reached[0]))):
+        low = 0
     high = empty_run(noisy[::-1][: sub - low]) if sides[1] else 0
+    top = (float(edges[sub - high]) - (1.0 if integer else 0.0)) if high else 0.0
+    if not (enough(high) or (high and reached[1] is not None and top >= float(reached[1]))):
+        high = 0
     new_lo = float(edges[low]) if low else lo
     new_hi = (float(edges[sub - high] - 1.0) if integer else float(edges[sub - high])) if high else hi
     report["trimmed"] = [bool(low), bool(high)]
@@ -764,7 +779,7 @@ def bounds_from_noisy(
     lower_edges, upper_edges = bound_bins(kind, integer)
     threshold = bin_threshold(sigma, len(noisy))
     held = np.flatnonzero(noisy >= threshold)
-    report = {"sigma": sigma, "threshold": threshold, "bins": int(len(noisy))}
+    report: dict[str, object] = {"sigma": sigma, "threshold": threshold, "bins": int(len(noisy))}
     zero = (len(noisy) - 1) // 2 if kind == "numeric" else -1
     windows = WINDOWS if kind == "numeric" else DATE_WINDOWS
     if held.size:
@@ -800,9 +815,9 @@ def bounds_from_noisy(
         # the range almost no resolution.  Post-processing of the released edges (mirrored for negative ranges).
         step = 1.0 if integer else 0.0  # whole-number bins end one below the power of two
         if lo >= ZERO_REACH and hi + step >= ZERO_REACH * lo:
-            lo = 0.0
+            lo, report["reached"] = 0.0, [lo, None]  # where the rows were located: the refinement may come back
         elif hi <= -ZERO_REACH and lo - step <= ZERO_REACH * hi:
-            hi = 0.0
+            hi, report["reached"] = 0.0, [None, hi]
     return lo, hi, report
 
 
@@ -1135,8 +1150,9 @@ def discover_values(df: pd.DataFrame, tasks: list[ValueTask], rho_values: float,
         elif rho_refine > 0:  # spent whether or not it moves a bound: the plan fixed it before the data was read
             whole_days = t.integer or t.kind == "datetime"  # a date's bounds are whole days
             lower, upper, fine = refine_bounds(
-                present, lower, upper, whole_days, rho_refine, len(df), noise, sides=(t.need_lower, t.need_upper)
-            )
+                present, lower, upper, whole_days, rho_refine, len(df), noise, sides=(t.need_lower, t.need_upper),
+                reached=how.get("reached", (None, None)),
+            )  # fmt: skip
             report["bounds"][t.name]["refined"] = fine
         if t.kind == "datetime":
             lower, upper = _unit(t, lower), _unit(t, upper)

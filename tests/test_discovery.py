@@ -6,9 +6,10 @@ import math
 import numpy as np
 import pandas as pd
 import pytest
-from scipy.stats import binom
+from scipy.stats import binom, norm
 
 from dpcore.discovery import (
+    ADJACENT_Z,
     BIN_FALSE_POSITIVE,
     BOUNDS_WEIGHT,
     DEFAULT_SCHEMA_SHARE,
@@ -563,6 +564,37 @@ def test_refinement_keeps_thin_edge_values_and_spread_tails():
         assert lo == 1.0 and hi in (5.0, 6.0, 7.0), (seed, lo, hi)
         lo, hi, _ = refine_bounds(spread, 0.0, 1023.0, False, 1 / 60.0**2, n, Randomness(seed))
         assert lo == 0.0 and hi == 1023.0, (seed, lo, hi)
+
+
+def test_a_range_reached_down_to_zero_comes_back_up_when_its_reach_holds_nothing():
+    """Ages 18-95 (a bank's clients, 45,000 rows) are located as [16, 127] and reached down to 0 (three octaves above
+    ZERO_REACH: the rule for amounts whose low bins are thin); the refinement's eight sub-bins over [0, 127] see
+    [0, 16) empty, one sub-bin where a trim asks two, so the release kept bins for ages 0-15 and noise put rows
+    there.  Told where the located rows began, the refinement drops that one sub-bin, as it lies within the reach:
+    [16, ...] in every draw.  Without the reach (a range located from 0), nothing changes: 40 draws each, σ = 60.
+    A real low tail is not lost: incomes spread from 0 (12.5% of them under 8,192) keep their 0."""
+    from dpcore.discovery import refine_bounds
+
+    rng = np.random.default_rng(6)
+    n = 45000
+    ages = np.clip(rng.gamma(4.0, 5.75, n) + 18, 18, 95).round()
+    assert float(np.mean(ages >= 64)) > 0.01
+    sigma_bounds = 1 / 100.0**2
+    lo, hi, how = histogram_bounds(ages, "numeric", True, sigma_bounds, Randomness(0))
+    assert (lo, hi) == (0.0, 127.0) and how["reached"] == [16.0, None], (lo, hi, how)
+    incomes = rng.uniform(0, 65535, 6000).round()
+    kept = 0
+    for seed in range(40):
+        low, _, report = refine_bounds(ages, 0.0, 127.0, True, 1 / 60.0**2, n, Randomness(seed), reached=(16.0, None))
+        assert low in (0.0, 16.0) and report["trimmed"][0] == (low == 16.0), (seed, low)
+        kept += low == 0.0
+        assert refine_bounds(ages, 0.0, 127.0, True, 1 / 60.0**2, n, Randomness(seed))[0] == 0.0
+        # where the reach began lower (a bin of 8-15 located), the sub-bin [0, 16) is not within it
+        assert refine_bounds(ages, 0.0, 127.0, True, 1 / 60.0**2, n, Randomness(seed), reached=(8.0, None))[0] == 0
+        got = refine_bounds(incomes, 0.0, 65535.0, True, 1 / 60.0**2, 6000, Randomness(seed), reached=(4096.0, None))
+        assert got[0] == 0.0, (seed, got)
+    # the empty sub-bin stays where its noise reaches ADJACENT_Z·σ (a thin edge of the bulk): 5% of draws
+    assert kept <= binom.ppf(1 - 1e-4, 40, norm.sf(ADJACENT_Z)), kept
 
 
 def test_a_zero_inflated_amount_keeps_its_range():

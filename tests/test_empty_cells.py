@@ -193,7 +193,11 @@ def test_a_discovered_ranges_end_values_past_its_power_of_two_start_form_chains_
     # far above it -- those wholly below 128 / 8, where the lowest bin the reach can start from ends.
     assert outer_chains(Attribute("x", "numeric", lower=0, upper=128, bins=10, source="dp")) == ((9, 8, 7, 6), (0,))
     assert outer_chains(_scale((-0.5,) + HALF)) == ((7, 6, 5), (0,))  # a count 0..7: 0 is its own chain
-    assert outer_chains(Attribute("x", "numeric", lower=0, upper=100, bins=10, source="dp")) == ()
+    # An upper bound refined in (to 100 from [64, 128)): the reach started at most from 128 / 8, the least power
+    # of two above it over ZERO_REACH -- bin [0, 10) only; ages 18-95 as [0, 79]: 0-3, 4-7, 8-11, 12-15.
+    assert outer_chains(Attribute("x", "numeric", lower=0, upper=100, bins=10, source="dp")) == ((0,),)
+    ages = (0, 4, 8, 12, 16, 20, 24, 26.5) + tuple(v + 0.5 for v in range(27, 58)) + (59, 63, 67, 71, 75, 79)
+    assert outer_chains(_scale(ages)) == ((0, 1, 2, 3),)
     links = outer_chains(_scale((3.5, 4.5, 5.5, 6.5, 7.5)))  # 4..7: one range, both ends in it
     assert links == ((3, 2), (0,)) and len({c for chain in links for c in chain}) < 4
     assert empty_chains(Domain([_scale(HALF), Attribute("c", "categorical", ("a",), other=True)])) == {

@@ -98,6 +98,11 @@ def _power_of_two(x: float) -> bool:
     return x > 0 and math.isfinite(x) and math.frexp(x)[0] == 0.5
 
 
+def _power_above(x: float) -> float:
+    """The least power of two at or above x > 0: the located bound a refined one was trimmed from is at least it."""
+    return 2.0 ** math.ceil(math.log2(x))
+
+
 def _whole_span(edges, i: int) -> tuple[int, int]:
     """The first and last whole number of bin i of a whole-number attribute (its last bin is closed)."""
     return whole_span(edges[i], edges[i + 1], i == len(edges) - 2)
@@ -111,10 +116,11 @@ def outer_chains(attr) -> tuple[tuple[int, ...], ...]:
     top power-of-two range (above 4 here: 5, 6, 7), and wholly before the end of the bottom one (a lower bound of 4
     from [4, 7]: 4, 5, 6), may hold nothing but noise; so may the bins of a range that reached down to 0 from a bulk
     far above it (ages 18-90 located as [16, 127] and taken to [0, 127]: the bins wholly below 127 / ZERO_REACH,
-    where the lowest bin the reach can have started from ends). Only bounds with ``"dp"`` provenance that are a
-    power of two (the upper one, for whole numbers, one less) qualify: a declared bound is the user's, and a refined
-    one was already moved in to where the rows are. At least one bin is left out of every chain. Public: the
-    released schema only."""
+    where the lowest bin the reach can have started from ends; when the upper bound was refined in -- ages
+    18-95 come back as [0, 79] -- from the least power of two above it, which the located bound was at least).
+    Otherwise only bounds with ``"dp"`` provenance that are a power of two (the upper one, for whole numbers, one
+    less) qualify: a declared bound is the user's, and a refined one was already moved in to where the rows are.
+    At least one bin is left out of every chain. Public: the released schema only."""
     if attr.kind != "numeric" or len(attr.edges) < 3:
         return ()
     edges, k = attr.edges, len(attr.edges) - 1
@@ -130,16 +136,16 @@ def outer_chains(attr) -> tuple[tuple[int, ...], ...]:
         if sources.get("lower") == "dp" and first >= 2 and _power_of_two(float(first)):
             end = 2 * first - 1
             bottom = [i for i in range(k) if _whole_span(edges, i)[1] < end]
-        elif sources.get("lower") == "dp" and first == 0 and _power_of_two(last + 1.0):  # reached down to 0
-            bottom = [i for i in range(k) if _whole_span(edges, i)[1] < (last + 1) // ZERO_REACH]
+        elif sources.get("lower") == "dp" and first == 0 and last >= 1:  # reached down to 0
+            bottom = [i for i in range(k) if _whole_span(edges, i)[1] < _power_above(last + 1.0) / ZERO_REACH]
     else:
         upper, lower = float(edges[-1]), float(edges[0])
         if sources.get("upper") == "dp" and _power_of_two(upper):
             top = [i for i in range(k - 1, -1, -1) if edges[i] > upper / 2.0]
         if sources.get("lower") == "dp" and _power_of_two(lower):
             bottom = [i for i in range(k) if edges[i + 1] < 2.0 * lower]
-        elif sources.get("lower") == "dp" and lower == 0.0 and _power_of_two(upper):  # reached down to 0
-            bottom = [i for i in range(k) if edges[i + 1] <= upper / ZERO_REACH]
+        elif sources.get("lower") == "dp" and lower == 0.0 and upper > 0.0:  # reached down to 0
+            bottom = [i for i in range(k) if edges[i + 1] <= _power_above(upper) / ZERO_REACH]
     top = _prefix(top)
     bottom = _prefix([i for i in bottom if i not in top])
     while (top or bottom) and len(top) + len(bottom) >= k:  # leave a bin no chain reaches
