@@ -100,6 +100,36 @@ def test_fully_measured_pairs_leave_the_rows_as_they_are():
     assert np.array_equal(out, codes) and summary["moved_share"] == 0
 
 
+def test_shuffle_within_draws_every_order_inside_a_group_alike():
+    """A group of three distinct values among other groups: over 6,000 draws each of its 3! orders comes out with
+    probability 1/6 (chi-square with 5 degrees of freedom, at the 1e-4 level)."""
+    from scipy.stats import chi2
+
+    key = np.array([4, 9, 4, 1, 4, 9, 1])
+    values = np.array([1, 7, 2, 8, 3, 6, 5])
+    rng = np.random.default_rng(3)
+    seen: dict[tuple, int] = {}
+    for _ in range(6000):
+        out = tuple(shuffle_within(values, key, rng)[key == 4])
+        seen[out] = seen.get(out, 0) + 1
+    assert len(seen) == 6
+    stat = sum((c - 1000) ** 2 / 1000 for c in seen.values())
+    assert stat < chi2.isf(1e-4, 5), seen
+
+
+def test_keys_renumbered_before_they_overflow_name_the_same_combinations():
+    """Twelve attributes of 2^20 values: the radix key is renumbered whenever the next one would pass 2^62, and
+    rows share a key exactly when they share every value."""
+    rng = np.random.default_rng(5)
+    base = rng.integers(0, 3, size=(400, 12)) * (2**18)  # few distinct rows, values far apart (under 2^20)
+    codes = base[rng.integers(0, 400, 2000)]
+    key = group_keys(codes, np.arange(12), [2**20] * 12)
+    rows = np.unique(codes, axis=0, return_inverse=True)[1].ravel()
+    assert len(np.unique(key)) == len(np.unique(rows))
+    pairs = np.unique(np.stack([key, rows]), axis=1)
+    assert pairs.shape[1] == len(np.unique(rows))  # one key per combination, one combination per key
+
+
 def test_keys_survive_domains_beyond_int64():
     sizes = [2**40, 2**40, 3]
     codes = np.array([[1, 2, 0], [1, 2, 1], [3, 2, 2]], dtype=np.int64)
