@@ -175,8 +175,9 @@ def _header_fields(text: str, delim: str) -> list[str]:
     return fields
 
 
-def read_table(source, filename: str | None = None) -> pd.DataFrame:
-    """Read a CSV or Parquet table (path, bytes or file object) into a DataFrame."""
+def read_table(source, filename: str | None = None, min_columns: int = 2) -> pd.DataFrame:
+    """Read a CSV or Parquet table (path, bytes or file object) into a DataFrame.  ``min_columns``: 1 for a release
+    read back (a table whose other columns were all left out is still a release of that one column)."""
     raw, name = _read_bytes(source)
     name = filename or name
     digest = source_digest(raw)
@@ -240,7 +241,7 @@ def read_table(source, filename: str | None = None) -> pd.DataFrame:
         df.attrs["renamed"] = renamed
         if len(df) > MAX_ROWS:
             raise DataError(f"{name}: more than {MAX_ROWS:,} rows; sample the table first.")
-    df = validate_table(df, name)
+    df = validate_table(df, name, min_columns)
     df.attrs["source_digest"] = digest
     df.attrs["name"] = Path(str(name)).stem[:80] or "table"
     return df
@@ -295,7 +296,7 @@ def unique_column_names(header) -> tuple[list[str], list[dict]]:
     return out, renamed
 
 
-def validate_table(df: pd.DataFrame, name: str = "table") -> pd.DataFrame:
+def validate_table(df: pd.DataFrame, name: str = "table", min_columns: int = 2) -> pd.DataFrame:
     """Check a table's shape and make its column names unique and non-empty (renames in ``df.attrs``)."""
     if df.shape[1] == 0:
         raise DataError(f"{name}: no columns found.")
@@ -305,7 +306,7 @@ def validate_table(df: pd.DataFrame, name: str = "table") -> pd.DataFrame:
     names, renamed = unique_column_names(df.columns)
     df.columns = names
     df.attrs["renamed"] = earlier + renamed
-    if df.shape[1] == 1:
+    if df.shape[1] == 1 and min_columns > 1:
         raise DataError(
             f"{name}: only one column found ({df.columns[0][:60]!r}). Synthetic data needs at least two "
             "attributes; if the file has more, check its delimiter (supported: comma, semicolon, tab, pipe, runs "

@@ -348,9 +348,17 @@ if card.get("output", {}).get("rows"):
         synthetic = results.synthetic_sample(run)
         one, two = report["one_way_tvd"], report["two_way_tvd"]
         f1, f2, f3, f4 = st.columns(4)
-        f1.metric("Mean 1-way TVD", f"{one['mean']:.4f}", help="Per column: total-variation distance, averaged.")
-        f2.metric("Mean 2-way TVD", f"{two['mean']:.4f}", help="Per pair of columns, averaged (all pairs).")
-        f3.metric("Worst 2-way TVD", f"{two['max']:.4f}")
+        f1.metric(
+            "Mean 1-way TVD",
+            fidelity_charts.figure(one["mean"]),
+            help="Per column: total-variation distance, averaged.",
+        )
+        f2.metric(
+            "Mean 2-way TVD",
+            fidelity_charts.figure(two["mean"]),
+            help="Per pair of columns, averaged (all pairs). — when the release kept one column: no pair to compare.",
+        )
+        f3.metric("Worst 2-way TVD", fidelity_charts.figure(two["max"]))
         outside = report.get("out_of_range")  # absent from a report computed before it existed: unknown, not 0
         worst = next((c for c in outside["columns"] if c["share"] > 0), None) if outside else None
         f4.metric(
@@ -368,8 +376,11 @@ if card.get("output", {}).get("rows"):
                 fidelity_charts.column_distributions(report, real[cols_], synthetic[cols_], data["domain"]),
                 width="content",
             )
-        st.altair_chart(fidelity_charts.pair_error_heatmap(report), width="content")
-        st.altair_chart(fidelity_charts.association_matrices(report), width="content")
+        if two.get("pairs_evaluated", 1):
+            st.altair_chart(fidelity_charts.pair_error_heatmap(report), width="content")
+            st.altair_chart(fidelity_charts.association_matrices(report), width="content")
+        else:
+            st.caption("The release kept one column of the table: there is no pair of columns to compare.")
         ml = fidelity_charts.ml_efficacy_bars(report)
         if ml is not None:
             st.altair_chart(ml, width="content")

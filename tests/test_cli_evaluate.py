@@ -116,6 +116,22 @@ def test_a_release_that_left_columns_out_is_evaluated_on_the_kept_columns(tables
     assert rc == 0 and "left out (not compared): " + HOSTILE in out
 
 
+def test_a_release_that_kept_one_column_is_evaluated_on_it(tables, tmp_path, capsys):
+    """A table whose other columns were all left out (free text, identifiers) releases one column: its 1-way
+    TVD is reported (no pairs), where reading the file back had refused it as "only one column found"."""
+    one = tmp_path / "one.csv"
+    pd.read_csv(tables["syn"])[["age"]].to_csv(one, index=False)
+    rc = main(["evaluate", "--data", tables["real"], "--synthetic", str(one), "--json"])
+    report = json.loads(capsys.readouterr().out)
+    assert rc == 0 and report["columns_left_out"] == [HOSTILE, "y"]
+    assert [c["name"] for c in report["columns"]] == ["age"] and report["one_way_tvd"]["max"] > 0
+    rc = main(["evaluate", "--data", tables["real"], "--synthetic", str(one)])
+    out = capsys.readouterr().out
+    assert rc == 0 and "over 1 column\n" in out and "the 1 column they share" in out
+    rc = main(["evaluate", "--data", str(one), "--synthetic", tables["syn"]])  # the real table still needs two
+    assert rc == 2 and "only one column" in capsys.readouterr().err
+
+
 def test_numbers_written_differently_are_one_value(tmp_path, capsys):
     """A file that writes a score as 0.0 / 1.0 / 0.25 and a release that writes 0 / 1 / 0.25 hold the same values:
     the one-way TVD of identical columns is 0 (it was 1.0: '0.0' and '0' read as two categories).  A code with a

@@ -105,3 +105,17 @@ def test_charts_are_sized_per_bar_and_per_cell_so_they_stay_readable_at_any_widt
 @pytest.mark.parametrize("n, step", [(1, 32), (14, 32), (40, 12), (400, 12)])
 def test_a_matrix_cell_is_12_to_32_pixels(n, step):
     assert fidelity._cell_step(n) == step
+
+
+def test_a_release_of_one_column_has_no_pair_figures_and_its_tiles_say_so():
+    """A release that kept one column: the report has no 2-way figures (None), the page's tiles read "—" instead of
+    failing on a format of None, and the pair charts still build (empty)."""
+    rng = np.random.default_rng(0)
+    real = pd.DataFrame({"v": rng.integers(0, 10, 300)})
+    synthetic = pd.DataFrame({"v": rng.integers(0, 10, 300)})
+    report = evaluate(real, synthetic)
+    assert report["two_way_tvd"]["mean"] is None and report["two_way_tvd"]["pairs_evaluated"] == 0
+    assert fidelity.figure(report["two_way_tvd"]["mean"]) == "—"
+    assert fidelity.figure(report["one_way_tvd"]["mean"]) == f"{report['one_way_tvd']['mean']:.4f}"
+    fidelity.pair_error_heatmap(report).to_dict()
+    fidelity.association_matrices(report).to_dict()

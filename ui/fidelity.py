@@ -87,6 +87,11 @@ def column_distributions(
     )
 
 
+def figure(value, digits: int = 4) -> str:
+    """A report's figure for a metric tile: "—" where the report has none (no pair when one column was kept)."""
+    return "—" if value is None else f"{float(value):.{digits}f}"
+
+
 def _pair_frame(report: dict) -> pd.DataFrame:
     two = report["two_way_tvd"]
     rows = two.get("all") or [[p["columns"][0], p["columns"][1], p["tvd"]] for p in two.get("pairs", [])]

@@ -39,11 +39,11 @@ def add_parser(sub) -> None:
     p.add_argument("--html", default=None, metavar="FILE", help="also write a self-contained HTML report")
 
 
-def _read(path: str, what: str):
+def _read(path: str, what: str, min_columns: int = 2):
     from ..data import read_table
 
     try:
-        return read_table(path)
+        return read_table(path, min_columns=min_columns)
     except DataError as exc:
         raise DataError(f"{what}: {exc}") from None
 
@@ -53,7 +53,7 @@ def run(args) -> int:
     from ..evaluate import evaluate
 
     real = _read(args.data, "--data")
-    synthetic = _read(args.synthetic, "--synthetic")
+    synthetic = _read(args.synthetic, "--synthetic", min_columns=1)  # a release may have kept one column
     holdout = _read(args.holdout, "--holdout") if args.holdout else None
     schema = load_domain(args.schema) if args.schema else None
     if args.triples < 0:
@@ -96,7 +96,8 @@ def text_report(r: dict) -> str:
     if r.get("columns_left_out"):
         lines.append(f"columns the synthetic table left out (not compared): {', '.join(r['columns_left_out'])}")
     one, two, three = r["one_way_tvd"], r["two_way_tvd"], r["three_way_tvd"]
-    lines.append(f"1-way TVD  mean {_f(one['mean'])}  max {_f(one['max'])}  over {len(one['columns'])} columns")
+    k = len(one["columns"])
+    lines.append(f"1-way TVD  mean {_f(one['mean'])}  max {_f(one['max'])}  over {k} column{'s' if k != 1 else ''}")
     rng_ = r.get("out_of_range")
     if rng_ and rng_["max"] > 0:
         worst = ", ".join(f"{c['column']} {c['share']:.1%}" for c in rng_["columns"][:5] if c["share"] > 0)
