@@ -92,8 +92,11 @@ DATE_FORMATS = (
     "%b %d, %Y",
     "%d %B %Y",
     "%B %d, %Y",
+    "%Y%m%d",  # 19580329: eight digits, a date whose year lies in YEAR_RANGE (registry and statistics exports)
     "%Y",  # a year alone: counted only for a column whose header names a year (:func:`year_header`)
 )
+#: The compact form: its cells are whole numbers too, so the rule reads it before reading them as numbers.
+COMPACT_DATE = "%Y%m%d"
 #: The seven statistics per column, in the order of the noisy vector.
 STATISTICS = ("present", "numeric", "non_integer", "date", "distinct", "mode", "long_text")
 #: L∞ sensitivity of each statistic under replace-one neighbours (see the module docstring).
@@ -171,7 +174,7 @@ _ENTITY_TOKENS = {
     "transaction", "user", "vehicle",
 }  # fmt: skip
 _DATE_LIKE = re.compile(
-    r"^\d{1,4}[-/.]\d{1,2}[-/.]\d{1,4}(?:[ T]\d{1,2}:\d{2}(?::\d{2})?(?:Z|[+-]\d{2}:?\d{2})?)?$|^\d{4}-\d{1,2}$"
+    r"^\d{8}$|^\d{1,4}[-/.]\d{1,2}[-/.]\d{1,4}(?:[ T]\d{1,2}:\d{2}(?::\d{2})?(?:Z|[+-]\d{2}:?\d{2})?)?$|^\d{4}-\d{1,2}$"
     r"|^\d{1,2}[- ][A-Za-z]{3,9}[- ]\d{4}$|^[A-Za-z]{3,9}[- ]\d{1,2},?[- ]\d{4}$"
 )
 _FORMAT_PIECES = {
@@ -201,6 +204,7 @@ def _format_regex(fmt: str) -> re.Pattern:
 
 
 _FORMAT_RE = {f: _format_regex(f) for f in DATE_FORMATS}
+_FORMAT_RE[COMPACT_DATE] = re.compile(r"^(19|20)\d{6}$")  # exactly eight digits, years 1900-2099
 
 
 def date_granularity(fmt: str) -> str:
@@ -255,6 +259,7 @@ YEAR_RANGE = (1900, 2099)
 
 
 YEAR_REASON = "years: its header names a year and its whole numbers lie in 1900-2099 (read as dates, by year)"
+COMPACT_DATE_REASON = "dates written as eight digits, year first (19580329): read as dates, written back the same way"
 
 
 def year_header(name: str) -> bool:
@@ -266,6 +271,18 @@ def year_header(name: str) -> bool:
     spaced = re.sub(r"([a-z0-9])([A-Z])", r"\1_\2", str(name))
     tokens = [t for t in re.split(r"[^A-Za-z0-9]+", spaced.lower()) if t]
     return any(t in _YEAR_TOKENS or t.endswith("year") or t.startswith(("yearof", "yearbuilt")) for t in tokens)
+
+
+def _compact_date_count(nums: np.ndarray, counts: np.ndarray) -> int:
+    """Cells holding a whole number that reads as a date in :data:`COMPACT_DATE` with its year in YEAR_RANGE
+    (``nums``: the distinct values as numbers, NaN for none)."""
+    lo, hi = YEAR_RANGE[0] * 10_000 + 101, YEAR_RANGE[1] * 10_000 + 1231
+    ok = whole(nums) & (nums >= lo) & (nums <= hi)
+    if not ok.any():
+        return 0
+    text = pd.Series(nums[ok].astype(np.int64).astype(str))
+    parsed = pd.to_datetime(text, format=COMPACT_DATE, errors="coerce").notna().to_numpy()
+    return int(counts[ok][parsed].sum())
 
 
 def _year_count(nums: np.ndarray, counts: np.ndarray) -> int:
@@ -494,6 +511,7 @@ def column_counts(column: pd.Series, distinct=None) -> tuple[dict[str, int], dic
         stats["non_integer"] = int(counts[~whole(vals)].sum())
         if years:
             fmt_counts["%Y"] = _year_count(vals, counts)
+        fmt_counts[COMPACT_DATE] = _compact_date_count(vals, counts)
         return stats, fmt_counts
     text = pd.Series(uniques, dtype=object).astype(str)
     nums = parse_numbers(text).to_numpy(dtype=float, copy=True)
@@ -596,6 +614,8 @@ def decide_role(st: ColumnStats) -> Role:
             return Role(name, "categorical", reason="whole numbers with few distinct values")
         if integer and st.date_format == "%Y" and year_header(name) and possibly(st.date, TYPE_RATE):
             return Role(name, "datetime", format="%Y", reason=YEAR_REASON)
+        if integer and st.date_format == COMPACT_DATE and possibly(st.date, TYPE_RATE):
+            return Role(name, "datetime", format=COMPACT_DATE, reason=COMPACT_DATE_REASON)
         note = "" if st.numeric >= present else "cells that are not numbers are read as missing"
         return Role(name, "numeric", integer=integer, reason=note)
     if st.date_format and possibly(st.date, TYPE_RATE):
