@@ -210,6 +210,9 @@ def test_year_columns_with_nothing_declared_come_back_as_years(tmp_path, monkeyp
         assert (schema[name]["kind"], schema[name]["granularity"], schema[name]["format"]) == ("datetime", "year", "%Y")
     synth = pd.read_csv(tmp_path / "synth.csv")
     visits = synth["visit_year"].dropna()
-    assert visits.between(2019, 2023).all() and (visits == visits.round()).all()
+    # Whole years at the real ones: a neighbouring year joined on noise (the thin-edge rule, ~5% a side) may keep a
+    # few rows where its noisy share stays over 1σ (seeds 0-5: 2018 in two, 0.4% and 0.2% of the rows).
+    assert visits.between(2018, 2024).all() and (visits == visits.round()).all()
+    assert float((~visits.between(2019, 2023)).mean()) <= 0.02
     born = synth["birth_year"].dropna()
     assert born.between(1900, 2023).all() and abs(born.median() - 1970) <= 5
