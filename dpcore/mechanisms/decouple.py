@@ -271,19 +271,20 @@ def _keys(codes: np.ndarray, columns) -> np.ndarray:
 
 
 def shuffle_within(values: np.ndarray, key: np.ndarray, rng: np.random.Generator) -> np.ndarray:
-    """``values`` permuted uniformly at random among the rows of each key group.  The rows sorted by key (in any
-    order inside a group), then a random order inside each group: one integer sort and one sort of group numbers
-    plus a uniform draw in [0, 1) (group numbers below n < 2^31 leave the draw over 20 bits of a double), ~2.5x
-    faster on a million rows than sorting on (key, draw) together."""
+    """``values`` permuted uniformly at random among the rows of each key group.  The rows sorted by key (stable),
+    then by a uniform draw per row inside each group: one integer sort and one sort of group numbers plus the draw
+    in [0, 1) (group numbers below n < 2^31 leave the draw over 20 bits of a double) -- the permutation a sort on
+    (key, draw) together gives, from the same draws, ~2x faster on a million rows than ``np.lexsort``."""
     out = values.copy()
     if key.size < 2:
         return out
-    by_key = np.argsort(key)
+    draw = rng.random(key.size)
+    by_key = np.argsort(key, kind="stable")
     ranked = key[by_key]
     group = np.empty(key.size, dtype=np.float64)
     group[0] = 0.0
     np.cumsum(ranked[1:] != ranked[:-1], out=group[1:])
-    inside = np.argsort(group + rng.random(key.size))  # the same groups, in a random order inside each
+    inside = np.argsort(group + draw[by_key])  # the same groups, each in the order of its rows' draws
     out[by_key] = values[by_key[inside]]
     return out
 
