@@ -597,6 +597,24 @@ def test_a_range_reached_down_to_zero_comes_back_up_when_its_reach_holds_nothing
     assert kept <= binom.ppf(1 - 1e-4, 40, norm.sf(ADJACENT_Z)), kept
 
 
+def test_a_column_centred_on_zero_keeps_both_halves():
+    """800 rows of a standard normal (a z-score) at σ = 29.6 (a 3-column table's at ε = 1): each half's signed
+    power-of-two bins hold 110-125 rows around a threshold of ~127, and before, in 13 draws of 20 the range kept
+    one half (30-45% of the rows) and the release clipped the other onto it.  The other half's run is now found:
+    at least 17 draws of 20 cover 90% of the rows.  A count column (1-50) never reaches below zero (300 draws:
+    the run test's false alarms are at most BIN_FALSE_POSITIVE a draw)."""
+    rng = np.random.default_rng(8)
+    z = np.sort(rng.normal(size=800))
+    covered = []
+    for seed in range(20):
+        lo, hi, _ = histogram_bounds(z, "numeric", False, 1 / 29.6**2, Randomness(seed))
+        covered.append(float(np.mean((z >= lo) & (z <= hi))))
+    assert sum(c >= 0.9 for c in covered) >= 17, covered
+    counts = np.sort(rng.integers(1, 51, 800).astype(float))
+    below = sum(histogram_bounds(counts, "numeric", True, 1 / 29.6**2, Randomness(s))[0] < 0 for s in range(300))
+    assert below <= binom.ppf(1 - 1e-4, 300, BIN_FALSE_POSITIVE), below
+
+
 def test_a_zero_inflated_amount_keeps_its_range():
     """Capital gains: 92% zeros, the rest at 2^11-2^13.  With the bulk in the bin around zero, bins up to
     FAR_FROM_ZERO·2^FAR_OCTAVES need only the usual threshold, so the amount's range is found (before, every bin
