@@ -89,6 +89,8 @@ are together a real share; mirrored for negative ranges).  A bulk that ends at t
 bins next to zero are empty, so growing one bin at a time never crossed to the rest), and when the bin around
 zero clears T the column releases ``zero``: 0 then gets a bin of its own, [-2^lo, 2^lo), decoding to exactly 0
 (:func:`dpcore.tabular._real_point_edges`).
+A positive range located over LOG_SPAN or more (amounts from 2^10 to 2^20) releases where its rows begin
+(``log_from``): its bins are spaced evenly in log from there (:func:`dpcore.tabular._log_edges`; post-processing).
 A range wholly on one side of zero reaches over the other when that side holds a run of rows at like magnitudes
 (:func:`_other_half`: a column centred on zero, whose halves' bins each sit near the threshold on a small table).
 A column where no bin or run clears its threshold gets no bounds: :func:`dpcore.tabular.prepare_table` leaves it
@@ -202,6 +204,10 @@ WINDOW_Z = 3.5
 DATE_WINDOWS = (2, 4, 8, 16, 32, 64)
 #: A located positive range [lo, hi] with lo ≥ ZERO_REACH and hi ≥ ZERO_REACH·lo reaches down to 0 (mirrored).
 ZERO_REACH = 8.0
+#: A located positive range [lo, hi] with hi ≥ LOG_SPAN·lo (six powers of two or more) spreads so wide that equal
+#: bins put most rows in the first (amounts from 12 to millions: 60% in the first of 20): its bins are spaced
+#: evenly in log from lo (:func:`dpcore.tabular._log_edges`); ages in [16, 127] keep equal bins.
+LOG_SPAN = 64.0
 #: Bounds are expected to be locatable when the threshold is at most this share of the rows (the plan).
 BULK_SHARE = 0.25
 #: A numeric column's located bounds are refined in a second noisy histogram over REFINE_BINS equal sub-bins of
@@ -817,6 +823,8 @@ def bounds_from_noisy(
         # so none clears the threshold although together they are a real share; reaching down to 0 then costs
         # the range almost no resolution.  Post-processing of the released edges (mirrored for negative ranges).
         step = 1.0 if integer else 0.0  # whole-number bins end one below the power of two
+        if lo > 0.0 and hi + step >= LOG_SPAN * lo:
+            report["log_from"] = lo  # the range's rows begin at lo and spread over many powers of two
         if lo >= ZERO_REACH and hi + step >= ZERO_REACH * lo:
             lo, report["reached"] = 0.0, [lo, None]  # where the rows were located: the refinement may come back
         elif hi <= -ZERO_REACH and lo - step <= ZERO_REACH * hi:
@@ -1195,6 +1203,13 @@ def discover_values(df: pd.DataFrame, tasks: list[ValueTask], rho_values: float,
             fields["upper"] = _days(t, hi)
         if t.kind == "numeric" and how.get("zero_held") and lo <= 0.0 <= hi:
             fields["zero"] = True  # exact zeros held by enough rows: a bin of their own (post-processing)
+        if (
+            t.kind == "numeric"
+            and how.get("log_from")
+            and how.get("look") != "narrow"
+            and hi >= LOG_SPAN * max(float(how["log_from"]), lo)
+        ):
+            fields["log_from"] = max(float(how["log_from"]), lo)  # where the log-spaced bins start (post-processing)
         if core is not None and (core[0], core[1]) != (lower, upper) and lo <= core[0] <= core[1] <= hi:
             fields["core"] = (float(core[0]), float(core[1]))  # where the bins go (post-processing)
         out.fields.setdefault(t.name, {}).update(fields)

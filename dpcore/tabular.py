@@ -463,6 +463,21 @@ def _isolate_points(edges: tuple[float, ...], points, half: float = 0.5) -> tupl
     return tuple(sorted(out))
 
 
+def _log_edges(lower: float, upper: float, start: float, nbins: int, integer: bool) -> tuple[float, ...]:
+    """Bin edges over [lower, upper] spaced evenly in log from ``start`` (> 0) to ``upper``, with one bin [lower,
+    start) below when the range begins lower (a range reached down to 0).  Whole-number columns: whole edges.
+    Post-processing of released values."""
+    start = max(float(start), float(lower), 1e-300)
+    below = lower < start
+    k = max(1, nbins - (1 if below else 0))
+    geo = start * (upper / start) ** (np.arange(k + 1) / k)
+    if integer:
+        geo = np.round(geo)
+    edges = ([float(lower)] if below else []) + [float(e) for e in geo]
+    edges[-1] = float(upper)
+    return tuple(sorted(set(edges)))
+
+
 def _core_edges(lower: float, upper: float, core, nbins: int, integer: bool) -> tuple[float, ...]:
     """Bin edges over [lower, upper] with ``nbins`` bins over the core [c0, c1] that the bounds' second look found
     holding the rows (:func:`dpcore.discovery.locate_bounds`), and one bin for each end it trimmed: [lower, c0) and
@@ -484,7 +499,7 @@ def _core_edges(lower: float, upper: float, core, nbins: int, integer: bool) -> 
 
 
 def _real_point_edges(
-    lower: float, upper: float, nbins: int, released, zero: bool, core=None
+    lower: float, upper: float, nbins: int, released, zero: bool, core=None, base=None
 ) -> tuple[tuple[float, ...], tuple[float, ...]]:
     """(edges, points) of a real-numbered column: ``nbins`` equal bins over [lower, upper] (over the ``core`` and
     one bin for each end past it: :func:`_core_edges`) with each released
@@ -497,7 +512,9 @@ def _real_point_edges(
     for p in sorted(float(p) for p in released if lower <= p <= upper):
         if not kept or p - kept[-1] >= 2 * half:  # bins [p - h, p + h) that do not overlap
             kept.append(p)
-    if core is not None:
+    if base is not None:
+        pass
+    elif core is not None:
         base = _core_edges(lower, upper, core, nbins, False)
     else:
         base = tuple(float(e) for e in np.linspace(lower, upper, nbins + 1))
@@ -553,20 +570,26 @@ def _build_attribute(
                 core[0] if prov.get("lower") == found_source else lower,
                 core[1] if prov.get("upper") == found_source else upper,
             )
+        log_from = found.get("log_from") if from_data and not edges and core is None else None
+        if log_from is not None and prov.get("upper") != found_source:
+            log_from = None  # a declared upper bound: the user's range, binned evenly
+        log_base = _log_edges(float(lower), float(upper), float(log_from), nbins, role.integer) if log_from else None
         if not edges and role.integer:
             edges = (
                 _core_edges(float(lower), float(upper), core, nbins, True)
                 if core is not None
-                else _integer_edges(float(lower), float(upper), nbins)
+                else (log_base or _integer_edges(float(lower), float(upper), nbins))
             )
             if found.get("points") or zero:  # released frequent values: a bin of their own (post-processing)
                 edges = _isolate_points(edges, tuple(found.get("points") or ()) + ((0.0,) if zero else ()))
         elif not edges and (found.get("points") or zero):  # real numbers: the bin decodes to the value itself
             edges, points = _real_point_edges(
-                float(lower), float(upper), nbins, found.get("points") or (), zero, core=core
+                float(lower), float(upper), nbins, found.get("points") or (), zero, core=core, base=log_base
             )
         if not edges and core is not None:  # no point inside the bounds: the core's bins alone
             edges = _core_edges(float(lower), float(upper), core, nbins, role.integer)
+        if not edges and log_base is not None:
+            edges = log_base
         if edges:
             return Attribute(
                 role.name, "numeric", edges=edges, integer=role.integer, unparsable=unparsable,
