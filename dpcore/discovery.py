@@ -1207,7 +1207,7 @@ def discover_values(df: pd.DataFrame, tasks: list[ValueTask], rho_values: float,
             t.kind == "numeric"
             and how.get("log_from")
             and how.get("look") != "narrow"
-            and hi >= LOG_SPAN * max(float(how["log_from"]), lo)
+            and hi + (1.0 if t.integer else 0.0) >= LOG_SPAN * max(float(how["log_from"]), lo)  # whole: 2^k - 1
         ):
             fields["log_from"] = max(float(how["log_from"]), lo)  # where the log-spaced bins start (post-processing)
         if core is not None and (core[0], core[1]) != (lower, upper) and lo <= core[0] <= core[1] <= hi:

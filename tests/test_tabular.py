@@ -520,6 +520,11 @@ def test_amounts_over_many_powers_of_two_get_bins_spaced_in_log():
     age = prep.domain.attributes[prep.domain.names.index("age")]
     widths = np.diff(np.asarray(age.edges))
     assert widths.max() <= 2 * np.median(widths)  # equal bins (whole-number rounding aside)
+    # Whole amounts located over exactly six powers of two ([2^10, 2^16 - 1]: the upper bound one below 2^16) too.
+    paid_amounts = np.floor(np.exp(rng.uniform(np.log(1024), np.log(65535), n)))  # each power of two a sixth
+    whole_amounts = pd.DataFrame({"paid": paid_amounts.astype(int), "group": rng.choice(["a", "b"], n)})
+    paid = prepare_table(whole_amounts, epsilon=1.0, delta=1e-8, noise=Randomness(4)).domain.attributes[0]
+    assert paid.integer and paid.edges[-1] + 1 >= LOG_SPAN * paid.edges[1] > 0, paid.edges
     geo = _log_edges(0.0, 2.0**20, 1024.0, 20, False)
     assert geo[0] == 0 and geo[1] == 1024 and geo[-1] == 2**20 and len(geo) == 21
     ratios = np.diff(np.log(geo[1:]))
