@@ -798,14 +798,8 @@ def bounds_from_noisy(
             return None, None, report
         first, last = run
         report["window"] = True
-    # The outermost bins of the bulk are often thin (a 1-10 score's [1, 2) holds one value): next to the bulk a
-    # lower threshold suffices, since a bin lifted there by noise alone only widens the range by one power of two.
-    # Never out of the bin around zero: that would give a count column a negative bound on noise alone.
+    first, last = _thin_join(noisy, sigma, first, -1, zero), _thin_join(noisy, sigma, last, 1, zero)  # thin edges
     near = sigma * ADJACENT_Z
-    if first > 0 and first != zero and noisy[first - 1] >= near:
-        first -= 1
-    if last < len(noisy) - 1 and last != zero and noisy[last + 1] >= near:
-        last += 1
     if kind == "numeric":
         # A count's exact zeros next to a range that reaches 1: when [1, 1] itself was the thin edge joined above,
         # that one step did not reach them (Pima's pregnancies, 14% zeros: lower bound 1 in 13% of draws at ε = 1).
@@ -922,22 +916,28 @@ def _other_half(noisy: np.ndarray, sigma: float, first: int, last: int, zero: in
     bin at a time, never crossed them.  Noise alone finds such a run with probability at most BIN_FALSE_POSITIVE
     (a count column's range stays non-negative).  The run's outer end then takes the thin-edge join the range's own
     ends had (a bin of ADJACENT_Z·σ next to it).  Post-processing of the noisy counts."""
-    near = ADJACENT_Z * sigma
     if first > zero:  # positive: the negative bins of the same magnitudes, zero - (last - zero) .. zero - 1
         lo = max(0, zero - (last - zero))
         run = _window_anchor(noisy[lo:zero], sigma, -1)
         if run is not None:
-            first = lo + run[0]
-            if first > 0 and noisy[first - 1] >= near:
-                first -= 1
+            first = _thin_join(noisy, sigma, lo + run[0], -1, zero)
     elif last < zero:  # negative: the positive bins zero + 1 .. zero + (zero - first)
         hi = min(len(noisy), zero + 1 + (zero - first))
         run = _window_anchor(noisy[zero + 1 : hi], sigma, -1)
         if run is not None:
-            last = zero + 1 + run[1]
-            if last < len(noisy) - 1 and noisy[last + 1] >= near:
-                last += 1
+            last = _thin_join(noisy, sigma, zero + 1 + run[1], 1, zero)
     return first, last
+
+
+def _thin_join(noisy: np.ndarray, sigma: float, end: int, direction: int, zero: int) -> int:
+    """``end`` moved one bin outward (``direction`` -1 or +1) when that bin's noisy count reaches ADJACENT_Z·σ:
+    the outermost bins of a bulk are often thin (a 1-10 score's [1, 2) holds one value), and next to the bulk a
+    bin lifted there by noise alone only widens the range by one power of two.  Never out of the bin around zero
+    (``zero``; -1 for none): that would give a count column a negative bound on noise alone."""
+    nxt = end + direction
+    if end == zero or not 0 <= nxt < len(noisy):
+        return end
+    return nxt if noisy[nxt] >= ADJACENT_Z * sigma else end
 
 
 def _extend_spread(

@@ -455,9 +455,10 @@ def evaluate(
     left_out_target = target
     if left_out_cols:
         shown = ", ".join(repr(c) for c in left_out_cols[:10]) + (" …" if len(left_out_cols) > 10 else "")
+        shared = real.shape[1] - len(left_out_cols)
         notes.append(
             f"the synthetic table left out {len(left_out_cols)} of the real table's {real.shape[1]} columns "
-            f"({shown}): the report compares the {_columns(real.shape[1] - len(left_out_cols))} they share"
+            f"({shown}): the report compares the {shared} column{'' if shared == 1 else 's'} they share"
         )
         kept = [c for c in real.columns if c not in set(left_out_cols)]
         real = real[kept]
@@ -971,8 +972,3 @@ def _fit_score(make, X, y, X_test, y_test) -> dict:
         p[p.sum(axis=1) == 0] = 1.0 / len(test_classes)
         auc = float(roc_auc_score(y_test, p, multi_class="ovr", labels=test_classes))
     return {"accuracy": acc, "auc": auc}
-
-
-def _columns(k: int) -> str:
-    """ "1 column", "3 columns"."""
-    return f"{k} column{'s' if k != 1 else ''}"

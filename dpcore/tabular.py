@@ -502,7 +502,7 @@ def _real_point_edges(
     lower: float, upper: float, nbins: int, released, zero: bool, core=None, base=None
 ) -> tuple[tuple[float, ...], tuple[float, ...]]:
     """(edges, points) of a real-numbered column: ``nbins`` equal bins over [lower, upper] (over the ``core`` and
-    one bin for each end past it: :func:`_core_edges`) with each released
+    one bin for each end past it: :func:`_core_edges`; or the caller's ``base`` edges) with each released
     frequent value p in a bin [p - h, p + h) of its own (h: :func:`point_half_width`; overlapping ones skipped),
     and, when ``zero``, 0 in [-2^lo, 2^lo) -- the bounds histogram's bin around zero, so exactly the values that
     counted as zeros decode to 0 -- unless a released value's bin holds it already.  ((), ()) when no point falls
@@ -512,12 +512,12 @@ def _real_point_edges(
     for p in sorted(float(p) for p in released if lower <= p <= upper):
         if not kept or p - kept[-1] >= 2 * half:  # bins [p - h, p + h) that do not overlap
             kept.append(p)
-    if base is not None:
-        pass
-    elif core is not None:
-        base = _core_edges(lower, upper, core, nbins, False)
-    else:
-        base = tuple(float(e) for e in np.linspace(lower, upper, nbins + 1))
+    if base is None:  # the caller's bins (log-spaced), else the core's, else equal ones
+        base = (
+            _core_edges(lower, upper, core, nbins, False)
+            if core is not None
+            else tuple(float(e) for e in np.linspace(lower, upper, nbins + 1))
+        )
     edges = _isolate_points(base, kept, half) if kept else base
     zero_half = 2.0 ** POWER_RANGE[0]
     if zero and lower <= 0.0 <= upper and all(abs(p) >= half + zero_half for p in kept):
