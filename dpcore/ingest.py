@@ -605,7 +605,10 @@ def decide_role(st: ColumnStats) -> Role:
     def possibly(count: float, rate: float) -> bool:  # the rate's upper confidence bound reaches ``rate``
         return count + margin >= rate * max(present - margin, 0.0)
 
-    constant = st.distinct + margin < 1.5 or clearly(st.mode, CONSTANT_RATE)
+    # One value: the distinct count clearly under 1.5 -- and the mode's count possibly filling the cells, so that a
+    # 3-value column whose noisy distinct count fell 3σ short (0.13% a column) is not dropped as constant -- or
+    # the mode clearly filling them.
+    constant = (st.distinct + margin < 1.5 and possibly(st.mode, CONSTANT_RATE)) or clearly(st.mode, CONSTANT_RATE)
     identifier = named and clearly(st.distinct, IDENTIFIER_HEADER_RATE)
     if possibly(st.numeric, TYPE_RATE):
         if constant:
