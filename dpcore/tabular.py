@@ -933,13 +933,18 @@ def discovery_warnings(report: dict, n: int) -> list[str]:
             "range: rarer extreme values are clipped to the bounds. Declare the bounds for exact ranges."
         )
     bounds = report.get("bounds", {})
-    narrowed = [c for c, b in bounds.items() if "zoom" not in b and any(b.get("refined", {}).get("trimmed", ()))]
+    narrowed = [  # a date's months trimmed (look "months") move its bounds as a refinement does
+        c
+        for c, b in bounds.items()
+        if b.get("look") != "narrow"
+        and any((*b.get("zoom", {}).get("trimmed", ()), *b.get("refined", {}).get("trimmed", ())))
+    ]
     if narrowed:
         out.append(
             "Bounds narrowed to the part of the range that holds rows (a second noisy count): "
             + ", ".join(narrowed[:8])
-            + f". Values in the ends trimmed off (under about {REFINE_CLIP_SHARE:.0%} of the rows, by the noisy "
-            "count) are clipped to the new bounds. Declare the bounds for exact ranges."
+            + ". Values in the ends trimmed off (few rows, by the noisy count: a date's months, or under about "
+            f"{REFINE_CLIP_SHARE:.0%} of the rows) are clipped to the new bounds. Declare the bounds for exact ranges."
         )
     coarse = [c for c, b in bounds.items() if b.get("coarse")]
     if coarse:
@@ -951,7 +956,7 @@ def discovery_warnings(report: dict, n: int) -> list[str]:
     zoomed = [
         c
         for c, b in bounds.items()
-        if "zoom" in b and any((*b["zoom"].get("trimmed", ()), *b.get("refined", {}).get("trimmed", ())))
+        if b.get("look") == "narrow" and any((*b["zoom"].get("trimmed", ()), *b.get("refined", {}).get("trimmed", ())))
     ]
     if zoomed:
         out.append(

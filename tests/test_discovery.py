@@ -359,8 +359,12 @@ def test_value_sets_and_bounds_share_rho_as_documented():
     # weighs REFINE_WEIGHT more and spends that part on a second histogram
     from dpcore.discovery import REFINE_WEIGHT
 
+    assert rep["bounds"]["age"]["sigma"] == pytest.approx(1 / math.sqrt(w * rho_col))
+    # the admission dates lie within a few years: their bounds' ρ goes half on the years, half on the months over them
+    adm = rep["bounds"]["admitted"]
+    assert adm["look"] == "months"
+    assert 1 / adm["sigma"] ** 2 == pytest.approx(w * rho_col / 2) == 1 / adm["zoom"]["sigma"] ** 2
     for c in ("age", "admitted"):
-        assert rep["bounds"][c]["sigma"] == pytest.approx(1 / math.sqrt(w * rho_col))
         assert rep["bounds"][c]["refined"]["sigma"] == pytest.approx(1 / math.sqrt(REFINE_WEIGHT * rho_col))
     assert cats["threshold"] == partition_threshold(cats["sigma"], delta_t / 2)
     spent = cats["attributes"] / cats["sigma"] ** 2
@@ -378,21 +382,24 @@ def test_date_bounds_are_whole_years_around_the_data():
     assert hi in (pd.Timestamp("2015-12-31"), pd.Timestamp("2016-12-31")), hi
 
 
-def test_a_date_range_inside_one_year_is_refined_to_the_months_that_hold_rows():
-    """Interviews held in March 2024 (10,000 rows): the year histogram locates 2024 (here with 2023 beside it: a bin
-    next to the range joins at 1.645σ), and the refinement (8 sub-bins over the located years) drops the empty ones
-    after March, so the bounds end with the sub-bin holding March (2024-03-31 or 2024-04-01) and every real date stays
-    inside them.  Without the refinement the bins spread the dates over whole years."""
+def test_a_date_range_inside_one_year_is_zoomed_to_the_month_that_holds_rows():
+    """Interviews held in March 2024 (10,000 rows): the years' look locates 2024 (a year beside it may be chained on
+    at 1σ), the months' look over those years holds March alone and drops the months around it (their noisy sums,
+    or 10,000 less March's, read under 2% of the rows), so the bounds are March -- or a month more on a side where
+    a noisy edge month reaches 1.645σ -- and every real date stays inside them; the refinement over days then finds
+    nothing empty inside March.  Without the zoom the bins spread the dates over whole years; with the refinement
+    alone (8 sub-bins of the year) they ran from January to April."""
     rng = np.random.default_rng(4)
     days = pd.Timestamp("2024-03-01") + pd.to_timedelta(rng.integers(0, 31, 10_000), unit="D")
     df = pd.DataFrame({"interviewed": days.strftime("%Y-%m-%d")})
     task = ValueTask("interviewed", "datetime", granularity="day", format="%Y-%m-%d", need_lower=True, need_upper=True)
-    found = discover_values(df, [task], 1.0, 1e-9, Randomness(2))
-    assert found.report["bounds"]["interviewed"]["refined"]["trimmed"][1]
-    lo = pd.Timestamp("1970-01-01") + pd.Timedelta(days=found.fields["interviewed"]["lower"])
-    hi = pd.Timestamp("1970-01-01") + pd.Timedelta(days=found.fields["interviewed"]["upper"])
-    assert pd.Timestamp("2023-10-01") <= lo <= pd.Timestamp("2024-03-01")
-    assert pd.Timestamp("2024-03-31") <= hi <= pd.Timestamp("2024-04-01")
+    for seed in range(5):
+        found = discover_values(df, [task], 1.0, 1e-9, Randomness(seed))
+        assert found.report["bounds"]["interviewed"]["look"] == "months"
+        lo = pd.Timestamp("1970-01-01") + pd.Timedelta(days=found.fields["interviewed"]["lower"])
+        hi = pd.Timestamp("1970-01-01") + pd.Timedelta(days=found.fields["interviewed"]["upper"])
+        assert pd.Timestamp("2024-02-01") <= lo <= pd.Timestamp("2024-03-01"), (seed, lo)
+        assert pd.Timestamp("2024-03-31") <= hi <= pd.Timestamp("2024-04-30"), (seed, hi)
 
 
 def test_exact_bounds_are_min_and_max():
