@@ -638,8 +638,9 @@ def _fallback_unlocatable_bounds(
 def _wants_points(role: Role, spec: ColumnSpec | None, n: int) -> bool:
     """Whether a kept column's frequent values are released to get bins of their own (public: its role, what the
     schema declares, n, and the released role counts): a numeric column whose bounds are discovered, on
-    LARGE_TABLE_ROWS rows or more or, for a real one, where :func:`_few_values` says it has few distinct values (a
-    real one's released values decode to themselves: fair's coded ages 17.5, 22, 27, ...; five prices)."""
+    LARGE_TABLE_ROWS rows or more or where :func:`_few_values` says it has few distinct values (a real one's
+    released values decode to themselves: fair's coded ages 17.5, 22, 27, ...; five prices; a whole one's each get
+    a bin: discounts of 0, 10, 20 and 30% no longer come back as 7 or 13)."""
     if role.role != "numeric" or (not role.integer and n > REAL_POINTS_MAX_ROWS):
         return False
     if n < LARGE_TABLE_ROWS and not _few_values(role, n):
@@ -648,19 +649,20 @@ def _wants_points(role: Role, spec: ColumnSpec | None, n: int) -> bool:
     return need_lower or need_upper  # bounds from the data: declared bounds (or edges) keep the declared bins
 
 
-#: Under LARGE_TABLE_ROWS, a real-numbered column whose privately released count of distinct values is at most
-#: this share of the rows releases its frequent values too (five prices on 3,000 rows; not a measurement).
+#: Under LARGE_TABLE_ROWS, a numeric column whose privately released count of distinct values is at most this share
+#: of the rows releases its frequent values too (five prices on 3,000 rows; not a measurement; whole-number columns
+#: too since 2026-11-28: a discount of 0/5/10/15/20 on 3,000 rows came back over every whole number from 0 to 20).
 FEW_VALUES_SHARE = 0.05
 
 
 def _few_values(role: Role, n: int) -> bool:
-    """Whether a real-numbered column's role was decided privately from counts saying it has few distinct values:
+    """Whether a numeric column's role was decided privately from counts saying it has few distinct values:
     its noisy ``distinct`` at most FEW_VALUES_SHARE·n, with noise (σ) no larger than that share -- on smaller or
     wider tables the count cannot tell five values from fifty (Pima at ε = 1, σ ≈ 11% of the rows: whole-number
     columns read as real got points and nothing else).  Post-processing of the released role statistics, so the
     choice costs nothing.  A declared or confirmed role carries no such count: False."""
     stats = role.stats or {}
-    if role.integer or role.source != "dp" or "distinct" not in stats:
+    if role.source != "dp" or "distinct" not in stats:
         return False
     share = FEW_VALUES_SHARE * n
     return float(stats.get("noise_sigma", math.inf)) <= share and float(stats["distinct"]) <= share

@@ -5,6 +5,7 @@ tolerances from the distributions."""
 
 from __future__ import annotations
 
+import json
 import math
 
 import numpy as np
@@ -206,9 +207,50 @@ def test_under_5000_rows_a_real_column_with_few_values_releases_them():
     assert released >= binom.ppf(0.001, 5 * fired, p), (released, fired, p)
 
 
+def test_under_5000_rows_a_whole_number_column_with_few_values_comes_back_as_those_values(tmp_path):
+    """A discount of 0, 10, 20 or 30% and a 1-5 star rating on a 4,000-row shop table, roles decided privately at
+    ε = 1 (`dpcore release`, a seeded demo): the roles' noisy distinct counts and their σ (~3% of the rows) are under
+    FEW_VALUES_SHARE, so the whole-number columns' frequent values are released (partition selection: a value held by
+    one row enters with probability at most δ_t) and each gets a bin of its own. The discounts held by more rows than
+    the selection's threshold (0, 10, 20; ~340 rows) come back as themselves, and 30 (5% of the rows) is drawn in its
+    bin, 28-31: 6-10% of the rows off the table's values in seeds 0-4, against 29-35% before, when every discount was
+    drawn over whole numbers from 0 to 31."""
+    from dpcore.cli import main
+
+    rng = np.random.default_rng(41)
+    n = 4000
+    df = pd.DataFrame({
+        "category": rng.choice(["toys", "books", "garden", "food"], n),
+        "quantity": np.minimum(rng.geometric(0.5, n), 6),
+        "stars": rng.choice([1, 2, 3, 4, 5], n, p=[0.05, 0.07, 0.18, 0.35, 0.35]),
+        "discount": rng.choice([0, 10, 20, 30], n, p=[0.6, 0.2, 0.15, 0.05]),
+        "price": rng.lognormal(3, 0.8, n).round(2),
+        "returned": rng.choice(["no", "yes"], n, p=[0.9, 0.1]),
+    })  # fmt: skip
+    df.to_csv(tmp_path / "shop.csv", index=False)
+    args = [
+        "release",
+        "--data",
+        str(tmp_path / "shop.csv"),
+        "--epsilon",
+        "1",
+        "--seed",
+        "0",
+        "--card",
+        str(tmp_path / "c.json"),
+    ]
+    assert main([*args, "--out", str(tmp_path / "synth.csv"), "--workspace", str(tmp_path / "ws"), "--quiet"]) == 0
+    details = json.loads((tmp_path / "c.json").read_text())["data"]["schema_discovery"]["details"]
+    assert details["points"]["attributes"] >= 2  # the whole-number columns with few values
+    synth = pd.read_csv(tmp_path / "synth.csv")
+    assert float((~synth["discount"].dropna().isin([0, 10, 20, 30])).mean()) <= 0.12
+    assert synth["stars"].dropna().isin([1, 2, 3, 4, 5]).all()
+
+
 def test_few_values_needs_a_private_role_whose_count_can_tell():
-    """The rule reads only a privately decided role's released counts: a confirmed role, a whole-number column, or
-    a count whose σ exceeds the share it is compared with never releases points on a small table."""
+    """The rule reads only a privately decided role's released counts: a confirmed role or a count whose σ exceeds
+    the share it is compared with never releases points on a small table; a whole-number column with few values
+    does (since 2026-11-28), a whole-number column with many does not."""
     from dpcore.ingest import Role
     from dpcore.tabular import FEW_VALUES_SHARE, _few_values
 
@@ -218,5 +260,6 @@ def test_few_values_needs_a_private_role_whose_count_can_tell():
     assert _few_values(Role("p", "numeric", source="dp", stats=stats), n)
     assert not _few_values(Role("p", "numeric", source="dp", stats={**stats, "noise_sigma": share * 2}), n)
     assert not _few_values(Role("p", "numeric", source="dp", stats={**stats, "distinct": share + 1}), n)
-    assert not _few_values(Role("p", "numeric", integer=True, source="dp", stats=stats), n)
+    assert _few_values(Role("p", "numeric", integer=True, source="dp", stats=stats), n)
+    assert not _few_values(Role("p", "numeric", integer=True, source="dp", stats={**stats, "distinct": 400.0}), n)
     assert not _few_values(Role("p", "numeric", source="declared"), n)
