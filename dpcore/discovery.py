@@ -767,6 +767,22 @@ def _toward_zero(noisy: np.ndarray, sigma: float, lo: float, hi: float, integer:
     return lo, hi
 
 
+def _first_look(counts: np.ndarray, rho_bounds: float, noise) -> tuple[np.ndarray, float, float]:
+    """(noisy counts, their σ, the ρ left for the second look): the first of a bounds histogram's two looks, at
+    FIRST_LOOK_SHARE of ρ_bounds (sensitivity sqrt(2), discrete Gaussian noise of σ = 1/sqrt(ρ_a))."""
+    sigma_a = bounds_sigma(FIRST_LOOK_SHARE * rho_bounds)
+    return counts + noise.discrete_gaussian(sigma_a, len(counts)), sigma_a, rho_bounds - FIRST_LOOK_SHARE * rho_bounds
+
+
+def _averaged_look(counts: np.ndarray, first: np.ndarray, rho_bounds: float, noise) -> np.ndarray:
+    """The second look drawn as the first was, at the rest of ρ_bounds, and the two averaged with weights ρ_a and
+    ρ_b: Gaussian measurements of the same counts, whose average has the noise of one draw at ρ_bounds."""
+    rho_a = FIRST_LOOK_SHARE * rho_bounds
+    rho_b = rho_bounds - rho_a
+    second = counts + noise.discrete_gaussian(bounds_sigma(rho_b), len(counts))
+    return (rho_a * first.astype(float) + rho_b * second.astype(float)) / rho_bounds
+
+
 def locate_bounds(
     values: np.ndarray, integer: bool, rho_bounds: float, n: int, noise, *, sides=(True, True)
 ) -> tuple[float | None, float | None, tuple[float, float] | None, dict]:
@@ -788,10 +804,7 @@ def locate_bounds(
     σ = 1/sqrt(ρ): ρ_a- and ρ_b-zCDP; which query the second look asks is a function of the first look's released
     range and public n (adaptive composition), and its ρ_b is fixed before the data is read: ρ_a + ρ_b = ρ_bounds."""
     counts = bin_counts(values, "numeric", integer)
-    rho_a = FIRST_LOOK_SHARE * rho_bounds
-    rho_b = rho_bounds - rho_a
-    sigma_a = bounds_sigma(rho_a)
-    first = counts + noise.discrete_gaussian(sigma_a, len(counts))
+    first, sigma_a, rho_b = _first_look(counts, rho_bounds, noise)
     lo, hi, how = bounds_from_noisy(first, sigma_a, "numeric", integer)
     if lo is not None and hi is not None:
         lo, hi = _toward_zero(first, sigma_a, lo, hi, integer)
@@ -801,8 +814,7 @@ def locate_bounds(
         core_lo, core_hi, zoom = refine_bounds(values, lo, hi, integer, rho_b, n, noise, sides=sides, narrow=True)
         core = (core_lo, core_hi) if (core_lo, core_hi) != (lo, hi) else None
         return lo, hi, core, {**how, "look": "narrow", "zoom": zoom}
-    second = counts + noise.discrete_gaussian(bounds_sigma(rho_b), len(counts))
-    combined = (rho_a * first.astype(float) + rho_b * second.astype(float)) / rho_bounds
+    combined = _averaged_look(counts, first, rho_bounds, noise)
     lo, hi, how = bounds_from_noisy(combined, bounds_sigma(rho_bounds), "numeric", integer)
     # a narrow range that too few rows could not zoom into: its bins are coarse (the release says so)
     coarse = lo is not None and hi is not None and narrow_range(lo, hi, integer) and not refines(rho_b, n)
@@ -927,10 +939,7 @@ def locate_date_bounds(
         lo, hi, how = histogram_bounds(days, "datetime", False, rho_bounds, noise)
         return lo, hi, {**how, "look": "years"}
     counts = bin_counts(days, "datetime", False)
-    rho_a = FIRST_LOOK_SHARE * rho_bounds
-    rho_b = rho_bounds - rho_a
-    sigma_a = bounds_sigma(rho_a)
-    first = counts + noise.discrete_gaussian(sigma_a, len(counts))
+    first, sigma_a, rho_b = _first_look(counts, rho_bounds, noise)
     lo, hi, how = bounds_from_noisy(first, sigma_a, "datetime", False)
     if lo is not None and hi is not None and not how.get("window"):
         lower_edges, upper_edges = bound_bins("datetime")
@@ -938,8 +947,7 @@ def locate_date_bounds(
         if b - a + 1 <= DATE_ZOOM_YEARS:
             new_lo, new_hi, zoom = zoom_months(days, lo, hi, rho_b, n, noise, sides)
             return new_lo, new_hi, {**how, "look": "months", "zoom": zoom}
-    second = counts + noise.discrete_gaussian(bounds_sigma(rho_b), len(counts))
-    combined = (rho_a * first.astype(float) + rho_b * second.astype(float)) / rho_bounds
+    combined = _averaged_look(counts, first, rho_bounds, noise)
     lo, hi, how = bounds_from_noisy(combined, bounds_sigma(rho_bounds), "datetime", False)
     return lo, hi, {**how, "look": "combined"}
 
