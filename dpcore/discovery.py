@@ -649,6 +649,7 @@ def refine_bounds(
     sides=(True, True),
     narrow: bool = False,
     reached=(None, None),
+    min_trim: int | None = None,
 ) -> tuple[float, float, dict]:
     """(lower, upper, report): bounds [lo, hi] located by :func:`histogram_bounds`, trimmed over the sub-bins of
     :func:`refine_edges` that look empty.  From each end, sub-bins are dropped while none clears
@@ -666,7 +667,9 @@ def refine_bounds(
     bound on to 0 (None: it did not): that side may also drop a single sub-bin, as long as what it drops lies within
     the reach -- a range no histogram bin vouched for, so nothing real is trimmed past the located rows (bank
     clients aged 18-95, located as [16, 127] and reached down to 0, kept [0, 16) and came back with 0.4% of them
-    aged 0-10: its one empty sub-bin of eight was under the two a trim asks).
+    aged 0-10: its one empty sub-bin of eight was under the two a trim asks).  ``min_trim``: how many sub-bins a side
+    must drop instead (dates: one -- a week of a month, not a thin end value; web logs over nine days of June were
+    zoomed to May-June and kept their last empty week, 15% of the rows drawn there).
 
     Privacy: the edges are public given the released [lo, hi] (adaptive composition); every present value is
     counted once, clipped into the range, so one changed row moves one count down and one up: L2 sensitivity
@@ -702,7 +705,7 @@ def refine_bounds(
         return k
 
     def enough(k: int) -> bool:
-        return k >= max(2, REFINE_MIN_TRIM * sub)
+        return k >= (max(2, REFINE_MIN_TRIM * sub) if min_trim is None else min_trim)
 
     low = empty_run(noisy) if sides[0] else 0
     if not (enough(low) or (low and reached[0] is not None and float(edges[low]) <= float(reached[0]))):
@@ -1366,7 +1369,7 @@ def discover_values(df: pd.DataFrame, tasks: list[ValueTask], rho_values: float,
             whole_days = t.integer or t.kind == "datetime"  # a date's bounds are whole days
             lower, upper, fine = refine_bounds(
                 present, lower, upper, whole_days, rho_refine, len(df), noise, sides=(t.need_lower, t.need_upper),
-                reached=how.get("reached", (None, None)),
+                reached=how.get("reached", (None, None)), min_trim=1 if t.kind == "datetime" else None,
             )  # fmt: skip
             report["bounds"][t.name]["refined"] = fine
         if t.kind == "datetime":

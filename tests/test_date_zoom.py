@@ -181,6 +181,24 @@ def test_the_months_counts_move_by_at_most_sqrt2_between_neighbouring_columns():
         assert np.abs(month_counts(np.delete(days, j), edges) - counts).sum() == 1
 
 
+def test_a_date_range_is_refined_by_a_single_empty_sub_bin():
+    """Dates over 1-18 June located as May-June (a thin edge month kept on noise): the refinement's eight sub-bins of
+    ~7.6 days hold nothing in the last (23-30 June); a number's side moves only when it drops two sub-bins (a thin
+    end value of a scale looks empty), a date's with one. Over 10 draws at this ρ (σ ≈ 14, the sub-bins' ~2,000
+    rows far over it) the upper bound ends before 23 June in every draw, and never before the last real date."""
+    from dpcore.discovery import refine_bounds
+
+    rng = np.random.default_rng(2)
+    stamps = pd.Series(pd.Timestamp("2025-06-01") + pd.to_timedelta(rng.integers(0, 18 * 24, 10_000), unit="h"))
+    days = _days(stamps)
+    lo, hi = float((pd.Timestamp("2025-05-01") - EPOCH).days), float((pd.Timestamp("2025-06-30") - EPOCH).days)
+    for seed in range(10):
+        _, new_hi, rep = refine_bounds(days, lo, hi, True, 1 / 14.0**2, len(days), Randomness(seed), min_trim=1)
+        assert rep["trimmed"][1] and days[-1] <= new_hi < float((pd.Timestamp("2025-06-23") - EPOCH).days), seed
+        _, old_hi, _ = refine_bounds(days, lo, hi, True, 1 / 14.0**2, len(days), Randomness(seed))
+        assert old_hi == hi  # one empty sub-bin: a number's rule keeps it
+
+
 def test_a_dates_trimmed_months_are_named_as_clipped_not_as_binned_where_the_rows_are():
     report = {"bounds": {"ordered": {"look": "months", "zoom": {"trimmed": [True, True]}}}}
     (text,) = discovery_warnings(report, 3000)
