@@ -827,9 +827,8 @@ def locate_bounds(
 def month_edges(lo: float, hi: float) -> np.ndarray:
     """The first day of every month from the one holding ``lo`` to the one after ``hi`` (days since 1970-01-01):
     the sub-bins of a date range's zoom.  Public given the bounds."""
-    first = np.datetime64(int(lo), "D").astype("datetime64[M]")
-    last = np.datetime64(int(hi), "D").astype("datetime64[M]") + 1
-    return np.arange(first, last + 1).astype("datetime64[D]").astype(np.int64).astype(float)
+    first, last = unit_index(np.array([lo, hi]), "month")
+    return unit_start_days(np.arange(first, last + 2), "month").astype(float)
 
 
 def _empty_ends(noisy: np.ndarray, sigma: float, threshold: float, n: int) -> tuple[int, int]:
@@ -850,15 +849,13 @@ def _empty_ends(noisy: np.ndarray, sigma: float, threshold: float, n: int) -> tu
     for low in range(int(held[0]) + 1):
         for high in range(sub - int(held[-1])):
             m, kept = low + high, sub - low - high
-            dropped = sums[low] + (sums[sub] - sums[sub - high])
+            kept_sum = sums[sub - high] - sums[low]
             estimate, sd = (
-                (dropped, sigma * math.sqrt(m))
-                if m <= kept
-                else (n - (sums[sub - high] - sums[low]), sigma * math.sqrt(kept))
+                (sums[sub] - kept_sum, sigma * math.sqrt(m)) if m <= kept else (n - kept_sum, sigma * math.sqrt(kept))
             )
             if ADJACENT_Z * sd > ZOOM_CLIP_SHARE * n or estimate > max(REFINE_CLIP_SHARE * n, ADJACENT_Z * sd):
                 continue
-            if (estimate + sd) * kept > ZOOM_DENSITY * m * (sums[sub - high] - sums[low]):  # as full as the kept
+            if (estimate + sd) * kept > ZOOM_DENSITY * m * kept_sum:  # as full, a month, as the kept ones
                 continue
             if m > best:
                 best, pick = m, (low, high)
@@ -890,11 +887,11 @@ def zoom_months(
     threshold = bin_threshold(sigma, sub)
     noisy = month_counts(days, edges) + noise.discrete_gaussian(sigma, sub + 2)
     before, months, after = float(noisy[0]), noisy[1:-1], float(noisy[-1])
-    report = {"sigma": sigma, "threshold": threshold, "bins": int(sub + 2), "trimmed": [False, False]}
     low, high = _empty_ends(months, sigma, threshold, n)
     out = [sides[0] and before >= BEYOND_Z * sigma, sides[1] and after >= BEYOND_Z * sigma]
     low, high = (low if sides[0] and not out[0] else 0), (high if sides[1] and not out[1] else 0)
-    report["trimmed"], report["widened"] = [bool(low), bool(high)], out
+    report = {"sigma": sigma, "threshold": threshold, "bins": int(sub + 2), "trimmed": [bool(low), bool(high)],
+              "widened": out}  # fmt: skip
     new_lo = float(edges[low]) if low else (_year_start(lo, -1) if out[0] else lo)
     new_hi = float(edges[sub - high]) - 1.0 if high else (_year_start(hi, 2) - 1.0 if out[1] else hi)
     return new_lo, new_hi, report
@@ -909,8 +906,7 @@ def month_counts(days: np.ndarray, edges: np.ndarray) -> np.ndarray:
 
 def _year_start(day: float, years: int) -> float:
     """The first day of the year ``years`` after the one holding ``day`` (days since 1970-01-01)."""
-    year = np.datetime64(int(day), "D").astype("datetime64[Y]") + years
-    return float(year.astype("datetime64[D]").astype(np.int64))
+    return float(unit_start_days(unit_index(np.array([day]), "year") + years, "year")[0])
 
 
 def months_resolvable(rho_bounds: float, n: int) -> bool:

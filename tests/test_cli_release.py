@@ -188,6 +188,16 @@ def test_a_workload_that_would_be_mostly_noise_is_warned_before_the_spend(sample
     assert "mostly noise" not in capsys.readouterr().err
 
 
+def _seeded_release(df: pd.DataFrame, tmp_path, monkeypatch) -> dict:
+    """`dpcore release` of ``df`` with nothing declared at ε = 1 (seed 0, a demo) into tmp_path/synth.csv; the card's
+    schema by column name."""
+    df.to_csv(tmp_path / "table.csv", index=False)
+    monkeypatch.chdir(tmp_path)
+    args = ["release", "--data", "table.csv", "--epsilon", "1", "--seed", "0", "--out", "synth.csv"]
+    assert main([*args, "--card", "card.json", "--workspace", str(tmp_path / "ws"), "--quiet"]) == 0
+    return {a["name"]: a for a in json.loads((tmp_path / "card.json").read_text())["data"]["schema"]}
+
+
 def test_timestamps_of_three_months_come_back_inside_those_months(tmp_path, monkeypatch):
     """Orders placed from March to May 2025 (3,000 rows, seconds in the stamps) with nothing declared, at ε = 1 (a
     seeded demo): the dates' years are located as 2025 and the months' look trims the empty months around March-May,
@@ -200,11 +210,7 @@ def test_timestamps_of_three_months_come_back_inside_those_months(tmp_path, monk
     stamps = pd.Timestamp("2025-03-01") + pd.to_timedelta(rng.integers(0, 92 * 86400, n), unit="s")
     df = pd.DataFrame({"placed": stamps.strftime("%Y-%m-%dT%H:%M:%S"), "country": rng.choice(["US", "CA", "MX"], n),
                        "quantity": rng.integers(1, 6, n)})  # fmt: skip
-    df.to_csv(tmp_path / "orders.csv", index=False)
-    monkeypatch.chdir(tmp_path)
-    args = ["release", "--data", "orders.csv", "--epsilon", "1", "--seed", "0", "--out", "synth.csv"]
-    assert main([*args, "--card", "card.json", "--workspace", str(tmp_path / "ws"), "--quiet"]) == 0
-    schema = {a["name"]: a for a in json.loads((tmp_path / "card.json").read_text())["data"]["schema"]}
+    schema = _seeded_release(df, tmp_path, monkeypatch)
     assert schema["placed"]["kind"] == "datetime" and schema["placed"]["format"] == "%Y-%m-%dT%H:%M:%S"
     placed = pd.to_datetime(pd.read_csv(tmp_path / "synth.csv")["placed"], format="%Y-%m-%dT%H:%M:%S")
     # seeds 0-4: no row outside (a thin edge month kept on noise would hold a few); before the months' look 4-15%
@@ -225,11 +231,7 @@ def test_year_columns_with_nothing_declared_come_back_as_years(tmp_path, monkeyp
     visit = rng.choice([2019, 2020, 2021, 2022, 2023], n, p=[0.1, 0.15, 0.2, 0.25, 0.3])
     df = pd.DataFrame({"visit_year": visit, "birth_year": birth, "sex": rng.choice(["F", "M"], n),
                        "score": rng.integers(1, 6, n)})  # fmt: skip
-    df.to_csv(tmp_path / "clinic.csv", index=False)
-    monkeypatch.chdir(tmp_path)
-    args = ["release", "--data", "clinic.csv", "--epsilon", "1", "--seed", "0", "--out", "synth.csv"]
-    assert main([*args, "--card", "card.json", "--workspace", str(tmp_path / "ws"), "--quiet"]) == 0
-    schema = {a["name"]: a for a in json.loads((tmp_path / "card.json").read_text())["data"]["schema"]}
+    schema = _seeded_release(df, tmp_path, monkeypatch)
     for name in ("visit_year", "birth_year"):
         assert (schema[name]["kind"], schema[name]["granularity"], schema[name]["format"]) == ("datetime", "year", "%Y")
     synth = pd.read_csv(tmp_path / "synth.csv")
