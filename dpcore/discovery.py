@@ -48,7 +48,10 @@ So we set σ² = 1/ρ_col (then ρ_c = p_c·ρ_col, the attributes' share) and �
 P[Z ≥ τ - 1] ≤ δ_t / p_c (:func:`partition_threshold`, using the tail bound of
 :func:`discrete_gaussian_tail_bound`).  In particular **a value held by a single row enters the schema with
 probability at most δ_t / p_c ≤ δ**.  Values not released go to the attribute's "other" code; missing is
-always a code of its own.  The released set is sorted (natural order), so its order tells nothing more.
+always a code of its own.  The released set is sorted (natural order), so its order tells nothing more.  Where the
+released values are all words of one public vocabulary and cover at least half of it (:mod:`dpcore.vocabularies`:
+the ``N`` of a Y/N flag whose ``Y`` holds 9% of a small table), its other words are added and listed as the
+attribute's ``vocabulary``: a function of the released set alone (post-processing), read by no count.
 
 **Frequent values of numeric columns** (``need_points``): the same partition selection on a numeric column's
 values (a real-numbered one's up to :data:`dpcore.tabular.REAL_POINTS_MAX_ROWS` rows), with σ_p² = 1/ρ_p (ρ_p
@@ -158,6 +161,7 @@ from .errors import BudgetError, DomainError
 from .ingest import ROLES, _distinct_present
 from .mechanisms.base import SpendRecord
 from .privacy import eps_to_zcdp, zcdp_to_eps_cks
+from .vocabularies import completion
 
 #: Share of the run's ε (and δ) spent on discovery when any field must be discovered.
 DEFAULT_SCHEMA_SHARE = 0.2
@@ -1326,6 +1330,10 @@ def discover_values(df: pd.DataFrame, tasks: list[ValueTask], rho_values: float,
         report["categories"] = {"sigma": sigma, "threshold": tau, "attributes": len(cats)}
         for t, values in zip(cats, select_many([df[t.name] for t in cats], sigma, tau, noise)):
             out.fields[t.name] = {"values": values}
+            added = completion(values)  # a public vocabulary's other words (post-processing of the released set)
+            if added:
+                out.fields[t.name] = {"values": tuple(sorted(values + added, key=_natural_key)), "vocabulary": added}
+                report.setdefault("vocabulary", {})[t.name] = list(added)
     if pointed:
         sigma = 1.0 / math.sqrt(split_column_rho(pointed[0], rho[pointed[0].name], pointed[0].name in refined)[1])
         tau = partition_threshold(sigma, delta_threshold / selected)

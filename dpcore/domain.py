@@ -134,6 +134,9 @@ class Attribute:
     #: numeric, not integer: values whose bin decodes to the value itself (a frequent value with a bin of its own,
     #: ``[p - h, p + h)``: 17.5 comes back as 17.5, not as a draw between 17.45 and 17.55)
     points: tuple[float, ...] = ()
+    #: categorical: listed values a public vocabulary added to a discovered set (:mod:`dpcore.vocabularies`), not
+    #: released from the data; measured like every value, and fitted as empty where measured under 2σ
+    vocabulary: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
         if not isinstance(self.name, str) or not self.name:
@@ -161,12 +164,18 @@ class Attribute:
                     "or 'other' instead of listing them."
                 )
             object.__setattr__(self, "values", vals)
+            added = tuple(_canonical_text(v) for v in self.vocabulary)
+            if any(v not in vals for v in added):
+                raise DomainError(f"Attribute {self.name!r}: every vocabulary value must be one of its values.")
+            object.__setattr__(self, "vocabulary", added)
         elif self.kind == "numeric":
             self._check_numeric()
         else:
             self._check_datetime()
         if self.points and self.kind != "numeric":
             raise DomainError(f"Attribute {self.name!r}: points are for numeric attributes.")
+        if self.vocabulary and self.kind != "categorical":
+            raise DomainError(f"Attribute {self.name!r}: vocabulary values are for categorical attributes.")
 
     def _set_provenance(self) -> None:
         fields = PROVENANCE_FIELDS[self.kind]
@@ -304,6 +313,8 @@ class Attribute:
             for f in _FIELDS_SET_BY.get(key, ()):
                 prov[f] = source
         prov = {f: prov.get(f, source) for f in PROVENANCE_FIELDS[kind]}
+        if ("values" in changes or kind != "categorical") and "vocabulary" not in changes:
+            changes["vocabulary"] = ()  # a value list given anew: none of it was added by a vocabulary
         if {"lower", "upper", "bins", "kind", "granularity"} & set(changes):
             changes.setdefault("edges", ())  # derived again from the new bounds and bin count
         return replace(self, **changes, source="mixed", provenance=tuple(prov.items()))
@@ -539,6 +550,8 @@ class Attribute:
             d["values"] = list(self.values)
             if self.other:
                 d["other"] = True
+            if self.vocabulary:
+                d["vocabulary"] = list(self.vocabulary)
         elif self.kind == "numeric":
             d.update(lower=self.lower, upper=self.upper, edges=list(self.edges), out_of_bounds=self.out_of_bounds)
             if self.integer:
@@ -567,7 +580,7 @@ class Attribute:
         if extra:
             raise DomainError(f"Attribute {d.get('name')!r}: unknown schema keys {sorted(extra)}.")
         kw = dict(d)
-        for key in ("values", "edges", "points"):
+        for key in ("values", "edges", "points", "vocabulary"):
             if key in kw:
                 if not isinstance(kw[key], (list, tuple)):
                     raise DomainError(f"Attribute {d['name']!r}: {key!r} must be a list.")
@@ -600,6 +613,7 @@ ATTRIBUTE_KEYS = frozenset(
         "other",
         "unparsable",
         "points",
+        "vocabulary",
     }
 )
 

@@ -549,9 +549,11 @@ def _build_attribute(
     if role.role == "categorical":
         values = pick("values")
         other = bool(settings.get("other", prov["values"] == "dp"))
+        added = tuple(found.get("vocabulary") or ()) if prov["values"] == found_source else ()
         return Attribute(
-            role.name, "categorical", tuple(values or ()), other=other, provenance=tuple(prov.items()), **common
-        )
+            role.name, "categorical", tuple(values or ()), other=other, provenance=tuple(prov.items()),
+            vocabulary=added, **common,
+        )  # fmt: skip
     lower, upper = pick("lower"), pick("upper")
     unparsable = settings.get("unparsable", "missing")
     if role.role == "numeric":
@@ -914,6 +916,15 @@ def discovery_warnings(report: dict, n: int) -> list[str]:
             f"Only values held by about {cats['threshold']:,} rows or more ({cats['threshold'] / n:.0%} of the "
             "rows) can enter a discovered category set; rarer values appear as '(other)'. Declare the value sets "
             "for finer categories."
+        )
+    added = report.get("vocabulary") or {}
+    if added:
+        out.append(
+            "Values added to discovered categories from a public vocabulary (yes/no, true/false, answer scales, "
+            "days, months: part of dpcore, not read from the data): "
+            + "; ".join(f"{c}: {', '.join(v)}" for c, v in list(added.items())[:8])
+            + ". The other values of those columns were released and these complete them; their rows are measured "
+            "like every value's, and a value measured as nearly empty is fitted as empty."
         )
     fallback = report.get("bounds_fallback")
     if fallback and fallback.get("excluded"):

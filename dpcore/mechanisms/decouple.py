@@ -62,6 +62,13 @@ DECOUPLE_PARAM = Param(
 #: passes it with probability Φ(-2) ≈ 2.3%, and a column whose cells are all present is common.
 STRUCTURAL_Z = 2.0
 
+#: A value a public vocabulary added to a discovered category set (the rare ``Y`` of a flag whose ``N`` was released)
+#: is fitted as empty under this many σ: it is nearly always real (a kept column is not constant, and a flag's other
+#: cells are its partner), so the test is lighter -- a flag's 9% of ``Y`` measured at σ = 3.2% of the rows was
+#: emptied in 4 of 10 releases at 2σ (about 21% of draws), about 4% at 1σ -- while a word the column does not have
+#: (a four-point scale given the five-point scale's ``Neutral``) keeps about σ·φ(1) ≈ 0.24σ of the rows on average.
+WORD_Z = 1.0
+
 #: A number's end bins are fitted as empty only where the one-way measurement's σ is at most this share of the
 #: rows: with more noise a real thin value cannot be told from an empty one (anes96's 944 rows at ε = 1, σ ≈ 4%:
 #: a 1-7 scale lost its 3.6% of 7s; at a 5% limit its 2-way TVD rose 0.231 -> 0.236), so the ends are left as
@@ -76,7 +83,8 @@ EMPTY_SPECIAL_PARAM = Param(
     "bool",
     True,
     "Fit cells that noise alone would fill as empty (post-processing): a column's missing or '(other)' cell "
-    f"measured under {STRUCTURAL_Z:g}σ, and a discovered number's end values past where its power-of-two bounds "
+    f"measured under {STRUCTURAL_Z:g}σ, a value a public vocabulary added to its discovered categories measured "
+    f"under {WORD_Z:g}σ, and a discovered number's end values past where its power-of-two bounds "
     f"vouch for rows while together under 1σ (where σ is at most {OUTER_SIGMA_SHARE:.0%} of the rows) -- else a "
     "column that has none gets a few percent of rows there (a 1-5 scale located as [1, 7] coming back with 6s and "
     "7s).",
@@ -84,11 +92,18 @@ EMPTY_SPECIAL_PARAM = Param(
 )
 
 
+class Word(int):
+    """The code of a value a public vocabulary added to a discovered category set (:mod:`dpcore.vocabularies`):
+    tested against WORD_Z instead of STRUCTURAL_Z."""
+
+
 def special_codes(domain) -> dict[int, tuple[int, ...]]:
-    """Each attribute's missing and '(other)' codes (public: the schema's)."""
+    """Each attribute's missing and '(other)' codes, and the values a public vocabulary added to a discovered
+    category set (:class:`Word`: not released from the data, so possibly absent) -- public: the schema's."""
     out = {}
     for a, attr in enumerate(domain.attributes):
-        codes = tuple(c for c in (attr.other_code, attr.n_regular if attr.missing else None) if c is not None)
+        added = tuple(Word(attr.values.index(v)) for v in getattr(attr, "vocabulary", ()))
+        codes = added + tuple(c for c in (attr.other_code, attr.n_regular if attr.missing else None) if c is not None)
         if codes:
             out[a] = codes
     return out
@@ -179,11 +194,11 @@ def empty_chains(domain) -> dict[int, tuple]:
 def chain_zeros(chains: dict, measure) -> dict[int, set[int]]:
     """attribute -> the codes fitted as empty.  ``measure(attribute, code)`` gives the code's noisy share of the
     rows and that share's σ, or None where it is not measured in a cell of its own.  A bare code (a missing or
-    '(other)' cell) is emptied when its share is under STRUCTURAL_Z·σ.  Along a chain (a number's end bins, from
-    the outside in; only where σ ≤ OUTER_SIGMA_SHARE) codes are emptied while their shares together (each at least
-    0) stay under one σ: two empty values past a scale's end go about 66% of the time, a real value holding 2σ of
-    the rows about 16% of the time and one holding 3σ about 2%.  Post-processing of the noisy answers and their
-    public σ."""
+    '(other)' cell) is emptied when its share is under STRUCTURAL_Z·σ, a value a vocabulary added (:class:`Word`)
+    under WORD_Z·σ.  Along a chain (a number's end bins, from the outside in; only where σ ≤ OUTER_SIGMA_SHARE)
+    codes are emptied while their shares together (each at least 0) stay under one σ: two empty values past a
+    scale's end go about 66% of the time, a real value holding 2σ of the rows about 16% of the time and one holding
+    3σ about 2%.  Post-processing of the noisy answers and their public σ."""
     out: dict[int, set[int]] = {}
     for a, links in chains.items():
         for link in links:
@@ -198,7 +213,7 @@ def chain_zeros(chains: dict, measure) -> dict[int, set[int]]:
                     total += max(share, 0.0)  # a negative share (noise) must not make room for a real bin
                     if sd > OUTER_SIGMA_SHARE or total >= sd:
                         break
-                elif share >= STRUCTURAL_Z * sd:
+                elif share >= (WORD_Z if isinstance(link, Word) else STRUCTURAL_Z) * sd:
                     break
                 out.setdefault(a, set()).add(int(code))
     return out
@@ -214,11 +229,15 @@ def empty_notes(zeros: dict, domain, filled: int = 0) -> list[str]:
     """The run's note on the cells fitted as empty."""
     if not zeros:
         return []
-    parts, ends = [], False
+    parts, ends, words = [], False, False
     for a, codes in sorted(zeros.items()):
         attr = domain.attributes[a]
         names = attr.labels()
-        ends = ends or any(c != attr.other_code and not (attr.missing and c == attr.n_regular) for c in codes)
+        words = words or any(c < len(attr.values) and attr.values[c] in attr.vocabulary for c in codes)
+        ends = ends or (
+            attr.kind != "categorical"
+            and any(c != attr.other_code and not (attr.missing and c == attr.n_regular) for c in codes)
+        )
         labels = ["missing" if attr.missing and c == attr.n_regular else names[c] for c in sorted(codes)]
         parts.append(f"{attr.name}: {', '.join(labels)}")
     return [
@@ -228,6 +247,7 @@ def empty_notes(zeros: dict, domain, filled: int = 0) -> list[str]:
             if ends
             else ""
         )
+        + (f" (a value a public vocabulary added: under {WORD_Z:g}σ)" if words else "")
         + " were fitted as empty (post-processing), so noise does not fill them with rows the data may not have: "
         + "; ".join(parts)
         + (f" ({filled:,} cells left there by the fit took a value from a similar row)." if filled else ".")
