@@ -126,7 +126,12 @@ to the first sub-bin that does not look empty (:func:`refine_bounds`: none of th
 threshold, their noisy sum stays under REFINE_CLIP_SHARE·n, and at least two sub-bins and REFINE_MIN_TRIM of
 them go -- or one, where it lies within a reach down to 0 that no bin of the locating histogram vouched for: ages
 18-95 reached to [0, 127] come back up to 16); post-processing. For a column whose second look zoomed in, this
-histogram runs over the core instead and narrows the core, not the bounds. A date column's range (whole years) is
+histogram runs over the core instead and narrows the core, not the bounds; where the zoom kept at most DEEP_KEPT
+of its sub-bins (the rows in a sliver of the range: coordinates 45.44-45.6 located in [32, 64) and zoomed to
+[44, 48)), it runs as two draws at ρ_refine / 2 each (:func:`deep_zoom`): where the first finds the rows in a
+sliver of the core's sub-bins, the second zooms into it and each level's trimmed ends keep a bin of their own near
+the rows (``rims``); otherwise the two are averaged and trimmed as one refinement (the choices depend on released
+counts only; the total is ρ_refine either way). A date column's range (whole years) is
 refined the same way over days: interviews held in March 2024 are located as the year 2024 and refined to
 [2024-01-01, 2024-03-31] or so, where ten bins over the year had spread them from February to August.
 
@@ -240,6 +245,14 @@ REFINE_ROWS_SHARE = 1.0 / 8.0
 REFINE_CLIP_SHARE = 0.02
 #: ... and only when it drops at least two sub-bins and this share of them.
 REFINE_MIN_TRIM = 0.25
+#: A narrow range whose zoom keeps at most this many of its REFINE_BINS sub-bins may hold its rows in a sliver of
+#: them (coordinates: 45.44-45.6 in [44, 48)); its refinement is drawn in two halves (:func:`deep_zoom`), and where
+#: the first finds the rows within at most this many of the core's sub-bins the second zooms into them ...
+DEEP_KEPT = 2
+#: ... where the rest of its sub-bins are read as holding at most max(REFINE_CLIP_SHARE·n, SLIVER_Z·sd) rows: a
+#: stricter read than a zoom's trim (ADJACENT_Z), so a spread column with a thin tail (body temperatures on 10,000
+#: rows, 1.5% in [35, 36)) keeps its one refinement.
+SLIVER_Z = 1.0
 #: A numeric column's bounds histogram is drawn in two looks (:func:`locate_bounds`); the first takes this share of
 #: its ρ, and the second either zooms in on a narrow range or is averaged with the first.
 FIRST_LOOK_SHARE = 0.5
@@ -654,6 +667,7 @@ def refine_bounds(
     narrow: bool = False,
     reached=(None, None),
     min_trim: int | None = None,
+    noisy: np.ndarray | None = None,
 ) -> tuple[float, float, dict]:
     """(lower, upper, report): bounds [lo, hi] located by :func:`histogram_bounds`, trimmed over the sub-bins of
     :func:`refine_edges` that look empty.  From each end, sub-bins are dropped while none clears
@@ -685,7 +699,8 @@ def refine_bounds(
     report = {"sigma": sigma, "threshold": threshold, "bins": int(sub), "trimmed": [False, False]}
     if sub < 2:
         return lo, hi, report
-    noisy = refine_counts(values, edges) + noise.discrete_gaussian(sigma, sub)
+    if noisy is None:  # else the caller's noisy counts over these edges, of σ = 1/sqrt(rho_refine) (deep_zoom)
+        noisy = refine_counts(values, edges) + noise.discrete_gaussian(sigma, sub)
 
     def cap(m: int) -> float:
         """The most the noisy sum of m dropped sub-bins may hold (public)."""
@@ -718,9 +733,19 @@ def refine_bounds(
     top = (float(edges[sub - high]) - (1.0 if integer else 0.0)) if high else 0.0
     if not (enough(high) or (high and reached[1] is not None and top >= float(reached[1]))):
         high = 0
+    if narrow and sub - low - high > DEEP_KEPT:
+        # The rows in a sliver (at most DEEP_KEPT sub-bins clear the threshold, and n less their noisy count -- a
+        # noise of σ·sqrt(2) -- says the rest hold next to nothing): the ends go together even where their own
+        # noisy sums, over up to seven sub-bins, pass the cap above (2,000 longitudes in one sub-bin of eight kept
+        # all eight in 2 of 10 draws).  :func:`_empty_ends` reads it, as it reads a date's months.
+        s_low, s_high = _empty_ends(noisy, sigma, threshold, n)
+        s_low, s_high = (s_low if sides[0] else 0), (s_high if sides[1] else 0)
+        if sub - s_low - s_high <= DEEP_KEPT and s_low >= low and s_high >= high:
+            low, high = s_low, s_high
     new_lo = float(edges[low]) if low else lo
     new_hi = (float(edges[sub - high] - 1.0) if integer else float(edges[sub - high])) if high else hi
     report["trimmed"] = [bool(low), bool(high)]
+    report["kept"] = int(sub - low - high)
     return new_lo, new_hi, report
 
 
@@ -826,6 +851,66 @@ def locate_bounds(
     # a narrow range that too few rows could not zoom into: its bins are coarse (the release says so)
     coarse = lo is not None and hi is not None and narrow_range(lo, hi, integer) and not refines(rho_b, n)
     return lo, hi, None, {**how, "look": "combined", **({"coarse": True} if coarse else {})}
+
+
+def _sliver(noisy: np.ndarray, sigma: float, threshold: float, n: int) -> tuple[int, int] | None:
+    """(first, last) sub-bins of a sliver in ``noisy`` (σ each): the run from the first to the last sub-bin that
+    clears ``threshold``, at most DEEP_KEPT long, whose rows leave at most max(REFINE_CLIP_SHARE·n, SLIVER_Z·sd) to
+    the rest -- n less the run's noisy count, sd σ·sqrt(run) (a count of the present values, at most n: missing
+    cells make it larger, never smaller).  None otherwise.  Post-processing."""
+    held = np.flatnonzero(noisy >= threshold)
+    if not held.size or held[-1] - held[0] + 1 > DEEP_KEPT:
+        return None
+    first, last = int(held[0]), int(held[-1])
+    rest = n - float(noisy[first : last + 1].sum())
+    sd = sigma * math.sqrt(last - first + 1)
+    return (first, last) if rest <= max(REFINE_CLIP_SHARE * n, SLIVER_Z * sd) else None
+
+
+def deep_zoom(
+    values: np.ndarray, core: tuple[float, float], integer: bool, rho_refine: float, n: int, noise, sides
+) -> tuple[tuple[float, float], list[tuple[float, float]], list[dict]]:
+    """(core, rims, reports): the refinement of a narrow range's core that its zoom found within at most DEEP_KEPT
+    of its sub-bins, in two draws of half of ``rho_refine`` each over the core's REFINE_BINS sub-bins.
+
+    Where the first draw finds the rows in a sliver of them (:func:`_sliver`), the second zooms into it
+    (:func:`refine_bounds`, ``narrow``): coordinates 45.44-45.6 zoomed to [44, 48) go to [45, 46), then
+    [45.375, 45.625), and the bins go over the rows, not over a sub-bin eighty times wider than they are.  ``rims``
+    (outside in) holds the sliver widened by one sub-bin at each side (within the core): its ends keep a bin of
+    their own (:func:`dpcore.tabular._rim_edges`), so rows the second zoom trims, and a thin tail next to the sliver,
+    come back near the rows.  Otherwise (body temperatures 35.5-38 over [32, 40)) the second draw counts the same
+    sub-bins again and the two are averaged -- the noise of one draw at ``rho_refine`` -- and trimmed as
+    :func:`refine_bounds` trims one: the refinement as without the deep zoom.
+
+    Privacy: each draw counts every value once in sub-bins public given the released core (sensitivity sqrt(2),
+    σ = 1/sqrt(rho_refine / 2)); which second draw runs depends on the first draw's released counts only, and the
+    two add up to the ρ_refine the plan fixed before the data was read (adaptive composition)."""
+    lo, hi = float(core[0]), float(core[1])
+    half = rho_refine / 2.0
+    edges = refine_edges(lo, hi, integer)
+    sub = len(edges) - 1
+    if sub < 2:
+        return (lo, hi), [], []
+    sigma, threshold = bounds_sigma(half), refine_threshold(half)
+    counts = refine_counts(values, edges)
+    first = counts + noise.discrete_gaussian(sigma, sub)
+    found = _sliver(first, sigma, threshold, n)
+    if found is not None:
+        a, b = found
+        a, b = (a if sides[0] else 0), (b if sides[1] else sub - 1)
+        step = 1.0 if integer else 0.0  # a whole-number range's upper end is its last number
+
+        def span(i: int, j: int) -> tuple[float, float]:
+            return (float(edges[i]) if i > 0 else lo, float(edges[j + 1]) - step if j < sub - 1 else hi)
+
+        sliver, wide = span(a, b), span(max(a - 1, 0), min(b + 1, sub - 1))
+        level = {"sigma": sigma, "threshold": threshold, "bins": int(sub), "kept": int(b - a + 1)}
+        c_lo, c_hi, fine = refine_bounds(values, *sliver, integer, half, n, noise, sides=sides, narrow=True)
+        return (c_lo, c_hi), [wide] if wide != (c_lo, c_hi) else [], [level, fine]
+    second = counts + noise.discrete_gaussian(sigma, sub)
+    averaged = (first.astype(float) + second.astype(float)) / 2.0  # equal ρ: the noise of one draw at rho_refine
+    c_lo, c_hi, fine = refine_bounds(values, lo, hi, integer, rho_refine, n, noise, sides=sides, noisy=averaged)
+    return (c_lo, c_hi), [], [fine]
 
 
 def month_edges(lo: float, hi: float) -> np.ndarray:
@@ -1348,6 +1433,7 @@ def discover_values(df: pd.DataFrame, tasks: list[ValueTask], rho_values: float,
             present = unit_start_days(present.astype(np.int64), t.granularity or "day").astype(float)
         rho_bounds, _, rho_refine = split_column_rho(t, rho[t.name], t.name in refined)
         core = None
+        fields_rims: tuple[tuple[float, float], ...] = ()
         if t.kind == "numeric":
             lower, upper, core, how = locate_bounds(
                 present, t.integer, rho_bounds, len(df), noise, sides=(t.need_lower, t.need_upper)
@@ -1362,7 +1448,16 @@ def discover_values(df: pd.DataFrame, tasks: list[ValueTask], rho_values: float,
         if lower is None or upper is None:
             out.missing.append(t.name)
             continue
-        if rho_refine > 0 and how.get("look") == "narrow":  # a second zoom, inside the core: the bounds stay
+        if rho_refine > 0 and how.get("look") == "narrow" and how["zoom"].get("kept", REFINE_BINS) <= DEEP_KEPT:
+            # the zoom found the rows within one or two of its sub-bins (coordinates: 45.44-45.6 in [44, 48)): two
+            # more zooms inside, at half the refinement's ρ each; each level's trimmed ends keep a bin of their own
+            core, rims, deep = deep_zoom(
+                present, core or (lower, upper), t.integer, rho_refine, len(df), noise, (t.need_lower, t.need_upper)
+            )
+            report["bounds"][t.name]["deep"] = deep
+            if rims:
+                fields_rims = tuple(rims)
+        elif rho_refine > 0 and how.get("look") == "narrow":  # a second zoom, inside the core: the bounds stay
             core_lo, core_hi, fine = refine_bounds(
                 present, *(core or (lower, upper)), t.integer, rho_refine, len(df), noise,
                 sides=(t.need_lower, t.need_upper),
@@ -1395,6 +1490,8 @@ def discover_values(df: pd.DataFrame, tasks: list[ValueTask], rho_values: float,
             fields["log_from"] = max(float(how["log_from"]), lo)  # where the log-spaced bins start (post-processing)
         if core is not None and (core[0], core[1]) != (lower, upper) and lo <= core[0] <= core[1] <= hi:
             fields["core"] = (float(core[0]), float(core[1]))  # where the bins go (post-processing)
+            if fields_rims:  # the deep zoom's outer levels, outside in: a bin for each end each one trimmed
+                fields["rims"] = tuple((float(a), float(b)) for a, b in fields_rims)
         out.fields.setdefault(t.name, {}).update(fields)
     out.report = report
     return out

@@ -478,6 +478,21 @@ def _log_edges(lower: float, upper: float, start: float, nbins: int, integer: bo
     return tuple(sorted(set(edges)))
 
 
+def _rim_edges(lower: float, upper: float, core, nbins: int, integer: bool, rims) -> tuple[float, ...]:
+    """:func:`_core_edges` with a deep zoom's ``rims`` (:func:`dpcore.discovery.deep_zoom`: the cores of its outer
+    levels, outside in): each end each level trimmed keeps a bin of its own between the next level's core and its
+    own, so a thin tail read as empty comes back near the rows; the core gets two fewer bins per rim (at least
+    half of ``nbins``), so the column has about as many bins as with one core.  Post-processing of released
+    values."""
+    inner = max(nbins // 2, nbins - 2 * len(rims))
+    edges = set(_core_edges(lower, upper, core, inner, integer))
+    c0, c1 = min(edges - {lower}, default=lower), max(edges - {upper}, default=upper)
+    for lo, hi in rims:
+        top = float(hi) + (1.0 if integer else 0.0)  # a whole-number core's upper end is its last number
+        edges |= {e for e in (float(lo), top) if lower < e < c0 or c1 < e < upper}
+    return tuple(sorted(edges))
+
+
 def _core_edges(lower: float, upper: float, core, nbins: int, integer: bool) -> tuple[float, ...]:
     """Bin edges over [lower, upper] with ``nbins`` bins over the core [c0, c1] that the bounds' second look found
     holding the rows (:func:`dpcore.discovery.locate_bounds`), and one bin for each end it trimmed: [lower, c0) and
@@ -572,13 +587,28 @@ def _build_attribute(
                 core[0] if prov.get("lower") == found_source else lower,
                 core[1] if prov.get("upper") == found_source else upper,
             )
+        rims = tuple(found.get("rims") or ()) if core is not None else ()
+        if rims:  # a declared bound wins over the rims' side of it too
+            rims = tuple(
+                (
+                    r[0] if prov.get("lower") == found_source else lower,
+                    r[1] if prov.get("upper") == found_source else upper,
+                )
+                for r in rims
+            )
+
+        def core_edges(integer: bool) -> tuple[float, ...]:
+            if rims:
+                return _rim_edges(float(lower), float(upper), core, nbins, integer, rims)
+            return _core_edges(float(lower), float(upper), core, nbins, integer)
+
         log_from = found.get("log_from") if from_data and not edges and core is None else None
         if log_from is not None and prov.get("upper") != found_source:
             log_from = None  # a declared upper bound: the user's range, binned evenly
         log_base = _log_edges(float(lower), float(upper), float(log_from), nbins, role.integer) if log_from else None
         if not edges and role.integer:
             edges = (
-                _core_edges(float(lower), float(upper), core, nbins, True)
+                core_edges(True)
                 if core is not None
                 else (log_base or _integer_edges(float(lower), float(upper), nbins))
             )
@@ -586,10 +616,11 @@ def _build_attribute(
                 edges = _isolate_points(edges, tuple(found.get("points") or ()) + ((0.0,) if zero else ()))
         elif not edges and (found.get("points") or zero):  # real numbers: the bin decodes to the value itself
             edges, points = _real_point_edges(
-                float(lower), float(upper), nbins, found.get("points") or (), zero, core=core, base=log_base
-            )
+                float(lower), float(upper), nbins, found.get("points") or (), zero, core=core,
+                base=core_edges(False) if rims else log_base,
+            )  # fmt: skip
         if not edges and core is not None:  # no point inside the bounds: the core's bins alone
-            edges = _core_edges(float(lower), float(upper), core, nbins, role.integer)
+            edges = core_edges(role.integer)
         if not edges and log_base is not None:
             edges = log_base
         if edges:

@@ -99,7 +99,9 @@ def test_body_temperatures_get_their_bins_where_the_rows_are():
     above the rows are trimmed unless their noisy sum passes 1.645σ·sqrt(m), which a noise spike in one of them does
     now and then (2 in these 30 draws), and a draw whose first look reaches three octaves down is not zoomed at all
     (~1%).  Were those 10% of draws, more than 9 of 30 would miss with probability 0.1%; before the zoom, every draw
-    spread the bins over [32, 64)."""
+    spread the bins over [32, 64).  Where the zoom kept one or two of its sub-bins ([36, 40)), it zooms in twice more
+    (the deep zoom): the core may then leave a thin tail (up to 2% here, 35.5-36 or 37.5-37.9) to the bin of the
+    level before it (its last rim), which with the core holds at least 99%."""
     x = _temperatures(3000)
     df = pd.DataFrame({"temp": x})
     task = ValueTask("temp", "numeric", need_lower=True, need_upper=True)
@@ -111,7 +113,9 @@ def test_body_temperatures_get_their_bins_where_the_rows_are():
         if found.report["bounds"]["temp"]["look"] != "narrow":  # noise joined [16, 32) and read [8, 16): ~1%
             continue
         core = f["core"]
-        assert np.mean((x >= core[0]) & (x <= core[1])) >= 0.99, (seed, core)
+        outer = f["rims"][-1] if f.get("rims") else core
+        assert np.mean((x >= outer[0]) & (x <= outer[1])) >= 0.99, (seed, core, outer)
+        assert np.mean((x >= core[0]) & (x <= core[1])) >= (0.97 if f.get("rims") else 0.99), (seed, core)
         widths.append(core[1] - core[0])
     assert sum(w <= 8.0 for w in widths) >= 30 - binom.ppf(0.999, 30, 0.1), widths
 
