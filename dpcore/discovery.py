@@ -1262,6 +1262,9 @@ class ValueTask:
     declared_upper: float | None = None
     #: A whole-number column's frequent values, each to get a bin of its own (POINTS_WEIGHT).
     need_points: bool = False
+    #: categorical: whether a public vocabulary may complete the released values (False where the released roles
+    #: say most cells are missing: a "yes"-or-blank checkbox's other value is the blank, not "no")
+    complete: bool = True
 
     def __post_init__(self) -> None:
         if self.kind not in ROLES or self.kind == "excluded":
@@ -1415,7 +1418,7 @@ def discover_values(df: pd.DataFrame, tasks: list[ValueTask], rho_values: float,
         report["categories"] = {"sigma": sigma, "threshold": tau, "attributes": len(cats)}
         for t, values in zip(cats, select_many([df[t.name] for t in cats], sigma, tau, noise)):
             out.fields[t.name] = {"values": values}
-            added = completion(values)  # a public vocabulary's other words (post-processing of the released set)
+            added = completion(values) if t.complete else ()  # a vocabulary's other words (post-processing)
             if added:
                 out.fields[t.name] = {"values": tuple(sorted(values + added, key=_natural_key)), "vocabulary": added}
                 report.setdefault("vocabulary", {})[t.name] = list(added)

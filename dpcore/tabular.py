@@ -721,7 +721,18 @@ def _task(role: Role, spec: ColumnSpec | None, n: int = 0) -> ValueTask:
         declared_lower=declared_lower,
         declared_upper=declared_upper,
         need_points=_wants_points(role, spec, n),
+        complete=_mostly_present(role, n),
     )
+
+
+def _mostly_present(role: Role, n: int) -> bool:
+    """Whether a column's released roles say at least half its cells are present (a role with no released count --
+    declared or confirmed -- says nothing: True).  A "yes"-or-blank checkbox is present on its "yes" rows only, and a
+    vocabulary would give it a "no" it never had.  Post-processing of the released role statistics."""
+    stats = role.stats or {}
+    if role.source != "dp" or "present" not in stats or n <= 0:
+        return True
+    return float(stats["present"]) >= 0.5 * n
 
 
 # ---------------------------------------------------------------------------- the entry point

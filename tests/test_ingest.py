@@ -561,3 +561,20 @@ def test_private_roles_read_eight_digit_dates_as_dates():
         roles = {r.name: r for r in private_roles(df, rho, Randomness(seed)).roles}
         assert (roles["date"].role, roles["date"].format) == ("datetime", "%Y%m%d"), seed
         assert roles["amount"].role == "numeric"
+
+
+def test_a_sparse_text_column_is_not_typed_a_number_on_noise():
+    """A "yes"-or-blank checkbox on 30% of 2,000 rows at σ = 95 (5 columns at ε = 1): its noisy counts (present 480,
+    numbers -45, dates -33) read through the 3σ margin made it "possibly" 95% numbers -- 0 + 285 against 95% of
+    480 - 285 -- so it was typed a number and left out when no range of numbers stood out.  A type now needs its
+    cells clearly present as well; a sparse column that clearly holds numbers (600 of them) is still a number, and
+    with exact counts nothing changes."""
+    common = dict(n=2000, non_integer=0.0, distinct=3.0, mode=640.0, long_text=0.0, sigma=95.0)
+    checkbox = ColumnStats("insured", present=480.0, numeric=-45.0, date=-33.0, date_format="%Y-%m-%d", **common)
+    assert decide_role(checkbox).role == "categorical"
+    dose = ColumnStats("dose", present=600.0, numeric=610.0, date=0.0, **common)
+    assert decide_role(dose).role == "numeric"
+    visit = ColumnStats("visit", present=600.0, numeric=0.0, date=590.0, date_format="%Y-%m-%d", **common)
+    assert decide_role(visit).role == "datetime"
+    exact = ColumnStats("dose", present=30.0, numeric=30.0, date=0.0, **{**common, "sigma": 0.0, "mode": 3.0})
+    assert decide_role(exact).role == "numeric"

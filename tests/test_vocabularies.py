@@ -143,3 +143,21 @@ def test_the_card_says_how_many_of_a_columns_values_a_vocabulary_added():
     assert released_as(entry) == "2 values (1 from a public vocabulary) + (other) + empty"
     del entry["vocabulary"]
     assert released_as(entry) == "2 values + (other) + empty"
+
+
+def test_a_checkbox_whose_other_value_is_the_blank_gets_no_vocabulary_word():
+    """'yes' on 30% of the rows and blank otherwise: the released roles say most cells are missing, so the task
+    asks for no completion and the released set stays {'yes'} (its partner is the blank, not 'no'); a flag whose
+    roles say it is nearly complete, or a role with no released count (declared), may be completed."""
+    from dpcore.ingest import Role
+    from dpcore.tabular import _mostly_present
+
+    rng = np.random.default_rng(0)
+    df = pd.DataFrame({"insured": np.where(rng.random(1000) < 0.3, "yes", None)})
+    sparse = Role("insured", "categorical", source="dp", stats={"present": 290.0, "noise_sigma": 40.0})
+    assert not _mostly_present(sparse, 1000)
+    assert _mostly_present(Role("x", "categorical", source="dp", stats={"present": 980.0}), 1000)
+    assert _mostly_present(Role("x", "categorical"), 1000)
+    task = ValueTask("insured", "categorical", need_values=True, complete=False)
+    found = discover_values(df, [task], 0.01, 1e-6, Randomness(seed=0))
+    assert found.fields["insured"] == {"values": ("yes",)} and "vocabulary" not in found.report
