@@ -131,7 +131,9 @@ of its sub-bins (the rows in a sliver of the range: coordinates 45.44-45.6 locat
 [44, 48)), it runs as two draws at ρ_refine / 2 each (:func:`deep_zoom`): where the first finds the rows in a
 sliver of the core's sub-bins, the second zooms into it and each level's trimmed ends keep a bin of their own near
 the rows (``rims``); otherwise the two are averaged and trimmed as one refinement (the choices depend on released
-counts only; the total is ρ_refine either way). A date column's range (whole years) is
+counts only; the total is ρ_refine either way).  So does a narrow range that only the averaged look located (the
+first look's range, a neighbour joined on noise, was too wide to zoom): into a sliver the bounds stay and the
+bins go over it; otherwise the averaged refinement moves the bounds as the one refinement does. A date column's range (whole years) is
 refined the same way over days: interviews held in March 2024 are located as the year 2024 and refined to
 [2024-01-01, 2024-03-31] or so, where ten bins over the year had spread them from February to August.
 
@@ -880,7 +882,9 @@ def deep_zoom(
     their own (:func:`dpcore.tabular._rim_edges`), so rows the second zoom trims, and a thin tail next to the sliver,
     come back near the rows.  Otherwise (body temperatures 35.5-38 over [32, 40)) the second draw counts the same
     sub-bins again and the two are averaged -- the noise of one draw at ``rho_refine`` -- and trimmed as
-    :func:`refine_bounds` trims one: the refinement as without the deep zoom.
+    :func:`refine_bounds` trims one: the refinement as without the deep zoom; where the averaged counts, less noisy,
+    find the sliver the first half's missed (its count fell over 1σ short), the core is that sliver, with the same
+    rims (the report's ``sliver``: nothing is left to zoom with).
 
     Privacy: each draw counts every value once in sub-bins public given the released core (sensitivity sqrt(2),
     σ = 1/sqrt(rho_refine / 2)); which second draw runs depends on the first draw's released counts only, and the
@@ -894,15 +898,15 @@ def deep_zoom(
     sigma, threshold = bounds_sigma(half), refine_threshold(half)
     counts = refine_counts(values, edges)
     first = counts + noise.discrete_gaussian(sigma, sub)
+    step = 1.0 if integer else 0.0  # a whole-number range's upper end is its last number
+
+    def span(i: int, j: int) -> tuple[float, float]:
+        return (float(edges[i]) if i > 0 else lo, float(edges[j + 1]) - step if j < sub - 1 else hi)
+
     found = _sliver(first, sigma, threshold, n)
     if found is not None:
         a, b = found
         a, b = (a if sides[0] else 0), (b if sides[1] else sub - 1)
-        step = 1.0 if integer else 0.0  # a whole-number range's upper end is its last number
-
-        def span(i: int, j: int) -> tuple[float, float]:
-            return (float(edges[i]) if i > 0 else lo, float(edges[j + 1]) - step if j < sub - 1 else hi)
-
         sliver, wide = span(a, b), span(max(a - 1, 0), min(b + 1, sub - 1))
         level = {"sigma": sigma, "threshold": threshold, "bins": int(sub), "kept": int(b - a + 1)}
         c_lo, c_hi, fine = refine_bounds(values, *sliver, integer, half, n, noise, sides=sides, narrow=True)
@@ -910,6 +914,13 @@ def deep_zoom(
     second = counts + noise.discrete_gaussian(sigma, sub)
     averaged = (first.astype(float) + second.astype(float)) / 2.0  # equal ρ: the noise of one draw at rho_refine
     c_lo, c_hi, fine = refine_bounds(values, lo, hi, integer, rho_refine, n, noise, sides=sides, noisy=averaged)
+    found = _sliver(averaged, bounds_sigma(rho_refine), refine_threshold(rho_refine), n)
+    if found is not None:  # the averaged counts, less noisy, see the sliver the first half missed: no zoom is left
+        a, b = (found[0] if sides[0] else 0), (found[1] if sides[1] else sub - 1)
+        sliver, wide = span(a, b), span(max(a - 1, 0), min(b + 1, sub - 1))
+        if sliver[1] - sliver[0] < c_hi - c_lo:
+            fine["sliver"] = int(b - a + 1)
+            return sliver, [wide] if wide != sliver else [], [fine]
     return (c_lo, c_hi), [], [fine]
 
 
@@ -1467,6 +1478,22 @@ def discover_values(df: pd.DataFrame, tasks: list[ValueTask], rho_values: float,
             )  # fmt: skip
             core = (core_lo, core_hi)
             report["bounds"][t.name]["refined"] = fine
+        elif (
+            rho_refine > 0 and t.kind == "numeric" and how.get("look") == "combined"
+            and narrow_range(lower, upper, t.integer)
+        ):  # fmt: skip
+            # a narrow range the first look did not see as one (a neighbouring power of two joined on noise, then
+            # dropped by the averaged look): its refinement in two halves as well -- into a sliver (the bounds stay,
+            # the bins go over it), else averaged into the one refinement, which moves the bounds as before
+            c, rims, deep = deep_zoom(
+                present, (lower, upper), t.integer, rho_refine, len(df), noise, (t.need_lower, t.need_upper)
+            )
+            report["bounds"][t.name]["deep"] = deep
+            if len(deep) == 2 or (deep and "sliver" in deep[0]):
+                core, fields_rims = c, tuple(rims)
+            else:
+                lower, upper = c
+                report["bounds"][t.name]["refined"] = deep[0] if deep else {}
         elif rho_refine > 0:  # spent whether or not it moves a bound: the plan fixed it before the data was read
             whole_days = t.integer or t.kind == "datetime"  # a date's bounds are whole days
             lower, upper, fine = refine_bounds(

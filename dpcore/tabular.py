@@ -1011,7 +1011,11 @@ def discovery_warnings(report: dict, n: int) -> list[str]:
     zoomed = [
         c
         for c, b in bounds.items()
-        if b.get("look") == "narrow" and any((*b["zoom"].get("trimmed", ()), *b.get("refined", {}).get("trimmed", ())))
+        if (
+            b.get("look") == "narrow" and any((*b["zoom"].get("trimmed", ()), *b.get("refined", {}).get("trimmed", ())))
+        )
+        or len(b.get("deep", ())) == 2  # a sliver zoomed into
+        or any("sliver" in d for d in b.get("deep", ()))
     ]
     if zoomed:
         out.append(
