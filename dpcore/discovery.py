@@ -133,9 +133,10 @@ sliver of the core's sub-bins, the second zooms into it and each level's trimmed
 the rows (``rims``); otherwise the two are averaged and trimmed as one refinement (the choices depend on released
 counts only; the total is ρ_refine either way).  So does a narrow range that only the averaged look located (the
 first look's range, a neighbour joined on noise, was too wide to zoom): into a sliver the bounds stay and the
-bins go over it; otherwise the averaged refinement moves the bounds as the one refinement does. A date column's range (whole years) is
-refined the same way over days: interviews held in March 2024 are located as the year 2024 and refined to
-[2024-01-01, 2024-03-31] or so, where ten bins over the year had spread them from February to August.
+bins go over it; otherwise the averaged refinement moves the bounds as the one refinement does.  A date column's
+range (whole years) is refined the same way over days: interviews held in March 2024 are located as the year 2024
+and refined to [2024-01-01, 2024-03-31] or so, where ten bins over the year had spread them from February to
+August.
 
 **A date column's months** (:func:`locate_date_bounds`). Where a month holding a quarter of the rows would stand out
 at half the column's bounds ρ (:func:`months_resolvable`, public: n and ρ), its years' histogram is drawn in two looks
