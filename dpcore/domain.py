@@ -135,7 +135,8 @@ class Attribute:
     #: ``[p - h, p + h)``: 17.5 comes back as 17.5, not as a draw between 17.45 and 17.55)
     points: tuple[float, ...] = ()
     #: categorical: listed values a public vocabulary added to a discovered set (:mod:`dpcore.vocabularies`), not
-    #: released from the data; measured like every value, and fitted as empty where measured under 2σ
+    #: released from the data; measured like every value, and fitted as empty where measured under 1σ
+    #: (:data:`dpcore.mechanisms.decouple.WORD_Z`)
     vocabulary: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:

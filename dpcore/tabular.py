@@ -479,11 +479,11 @@ def _log_edges(lower: float, upper: float, start: float, nbins: int, integer: bo
 
 
 def _rim_edges(lower: float, upper: float, core, nbins: int, integer: bool, rims) -> tuple[float, ...]:
-    """:func:`_core_edges` with a deep zoom's ``rims`` (:func:`dpcore.discovery.deep_zoom`: the cores of its outer
-    levels, outside in): each end each level trimmed keeps a bin of its own between the next level's core and its
-    own, so a thin tail read as empty comes back near the rows; the core gets two fewer bins per rim (at least
-    half of ``nbins``), so the column has about as many bins as with one core.  Post-processing of released
-    values."""
+    """:func:`_core_edges` with a deep zoom's ``rims`` (:func:`dpcore.discovery.deep_zoom`: intervals around the
+    core, outside in -- the sliver widened by a sub-bin a side): each rim's ends are edges too, so the rows between
+    the core and a rim (a thin tail the zoom read as empty) come back near the rows, not anywhere up to the bounds;
+    the core gets two fewer bins per rim (at least half of ``nbins``), so the column has about as many bins as with
+    one core.  Post-processing of released values."""
     inner = max(nbins // 2, nbins - 2 * len(rims))
     edges = set(_core_edges(lower, upper, core, inner, integer))
     c0, c1 = min(edges - {lower}, default=lower), max(edges - {upper}, default=upper)

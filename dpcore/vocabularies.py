@@ -8,8 +8,10 @@ back as ``'(other)'`` -- a column of ``FALSE`` and ``'(other)'``.  When the rele
 words of one vocabulary and cover at least half of it, the vocabulary's other words are added to the category set:
 they are part of the code, not read from the data, and which words are added is a function of the released values
 alone (post-processing: no privacy cost).  Their counts are then measured like every value's; an added word
-measured under 2σ is fitted as empty (:func:`dpcore.mechanisms.decouple.special_codes`), so a four-point scale
-given a ``Neutral`` it never had gets (nearly) no rows there.
+measured under 1σ is fitted as empty (:data:`dpcore.mechanisms.decouple.WORD_Z`), so a four-point scale given a
+``Neutral`` it never had gets few rows there (about 0.24σ on average).  A column whose released roles say most of
+its cells are missing is not completed (:func:`dpcore.tabular._mostly_present`: a "yes"-or-blank checkbox's other
+value is the blank, not "no").
 
 Words are matched without regard to case or surrounding spaces, and added in the case the released values are
 written in (``Yes`` -> ``No``, ``TRUE`` -> ``FALSE``)."""
