@@ -33,6 +33,12 @@ from dpcore.vocabularies import VOCABULARIES, completion
         (("Strongly Agree", "Agree", "Neutral"), ("Disagree", "Strongly Disagree")),
         (("low", "high"), ("medium",)),
         (("Mon", "Tue", "Wed", "Thu"), ("Fri", "Sat", "Sun")),
+        (("Negative",), ("Positive",)),  # a test result whose positives are too rare to release
+        (("PASS",), ("FAIL",)),
+        (
+            ("Strongly agree", "Somewhat agree", "Neither agree nor disagree"),
+            ("Somewhat disagree", "Strongly disagree"),
+        ),
     ],
 )
 def test_the_rest_of_the_vocabulary_the_released_values_belong_to_is_added_in_their_case(released, added):
