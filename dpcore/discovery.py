@@ -736,15 +736,13 @@ def refine_bounds(
     top = (float(edges[sub - high]) - (1.0 if integer else 0.0)) if high else 0.0
     if not (enough(high) or (high and reached[1] is not None and top >= float(reached[1]))):
         high = 0
-    if narrow and sub - low - high > DEEP_KEPT:
-        # The rows in a sliver (at most DEEP_KEPT sub-bins clear the threshold, and n less their noisy count -- a
-        # noise of σ·sqrt(2) -- says the rest hold next to nothing): the ends go together even where their own
-        # noisy sums, over up to seven sub-bins, pass the cap above (2,000 longitudes in one sub-bin of eight kept
-        # all eight in 2 of 10 draws).  :func:`_empty_ends` reads it, as it reads a date's months.
-        s_low, s_high = _empty_ends(noisy, sigma, threshold, n)
-        s_low, s_high = (s_low if sides[0] else 0), (s_high if sides[1] else 0)
-        if sub - s_low - s_high <= DEEP_KEPT and s_low >= low and s_high >= high:
-            low, high = s_low, s_high
+    found = _sliver(noisy, sigma, threshold, n) if narrow and sub - low - high > DEEP_KEPT else None
+    if found is not None:
+        # The rows in a sliver (:func:`_sliver`: n less its noisy count says the rest hold next to nothing): the
+        # ends go together even where their own noisy sums, over up to seven sub-bins, pass the cap above (2,000
+        # longitudes in one sub-bin of eight kept all eight in 2 of 10 draws).
+        low = max(low, found[0]) if sides[0] else 0
+        high = max(high, sub - 1 - found[1]) if sides[1] else 0
     new_lo = float(edges[low]) if low else lo
     new_hi = (float(edges[sub - high] - 1.0) if integer else float(edges[sub - high])) if high else hi
     report["trimmed"] = [bool(low), bool(high)]
@@ -870,6 +868,11 @@ def _sliver(noisy: np.ndarray, sigma: float, threshold: float, n: int) -> tuple[
     return (first, last) if rest <= max(REFINE_CLIP_SHARE * n, SLIVER_Z * sd) else None
 
 
+def sliver_read(reports) -> bool:
+    """Whether :func:`deep_zoom` (its ``reports``) read a sliver: the core it returns is then one, with its rims."""
+    return any(r.get("sliver") for r in reports)
+
+
 def deep_zoom(
     values: np.ndarray, core: tuple[float, float], integer: bool, rho_refine: float, n: int, noise, sides
 ) -> tuple[tuple[float, float], list[tuple[float, float]], list[dict]]:
@@ -904,12 +907,15 @@ def deep_zoom(
     def span(i: int, j: int) -> tuple[float, float]:
         return (float(edges[i]) if i > 0 else lo, float(edges[j + 1]) - step if j < sub - 1 else hi)
 
+    def cut(found: tuple[int, int]) -> tuple[tuple[float, float], tuple[float, float], int]:
+        """The sliver of sub-bins ``found`` (a declared side kept whole), it widened by a sub-bin a side, its size."""
+        a, b = (found[0] if sides[0] else 0), (found[1] if sides[1] else sub - 1)
+        return span(a, b), span(max(a - 1, 0), min(b + 1, sub - 1)), b - a + 1
+
     found = _sliver(first, sigma, threshold, n)
     if found is not None:
-        a, b = found
-        a, b = (a if sides[0] else 0), (b if sides[1] else sub - 1)
-        sliver, wide = span(a, b), span(max(a - 1, 0), min(b + 1, sub - 1))
-        level = {"sigma": sigma, "threshold": threshold, "bins": int(sub), "kept": int(b - a + 1)}
+        sliver, wide, kept = cut(found)
+        level = {"sigma": sigma, "threshold": threshold, "bins": int(sub), "kept": int(kept), "sliver": True}
         c_lo, c_hi, fine = refine_bounds(values, *sliver, integer, half, n, noise, sides=sides, narrow=True)
         return (c_lo, c_hi), [wide] if wide != (c_lo, c_hi) else [], [level, fine]
     second = counts + noise.discrete_gaussian(sigma, sub)
@@ -917,10 +923,9 @@ def deep_zoom(
     c_lo, c_hi, fine = refine_bounds(values, lo, hi, integer, rho_refine, n, noise, sides=sides, noisy=averaged)
     found = _sliver(averaged, bounds_sigma(rho_refine), refine_threshold(rho_refine), n)
     if found is not None:  # the averaged counts, less noisy, see the sliver the first half missed: no zoom is left
-        a, b = (found[0] if sides[0] else 0), (found[1] if sides[1] else sub - 1)
-        sliver, wide = span(a, b), span(max(a - 1, 0), min(b + 1, sub - 1))
+        sliver, wide, _ = cut(found)
         if sliver[1] - sliver[0] < c_hi - c_lo:
-            fine["sliver"] = int(b - a + 1)
+            fine["sliver"] = True
             return sliver, [wide] if wide != sliver else [], [fine]
     return (c_lo, c_hi), [], [fine]
 
@@ -1429,8 +1434,8 @@ def discover_values(df: pd.DataFrame, tasks: list[ValueTask], rho_values: float,
         tau = partition_threshold(sigma, delta_threshold / selected)
         report["categories"] = {"sigma": sigma, "threshold": tau, "attributes": len(cats)}
         for t, values in zip(cats, select_many([df[t.name] for t in cats], sigma, tau, noise)):
-            out.fields[t.name] = {"values": values}
             added = completion(values) if t.complete else ()  # a vocabulary's other words (post-processing)
+            out.fields[t.name] = {"values": values}
             if added:
                 out.fields[t.name] = {"values": tuple(sorted(values + added, key=_natural_key)), "vocabulary": added}
                 report.setdefault("vocabulary", {})[t.name] = list(added)
@@ -1490,7 +1495,7 @@ def discover_values(df: pd.DataFrame, tasks: list[ValueTask], rho_values: float,
                 present, (lower, upper), t.integer, rho_refine, len(df), noise, (t.need_lower, t.need_upper)
             )
             report["bounds"][t.name]["deep"] = deep
-            if len(deep) == 2 or (deep and "sliver" in deep[0]):
+            if sliver_read(deep):
                 core, fields_rims = c, tuple(rims)
             else:
                 lower, upper = c

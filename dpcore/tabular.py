@@ -81,6 +81,7 @@ from .discovery import (
     joint_split,
     refine_decision,
     refined_columns,
+    sliver_read,
     split_column_rho,
 )
 from .domain import Attribute, Domain, _normalise_source
@@ -514,14 +515,14 @@ def _core_edges(lower: float, upper: float, core, nbins: int, integer: bool) -> 
 
 
 def _real_point_edges(
-    lower: float, upper: float, nbins: int, released, zero: bool, core=None, base=None
+    lower: float, upper: float, nbins: int, released, zero: bool, core=None, base=None, rims=()
 ) -> tuple[tuple[float, ...], tuple[float, ...]]:
     """(edges, points) of a real-numbered column: ``nbins`` equal bins over [lower, upper] (over the ``core`` and
-    one bin for each end past it: :func:`_core_edges`; or the caller's ``base`` edges) with each released
-    frequent value p in a bin [p - h, p + h) of its own (h: :func:`point_half_width`; overlapping ones skipped),
-    and, when ``zero``, 0 in [-2^lo, 2^lo) -- the bounds histogram's bin around zero, so exactly the values that
-    counted as zeros decode to 0 -- unless a released value's bin holds it already.  ((), ()) when no point falls
-    inside the bounds.  Post-processing of released values."""
+    one bin for each end past it, and its ``rims``: :func:`_rim_edges`; or the caller's ``base`` edges) with each
+    released frequent value p in a bin [p - h, p + h) of its own (h: :func:`point_half_width`; overlapping ones
+    skipped), and, when ``zero``, 0 in [-2^lo, 2^lo) -- the bounds histogram's bin around zero, so exactly the
+    values that counted as zeros decode to 0 -- unless a released value's bin holds it already.  ((), ()) when no
+    point falls inside the bounds.  Post-processing of released values."""
     half = point_half_width(released)
     kept: list[float] = []
     for p in sorted(float(p) for p in released if lower <= p <= upper):
@@ -529,7 +530,7 @@ def _real_point_edges(
             kept.append(p)
     if base is None:  # the caller's bins (log-spaced), else the core's, else equal ones
         base = (
-            _core_edges(lower, upper, core, nbins, False)
+            _rim_edges(lower, upper, core, nbins, False, rims)
             if core is not None
             else tuple(float(e) for e in np.linspace(lower, upper, nbins + 1))
         )
@@ -582,33 +583,22 @@ def _build_attribute(
         # bin of its own like a released frequent value (ignored, like any point, outside the bounds).
         zero = bool(found.get("zero"))
         core = found.get("core") if from_data and not edges else None
-        if core is not None:  # a declared bound wins over the core's side of it
-            core = (
-                core[0] if prov.get("lower") == found_source else lower,
-                core[1] if prov.get("upper") == found_source else upper,
-            )
-        rims = tuple(found.get("rims") or ()) if core is not None else ()
-        if rims:  # a declared bound wins over the rims' side of it too
-            rims = tuple(
-                (
-                    r[0] if prov.get("lower") == found_source else lower,
-                    r[1] if prov.get("upper") == found_source else upper,
-                )
-                for r in rims
+
+        def own(r) -> tuple:  # a declared bound wins over the core's (and its rims') side of it
+            return (
+                r[0] if prov.get("lower") == found_source else lower,
+                r[1] if prov.get("upper") == found_source else upper,
             )
 
-        def core_edges(integer: bool) -> tuple[float, ...]:
-            if rims:
-                return _rim_edges(float(lower), float(upper), core, nbins, integer, rims)
-            return _core_edges(float(lower), float(upper), core, nbins, integer)
-
+        core = own(core) if core is not None else None
+        rims = tuple(own(r) for r in found.get("rims") or ()) if core is not None else ()
         log_from = found.get("log_from") if from_data and not edges and core is None else None
         if log_from is not None and prov.get("upper") != found_source:
             log_from = None  # a declared upper bound: the user's range, binned evenly
         log_base = _log_edges(float(lower), float(upper), float(log_from), nbins, role.integer) if log_from else None
         if not edges and role.integer:
             edges = (
-                core_edges(True)
+                _rim_edges(float(lower), float(upper), core, nbins, True, rims)
                 if core is not None
                 else (log_base or _integer_edges(float(lower), float(upper), nbins))
             )
@@ -616,11 +606,10 @@ def _build_attribute(
                 edges = _isolate_points(edges, tuple(found.get("points") or ()) + ((0.0,) if zero else ()))
         elif not edges and (found.get("points") or zero):  # real numbers: the bin decodes to the value itself
             edges, points = _real_point_edges(
-                float(lower), float(upper), nbins, found.get("points") or (), zero, core=core,
-                base=core_edges(False) if rims else log_base,
-            )  # fmt: skip
+                float(lower), float(upper), nbins, found.get("points") or (), zero, core=core, base=log_base, rims=rims
+            )
         if not edges and core is not None:  # no point inside the bounds: the core's bins alone
-            edges = core_edges(role.integer)
+            edges = _rim_edges(float(lower), float(upper), core, nbins, role.integer, rims)
         if not edges and log_base is not None:
             edges = log_base
         if edges:
@@ -1014,8 +1003,7 @@ def discovery_warnings(report: dict, n: int) -> list[str]:
         if (
             b.get("look") == "narrow" and any((*b["zoom"].get("trimmed", ()), *b.get("refined", {}).get("trimmed", ())))
         )
-        or len(b.get("deep", ())) == 2  # a sliver zoomed into
-        or any("sliver" in d for d in b.get("deep", ()))
+        or sliver_read(b.get("deep", ()))  # a sliver zoomed into
     ]
     if zoomed:
         out.append(

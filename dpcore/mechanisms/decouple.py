@@ -102,7 +102,7 @@ def special_codes(domain) -> dict[int, tuple[int, ...]]:
     category set (:class:`Word`: not released from the data, so possibly absent) -- public: the schema's."""
     out = {}
     for a, attr in enumerate(domain.attributes):
-        added = tuple(Word(attr.values.index(v)) for v in getattr(attr, "vocabulary", ()))
+        added = tuple(Word(attr.values.index(v)) for v in attr.vocabulary)
         codes = added + tuple(c for c in (attr.other_code, attr.n_regular if attr.missing else None) if c is not None)
         if codes:
             out[a] = codes
