@@ -138,6 +138,13 @@ range (whole years) is refined the same way over days: interviews held in March 
 and refined to [2024-01-01, 2024-03-31] or so, where ten bins over the year had spread them from February to
 August.
 
+**A date column spread thin** (:func:`locate_date_bounds`, :func:`block_bounds`). Where the first look (half the
+bounds' ρ) finds no single year clearing its threshold -- 800 hire dates over twenty years hold ~40 a year against
+~240, and a run of w years read off that look sums w noises -- the second look counts blocks of DATE_BLOCK_YEARS
+years (each row in one block: sensitivity sqrt(2)), read as years are and widened a block at a time while the next
+reaches ADJACENT_Z·σ. Hire dates went from located in 18 of 40 draws (12% of the rows clipped when located) to 40
+of 40 (3%); the bounds may reach up to seven empty years past the rows at an end.
+
 **A date column's months** (:func:`locate_date_bounds`). Where a month holding a quarter of the rows would stand out
 at half the column's bounds ρ (:func:`months_resolvable`, public: n and ρ), its years' histogram is drawn in two looks
 as a number's is: the first (half the ρ) locates the years; where they are at most DATE_ZOOM_YEARS, the second counts
@@ -270,6 +277,16 @@ DATE_SEARCH = ("1900-01-01", "2099-12-31")
 #: refinement: its share is too small there), drawn over the whole year (13% of them outside the real dates);
 #: readings over two weeks of January on 2,000 rows drawn over one or two years (64-82% outside).
 DATE_ZOOM_YEARS = 4
+#: A date column whose first look holds no single year -- its rows spread thin, 800 hire dates over twenty years at
+#: ~40 a year against a threshold of ~240, or birth dates over sixty years on 1,000 rows -- is located over blocks of
+#: this many years in the second look (:func:`block_bounds`): a block counts its rows with the noise of one count,
+#: where a run of years read off the first look sums the noise of each (σ·sqrt(w)). At σ ≈ 38 for the column (300
+#: draws each), the years' look located such columns in 15-56% of draws and clipped 17-30% of their rows onto a
+#: bound when it did; over blocks of eight they are located in 98-100% and clip 1.4% (twenty even years on 800
+#: rows) to 21% (births, sd 12-15 years, on 800-1,000 rows), at the cost of a few empty years at an end (4.7 on
+#: average for the twenty years; up to seven a side). Blocks of four located births in 60-82%; of sixteen left 13
+#: empty years on average for dates spread over five.
+DATE_BLOCK_YEARS = 8
 #: The months' look also counts the dates before and after the years it covers; where either count reaches this many
 #: σ (a false alarm in 1% of draws a side), the years' look missed rows there -- a thin year beside the range, which
 #: the first look, at half the ρ, joins less often than one look at the whole ρ did -- and that bound moves out a year.
@@ -1025,28 +1042,35 @@ def months_resolvable(rho_bounds: float, n: int) -> bool:
 
 
 def locate_date_bounds(
-    days: np.ndarray, rho_bounds: float, n: int, noise, *, sides=(True, True)
+    days: np.ndarray, rho_bounds: float, n: int, noise, *, sides=(True, True), months: bool = True
 ) -> tuple[float | None, float | None, dict]:
     """(lower, upper, report): a date column's bounds (days since 1970-01-01) from its ρ_bounds in two looks, as
-    :func:`locate_bounds` draws a number's, where :func:`months_resolvable` (public: n and ρ); otherwise in one look
-    of the years at the whole ρ (:func:`histogram_bounds`, report ``look`` "years").  The first look, at
-    :data:`FIRST_LOOK_SHARE` of ρ_bounds, reads the years' histogram.  Where it locates years that clear its
-    threshold (not a run of thin years), at most DATE_ZOOM_YEARS of them, the second look counts the rows per month
-    over those years and trims the months at each end that look empty, or moves a bound out a year where the rows
-    beyond it stand out (:func:`zoom_months`; a date attribute has no core, so the bounds move: ``look``
-    "months").  Otherwise the second look redraws the years and the two are averaged, the noise of one
-    draw at ρ_bounds (``look`` "combined").
+    :func:`locate_bounds` draws a number's.  The first look, at :data:`FIRST_LOOK_SHARE` of ρ_bounds, reads the
+    years' histogram.  Where no single year clears its threshold (the rows spread thin over many years: nothing
+    located, or only a run of years), the second counts blocks of DATE_BLOCK_YEARS years (:func:`block_bounds`,
+    ``look`` "blocks"; the first look's figures under ``first``).  Otherwise, where :func:`months_resolvable` does not
+    hold (public: n and ρ), the second redraws the years and the two are averaged, the noise of one draw at ρ_bounds
+    (``look`` "years").  Where it holds and the first look's years are at most DATE_ZOOM_YEARS, the second counts the
+    rows per month over those years and trims the months at each end that look empty, or moves a bound out a year
+    where the rows beyond it stand out (:func:`zoom_months`; a date attribute has no core, so the bounds move:
+    ``look`` "months"); more years are redrawn and averaged (``look`` "combined").  ``months`` False (a column of
+    years: months would say nothing it can hold) redraws and averages the years wherever the first look holds one.
 
     Privacy: each look counts every present date once (sensitivity sqrt(2)) with discrete Gaussian noise of
     σ = 1/sqrt(ρ): ρ_a- and ρ_b-zCDP, ρ_a + ρ_b = ρ_bounds fixed before the data is read; which query the second
-    look asks is a function of the first look's released years (adaptive composition)."""
-    if not months_resolvable(rho_bounds, n):
-        lo, hi, how = histogram_bounds(days, "datetime", False, rho_bounds, noise)
-        return lo, hi, {**how, "look": "years"}
+    look asks is a function of the first look's released years and public n (adaptive composition)."""
     counts = bin_counts(days, "datetime", False)
     first, sigma_a, rho_b = _first_look(counts, rho_bounds, noise)
     lo, hi, how = bounds_from_noisy(first, sigma_a, "datetime", False)
-    if lo is not None and hi is not None and not how.get("window"):
+    if lo is None or how.get("window"):  # no single year stands out: the rows spread thin over many years
+        first_look = {k: how[k] for k in ("sigma", "threshold", "bins")}
+        lo, hi, how = block_bounds(days, rho_b, noise)
+        return lo, hi, {**how, "look": "blocks", "first": first_look}
+    if not (months and months_resolvable(rho_bounds, n)):
+        combined = _averaged_look(counts, first, rho_bounds, noise)  # one look's noise at the whole ρ
+        lo, hi, how = bounds_from_noisy(combined, bounds_sigma(rho_bounds), "datetime", False)
+        return lo, hi, {**how, "look": "years"}
+    if lo is not None and hi is not None:
         lower_edges, upper_edges = bound_bins("datetime")
         a, b = int(np.searchsorted(lower_edges, lo)), int(np.searchsorted(upper_edges, hi))
         if b - a + 1 <= DATE_ZOOM_YEARS:
@@ -1057,11 +1081,45 @@ def locate_date_bounds(
     return lo, hi, {**how, "look": "combined"}
 
 
+def block_counts(days: np.ndarray) -> np.ndarray:
+    """Rows per block of DATE_BLOCK_YEARS years over DATE_SEARCH (dates before or after it in the outermost block, as
+    :func:`bin_index` puts them in the outermost year): a function of each date alone, so one changed row moves one
+    count down and one up (L2 sensitivity sqrt(2))."""
+    years = bin_counts(days, "datetime", False)
+    return np.add.reduceat(years, np.arange(0, len(years), DATE_BLOCK_YEARS))
+
+
+def block_bounds(days: np.ndarray, rho: float, noise) -> tuple[float | None, float | None, dict]:
+    """(lower, upper, report): a date column's bounds from its :func:`block_counts` with discrete Gaussian noise of
+    σ = 1/sqrt(ρ), read as :func:`bounds_from_noisy` reads years, then widened a block at a time while the next
+    block reaches ADJACENT_Z·σ (a block beside the bulk holds a real share: 1,000 birth dates spread over sixty years
+    put 100-130 rows in each of the blocks two away from the peak, σ ≈ 53; past the rows a block joins on noise
+    in 5% of draws a side); the bounds are the first and last day of the outermost blocks kept.
+    Privacy: ρ-zCDP (:func:`block_counts`); the rest is post-processing."""
+    sigma = bounds_sigma(rho)
+    counts = block_counts(days)
+    noisy = counts + noise.discrete_gaussian(sigma, len(counts))
+    lower_edges, upper_edges = bound_bins("datetime")
+    starts = np.arange(0, len(lower_edges), DATE_BLOCK_YEARS)
+    ends = np.minimum(starts + DATE_BLOCK_YEARS, len(lower_edges)) - 1
+    edges = (lower_edges[starts], upper_edges[ends])
+    lo, hi, how = bounds_from_noisy(noisy, sigma, "datetime", False, edges)
+    if lo is not None and hi is not None:
+        first, last = int(np.searchsorted(edges[0], lo)), int(np.searchsorted(edges[1], hi))
+        while first > 0 and noisy[first - 1] >= ADJACENT_Z * sigma:
+            first -= 1
+        while last < len(noisy) - 1 and noisy[last + 1] >= ADJACENT_Z * sigma:
+            last += 1
+        lo, hi = float(edges[0][first]), float(edges[1][last])
+    return lo, hi, {**how, "block_years": DATE_BLOCK_YEARS}
+
+
 def bounds_from_noisy(
-    noisy: np.ndarray, sigma: float, kind: str, integer: bool
+    noisy: np.ndarray, sigma: float, kind: str, integer: bool, edges: tuple[np.ndarray, np.ndarray] | None = None
 ) -> tuple[float | None, float | None, dict]:
-    """The bounds :func:`histogram_bounds` reads off noisy bin counts of noise scale ``sigma`` (post-processing)."""
-    lower_edges, upper_edges = bound_bins(kind, integer)
+    """The bounds :func:`histogram_bounds` reads off noisy bin counts of noise scale ``sigma`` (post-processing).
+    ``edges``: the bins' (lower, upper) edges where they are not :func:`bound_bins` (dates in blocks of years)."""
+    lower_edges, upper_edges = edges if edges is not None else bound_bins(kind, integer)
     threshold = bin_threshold(sigma, len(noisy))
     held = np.flatnonzero(noisy >= threshold)
     report: dict[str, object] = {"sigma": sigma, "threshold": threshold, "bins": int(len(noisy))}
@@ -1458,10 +1516,11 @@ def discover_values(df: pd.DataFrame, tasks: list[ValueTask], rho_values: float,
             lower, upper, core, how = locate_bounds(
                 present, t.integer, rho_bounds, len(df), noise, sides=(t.need_lower, t.need_upper)
             )
-        elif t.kind == "datetime" and (t.granularity or "day") != "year":
+        elif t.kind == "datetime":  # a column of years is never zoomed into months
             lower, upper, how = locate_date_bounds(
-                present, rho_bounds, len(df), noise, sides=(t.need_lower, t.need_upper)
-            )
+                present, rho_bounds, len(df), noise, sides=(t.need_lower, t.need_upper),
+                months=(t.granularity or "day") != "year",
+            )  # fmt: skip
         else:
             lower, upper, how = histogram_bounds(present, t.kind, t.integer, rho_bounds, noise)
         report.setdefault("bounds", {})[t.name] = {**how, "located": lower is not None}

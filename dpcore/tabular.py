@@ -60,6 +60,7 @@ import pandas as pd
 from .data import Dataset, unique_column_names
 from .discovery import (
     BOUNDS_WEIGHT,
+    DATE_BLOCK_YEARS,
     DEFAULT_BINS,
     DEFAULT_SCHEMA_SHARE,
     LARGE_TABLE_ROWS,
@@ -989,6 +990,15 @@ def discovery_warnings(report: dict, n: int) -> list[str]:
             + ", ".join(narrowed[:8])
             + ". Values in the ends trimmed off (few rows, by the noisy count: a date's months, or under about "
             f"{REFINE_CLIP_SHARE:.0%} of the rows) are clipped to the new bounds. Declare the bounds for exact ranges."
+        )
+    blocks = [c for c, b in bounds.items() if b.get("look") == "blocks" and b.get("located", True)]
+    if blocks:
+        years = bounds[blocks[0]].get("block_years", DATE_BLOCK_YEARS)
+        out.append(
+            "Dates spread thinly over many years (no single year held enough rows to stand out from the noise): "
+            + ", ".join(blocks[:8])
+            + f". Their range was found over blocks of {years} years, so it may reach up to {years - 1} years past the "
+            "real dates at an end. Declare their bounds (free) for exact ranges."
         )
     coarse = [c for c, b in bounds.items() if b.get("coarse")]
     if coarse:
