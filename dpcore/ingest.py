@@ -567,6 +567,12 @@ def whole_numbers(st: ColumnStats) -> bool:
     return st.non_integer - FRACTION_Z * st.sigma < max(NON_INTEGER_RATE * rest, st.sigma, 1.0)
 
 
+def _written_date(name: str, st: ColumnStats) -> bool:
+    """Whether whole numbers are written dates by their chosen format: years under a header that names a year
+    (``%Y``), or eight digits year first (``%Y%m%d``).  Public: the header and the released format."""
+    return (st.date_format == "%Y" and year_header(name)) or st.date_format == COMPACT_DATE
+
+
 def decide_role(st: ColumnStats) -> Role:
     """The role of one column from its statistics (exact or noisy).
 
@@ -587,6 +593,11 @@ def decide_role(st: ColumnStats) -> Role:
             return Role(name, "categorical", reason=UNDECIDABLE_REASON.format(sigma=st.sigma))
         if st.numeric >= MIXED_RATE * present:
             integer = whole_numbers(st)
+            # Years under a header that names one, and eight-digit dates, read as dates as below: as numbers they
+            # were binned over [1024, 2047] and came back as years like 1127 (1,000 rows, six columns, ε = 1).
+            if integer and _written_date(name, st) and st.date >= MIXED_RATE * present:
+                return Role(name, "datetime", format=st.date_format,
+                            reason=UNDECIDABLE_TYPED_REASON.format(sigma=st.sigma, what="dates"))  # fmt: skip
             return Role(name, "numeric", integer=integer,
                         reason=UNDECIDABLE_TYPED_REASON.format(sigma=st.sigma, what="numbers"))  # fmt: skip
         if st.date_format and st.date >= MIXED_RATE * present:
@@ -621,10 +632,9 @@ def decide_role(st: ColumnStats) -> Role:
         integer = whole_numbers(st)
         if integer and st.distinct + margin <= SMALL_INTEGER_CATEGORIES:
             return Role(name, "categorical", reason="whole numbers with few distinct values")
-        if integer and st.date_format == "%Y" and year_header(name) and possibly(st.date, TYPE_RATE):
-            return Role(name, "datetime", format="%Y", reason=YEAR_REASON)
-        if integer and st.date_format == COMPACT_DATE and possibly(st.date, TYPE_RATE):
-            return Role(name, "datetime", format=COMPACT_DATE, reason=COMPACT_DATE_REASON)
+        if integer and _written_date(name, st) and possibly(st.date, TYPE_RATE):
+            reason = YEAR_REASON if st.date_format == "%Y" else COMPACT_DATE_REASON
+            return Role(name, "datetime", format=st.date_format, reason=reason)
         note = "" if st.numeric >= present else "cells that are not numbers are read as missing"
         return Role(name, "numeric", integer=integer, reason=note)
     if st.date_format and possibly(st.date, TYPE_RATE) and st.date >= margin:

@@ -547,6 +547,28 @@ def test_private_roles_read_a_year_column_as_years():
         assert roles["score"].role == "numeric"
 
 
+def test_private_roles_read_a_year_column_as_years_under_heavy_noise():
+    """1,000 rows at σ = 12% of the rows (over UNDECIDABLE_NOISE: types are read from the share of numbers alone, at
+    half the cells): a year column's numbers were typed plain numbers there and binned over [1024, 2047], coming
+    back as years like 1127 (a six-column table at ε = 1: σ ≈ 101 rows). Under a header that names a year, the same
+    share read as years makes it a date column by year, as under lighter noise; a score with the same share of
+    numbers stays a number. The noisy counts are ~1,000 ± 120 against half the present cells, so each passes unless
+    the noise takes it below by 4σ; the format choice picks %Y, the only format with a count, in every draw (each
+    other format's relative weight is exp(-ε_f·n/2)). 10 draws out of 10."""
+    rng = np.random.default_rng(4)
+    n = 1000
+    df = pd.DataFrame({"yob": np.clip(rng.normal(1970, 15, n).round(), 1925, 2006).astype(int),
+                       "score": rng.integers(1, 11, n), "group": rng.choice(["a", "b"], n)})  # fmt: skip
+    rho = 7 * 3 / (2 * (0.12 * n) ** 2) / (1 - DATE_FORMAT_SHARE)
+    for seed in range(10):
+        released = private_roles(df, rho, Randomness(seed))
+        assert 0.1 * n < released.sigma <= 0.2 * n
+        roles = {r.name: r for r in released.roles}
+        assert (roles["yob"].role, roles["yob"].format) == ("datetime", "%Y"), seed
+        assert "heavy noise" in roles["yob"].reason and "dates" in roles["yob"].reason
+        assert roles["score"].role == "numeric"
+
+
 def test_private_roles_read_eight_digit_dates_as_dates():
     """As the years above: 3,000 rows at σ = 4% of the rows, every cell of ``date`` an eight-digit date, and the
     exponential mechanism's other formats count 0 cells; 10 draws out of 10 read it as dates in %Y%m%d, while a
