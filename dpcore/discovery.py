@@ -150,7 +150,8 @@ at half the column's bounds ρ (:func:`months_resolvable`, public: n and ρ), it
 as a number's is: the first (half the ρ) locates the years; where they are at most DATE_ZOOM_YEARS, the second counts
 the rows per month over them and the rows before and after them -- the months are a function of the released years,
 sensitivity sqrt(2) as above -- and the months at each end that look empty go (:func:`zoom_months`; a bound moves
-out a year instead where the rows beyond it reach BEYOND_Z·σ): none clears the threshold, some month inside does,
+out instead where the rows beyond it reach BEYOND_Z·σ, a year at a time over the first look's years while the rows
+they leave unaccounted still do): none clears the threshold, some month inside does,
 and the rows they hold, estimated from their own noisy sum or from n less the kept months' (whichever is less
 noisy, and only where that noise is at most ZOOM_CLIP_SHARE·n), are at most max(REFINE_CLIP_SHARE·n,
 ADJACENT_Z·sd). What they held is clipped to the new bound. Otherwise the second look redraws the years and is
@@ -990,8 +991,24 @@ def _empty_ends(noisy: np.ndarray, sigma: float, threshold: float, n: int) -> tu
     return low, high
 
 
+def _years_beyond(before: float, sigma: float, years: np.ndarray, sigma_years: float) -> int:
+    """How many years a bound moves out when the rows beyond it, one noisy count ``before`` (σ ``sigma``), stand
+    out: at least one, and one more while the rows the years walked over leave unaccounted -- ``before`` less the
+    first look's noisy counts of those years (``years``, nearest first, σ ``sigma_years`` each) -- still reach
+    BEYOND_Z times that estimate's sd.  A "customer since" date decaying back thirty years, located as its last four
+    years, kept only one more where 20-30% of the rows lay further back.  Post-processing of released counts."""
+    if not len(years):
+        return 1
+    held = np.maximum(np.asarray(years, dtype=float), 0.0)  # no year holds fewer than no rows
+    k, rest = 1, before - float(held[0])
+    while k < len(held) and rest >= BEYOND_Z * math.sqrt(sigma**2 + k * sigma_years**2):
+        rest -= float(held[k])
+        k += 1
+    return k
+
+
 def zoom_months(
-    days: np.ndarray, lo: float, hi: float, rho: float, n: int, noise, sides=(True, True)
+    days: np.ndarray, lo: float, hi: float, rho: float, n: int, noise, sides=(True, True), first=None
 ) -> tuple[float, float, dict]:
     """(lower, upper, report): located years [lo, hi] (days since 1970-01-01) trimmed to the months that hold rows.
     The rows are counted per month of :func:`month_edges`, and the dates before and after those years in one count
@@ -1000,7 +1017,9 @@ def zoom_months(
     spread thin, ~60 rows a month on 1,500 rows over two years -- every month looks as empty as noise, and nothing
     moves); what a dropped month held is clipped to the new bound.  Where the count before (after) the years reaches
     BEYOND_Z·σ, the years' look missed rows there: that bound moves out by a year instead of being trimmed (a
-    year more than the rows need in about 1% of draws a side).  ``sides``: which bounds may move.
+    year more than the rows need in about 1% of draws a side), or, given ``first`` (the first look's noisy year
+    counts and their σ), by as many years as :func:`_years_beyond` walks over (report ``moved``).  ``sides``: which
+    bounds may move.
 
     Privacy: every present date is counted once (sensitivity sqrt(2)): ρ-zCDP; the months asked about are a function
     of the released years (adaptive composition).  The rest is post-processing."""
@@ -1015,8 +1034,18 @@ def zoom_months(
     low, high = (low if sides[0] and not out[0] else 0), (high if sides[1] and not out[1] else 0)
     report = {"sigma": sigma, "threshold": threshold, "bins": int(sub + 2), "trimmed": [bool(low), bool(high)],
               "widened": out}  # fmt: skip
-    new_lo = float(edges[low]) if low else (_year_start(lo, -1) if out[0] else lo)
-    new_hi = float(edges[sub - high]) - 1.0 if high else (_year_start(hi, 2) - 1.0 if out[1] else hi)
+    moved = [1, 1]
+    if first is not None:  # the first look's years beyond each bound, nearest first (released: post-processing)
+        years, sigma_years = first
+        lower_edges, upper_edges = bound_bins("datetime")
+        a, b = int(np.searchsorted(lower_edges, lo)), int(np.searchsorted(upper_edges, hi))
+        if out[0]:
+            moved[0] = _years_beyond(before, sigma, years[:a][::-1], sigma_years)
+        if out[1]:
+            moved[1] = _years_beyond(after, sigma, years[b + 1 :], sigma_years)
+        report["moved"] = [moved[0] if out[0] else 0, moved[1] if out[1] else 0]
+    new_lo = float(edges[low]) if low else (_year_start(lo, -moved[0]) if out[0] else lo)
+    new_hi = float(edges[sub - high]) - 1.0 if high else (_year_start(hi, 1 + moved[1]) - 1.0 if out[1] else hi)
     return new_lo, new_hi, report
 
 
@@ -1074,7 +1103,7 @@ def locate_date_bounds(
         lower_edges, upper_edges = bound_bins("datetime")
         a, b = int(np.searchsorted(lower_edges, lo)), int(np.searchsorted(upper_edges, hi))
         if b - a + 1 <= DATE_ZOOM_YEARS:
-            new_lo, new_hi, zoom = zoom_months(days, lo, hi, rho_b, n, noise, sides)
+            new_lo, new_hi, zoom = zoom_months(days, lo, hi, rho_b, n, noise, sides, first=(first, sigma_a))
             return new_lo, new_hi, {**how, "look": "months", "zoom": zoom}
     combined = _averaged_look(counts, first, rho_bounds, noise)
     lo, hi, how = bounds_from_noisy(combined, bounds_sigma(rho_bounds), "datetime", False)
