@@ -177,7 +177,7 @@ from .errors import BudgetError, DomainError
 from .ingest import ROLES, _distinct_present
 from .mechanisms.base import SpendRecord
 from .privacy import eps_to_zcdp, zcdp_to_eps_cks
-from .vocabularies import completion
+from .vocabularies import completions
 
 #: Share of the run's ε (and δ) spent on discovery when any field must be discovered.
 DEFAULT_SCHEMA_SHARE = 0.2
@@ -1520,8 +1520,11 @@ def discover_values(df: pd.DataFrame, tasks: list[ValueTask], rho_values: float,
         sigma = 1.0 / math.sqrt(rho[cats[0].name])
         tau = partition_threshold(sigma, delta_threshold / selected)
         report["categories"] = {"sigma": sigma, "threshold": tau, "attributes": len(cats)}
-        for t, values in zip(cats, select_many([df[t.name] for t in cats], sigma, tau, noise)):
-            added = completion(values) if t.complete else ()  # a vocabulary's other words (post-processing)
+        released = select_many([df[t.name] for t in cats], sigma, tau, noise)
+        # a vocabulary's other words, from the released lists alone (post-processing): each column's own, or a
+        # battery's -- the columns whose released values are all its words, together
+        for t, values, words in zip(cats, released, completions(released)):
+            added = words if t.complete else ()
             out.fields[t.name] = {"values": values}
             if added:
                 out.fields[t.name] = {"values": tuple(sorted(values + added, key=_natural_key)), "vocabulary": added}

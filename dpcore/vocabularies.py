@@ -5,7 +5,8 @@ Partition selection releases a value only when its noisy count clears a threshol
 on a small table the rare value of a flag (the 8% of orders ``returned = TRUE``, the 9% of patients
 ``diabetic = Y``) or the thin end of an answer scale (``Strongly disagree``) is not released, and its rows come
 back as ``'(other)'`` -- a column of ``FALSE`` and ``'(other)'``.  When the released values of a column are all
-words of one vocabulary and cover at least half of it, the vocabulary's other words are added to the category set:
+words of one vocabulary and cover at least half of it -- alone, or with the other columns whose released values
+are all its words (a battery of questions on one scale) -- the vocabulary's other words are added to the category set:
 they are part of the code, not read from the data, and which words are added is a function of the released values
 alone (post-processing: no privacy cost).  Their counts are then measured like every value's; an added word
 measured under 1σ is fitted as empty (:data:`dpcore.mechanisms.decouple.WORD_Z`), so a four-point scale given a
@@ -85,20 +86,38 @@ def _styled(word: str, like: list[str]) -> str:
 
 
 def completion(values) -> tuple[str, ...]:
-    """The words to add to a released category set ``values``: the rest of the one vocabulary whose words they
-    all are, if they cover at least half of it; where several vocabularies qualify (``Agree``, ``Disagree`` and
-    ``Strongly agree`` belong to two agreement scales), only the words every one of them adds.  Empty when no
-    vocabulary qualifies.  A function of the released values alone."""
-    keys = {_key(v) for v in values}
-    if not keys:
-        return ()
-    missing: set[str] | None = None
+    """The words to add to one released category set ``values`` on its own (:func:`completions` of it alone)."""
+    return completions([values])[0]
+
+
+def completions(value_lists) -> list[tuple[str, ...]]:
+    """The words to add to each released category set of a table's columns (``value_lists``, one per column).
+
+    A vocabulary completes a column whose released values are all its words when they cover at least half of it --
+    or when the columns whose released values are all its words (a battery of questions on one answer scale) cover
+    at least half of it together: of 45 five-point items on 3,000 rows, where only values held by 19% of the rows
+    could be released, most came back as ``Agree``, ``Neutral`` and ``(other)``, some as ``Agree`` alone.  Where
+    several vocabularies qualify for a column (``Agree``, ``Disagree`` and ``Strongly agree`` belong to two
+    agreement scales), only the words every one of them adds.  A function of the released values alone."""
+    keyed = [{_key(v) for v in values} for values in value_lists]
+    qualifies: list[list[tuple[set[str], set[str]]]] = [[] for _ in keyed]  # (its words, the words seen of it)
     for vocabulary in VOCABULARIES:
         words = set(vocabulary)
-        if keys <= words and len(keys) >= math.ceil(len(words) / 2):
+        half = math.ceil(len(words) / 2)
+        battery = [i for i, keys in enumerate(keyed) if keys and keys <= words]
+        together = set().union(*(keyed[i] for i in battery)) if battery else set()
+        for i in battery:
+            if len(keyed[i]) >= half or (len(battery) >= 2 and len(together) >= half):
+                qualifies[i].append((words, together if len(battery) >= 2 else keyed[i]))
+    out: list[tuple[str, ...]] = []
+    for values, keys, candidates in zip(value_lists, keyed, qualifies):
+        # a vocabulary whose words seen in the table are fewer than another's, all of them among that other's,
+        # yields to it: a battery that released Neutral is on the Neutral scale, not on "Neither agree nor disagree"
+        vocabularies = [w for w, seen in candidates if not any(seen < other for _, other in candidates)]
+        missing: set[str] | None = None
+        for words in vocabularies:
             rest = words - keys
             missing = rest if missing is None else missing & rest
-    if not missing:
-        return ()
-    like = [str(v) for v in values]
-    return tuple(_styled(w, like) for w in sorted(missing))
+        like = [str(v) for v in values]
+        out.append(tuple(_styled(w, like) for w in sorted(missing)) if missing else ())
+    return out
