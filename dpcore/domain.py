@@ -134,8 +134,9 @@ class Attribute:
     #: numeric, not integer: values whose bin decodes to the value itself (a frequent value with a bin of its own,
     #: ``[p - h, p + h)``: 17.5 comes back as 17.5, not as a draw between 17.45 and 17.55)
     points: tuple[float, ...] = ()
-    #: categorical: listed values a public vocabulary added to a discovered set (:mod:`dpcore.vocabularies`), not
-    #: released from the data; measured like every value, and fitted as empty where measured under 1σ
+    #: categorical: listed values a public vocabulary, or the gaps between released range labels, added to a
+    #: discovered set (:mod:`dpcore.vocabularies`), not released from the data; measured like every value, and
+    #: fitted as empty where measured under 1σ
     #: (:data:`dpcore.mechanisms.decouple.WORD_Z`)
     vocabulary: tuple[str, ...] = ()
 

@@ -293,8 +293,8 @@ def released_as(entry: dict) -> str:
     plus = f" + {' + '.join(extras)}" if extras else ""
     if kind == "categorical":
         n = len(entry.get("values") or ())
-        words = len(entry.get("vocabulary") or ())  # added from a public vocabulary, not released from the data
-        return f"{n} value{'' if n == 1 else 's'}" + (f" ({words} from a public vocabulary)" if words else "") + plus
+        words = len(entry.get("vocabulary") or ())  # added (a vocabulary's words, a gap's ranges), not released
+        return f"{n} value{'' if n == 1 else 's'}" + (f" ({words} added, not released)" if words else "") + plus
     edges = entry.get("edges") or ()
     bins = entry.get("bins") or max(0, len(edges) - 1)
     lower, upper = entry.get("lower"), entry.get("upper")

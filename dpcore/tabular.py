@@ -952,8 +952,9 @@ def discovery_warnings(report: dict, n: int) -> list[str]:
     added = report.get("vocabulary") or {}
     if added:
         out.append(
-            "Values added to discovered categories from a public vocabulary (yes/no, true/false, answer scales, "
-            "days, months: part of dpcore, not read from the data): "
+            "Values added to discovered categories, not read from the data: the other words of a public vocabulary "
+            "(yes/no, true/false, answer scales, days, months: part of dpcore) or the labels between released ranges "
+            "(35-44 between 25-34 and 45-54): "
             + "; ".join(f"{c}: {', '.join(v)}" for c, v in list(added.items())[:8])
             + ". The other values of those columns were released and these complete them; their rows are measured "
             "like every value's, and a value measured as nearly empty is fitted as empty."
