@@ -172,7 +172,17 @@ import numpy as np
 import pandas as pd
 from scipy.special import erfc
 
-from .domain import _canonical_text, _natural_key, parse_dates, parse_numbers, unit_index, unit_start_days, whole
+from .domain import (
+    TIME_SLOTS,
+    _canonical_text,
+    _has_time,
+    _natural_key,
+    parse_dates,
+    parse_numbers,
+    unit_index,
+    unit_start_days,
+    whole,
+)
 from .errors import BudgetError, DomainError
 from .ingest import ROLES, _distinct_present
 from .mechanisms.base import SpendRecord
@@ -1494,6 +1504,54 @@ def split_column_rho(t: ValueTask, rho_column: float, refined: bool = False) -> 
     return bounds, points, rho_column - bounds - points if refined else 0.0
 
 
+#: A date column written with a time of day spends this share of its bounds' ρ on its time-of-day profile
+#: (:func:`time_profile`): without one, a release drew each time uniformly over the day -- a call log answered from
+#: 8:00 to 18:00 came back with 58% of its calls at night.
+TIME_SHARE = 0.2
+#: A slot of the time-of-day profile whose noisy count is under this many σ gets no share: noise alone reaches it
+#: in 0.6% of draws a slot (at 2σ, 2.3%: a call log's release had calls at 18:00 and 20:00 in one draw of three).
+TIME_Z = 2.5
+
+
+def bounds_and_time(t: ValueTask, rho_bounds: float) -> tuple[float, float]:
+    """(ρ of the bounds, ρ of the time-of-day profile) of a column's bounds' share: TIME_SHARE of it for a date
+    column read by day whose format writes a time of day (public: the released or declared format), else none."""
+    if t.kind != "datetime" or not _has_time(t.format) or (t.granularity or "day") != "day":
+        return rho_bounds, 0.0
+    return rho_bounds * (1.0 - TIME_SHARE), rho_bounds * TIME_SHARE
+
+
+def time_slots(days: np.ndarray) -> np.ndarray:
+    """Rows per slot of the day (TIME_SLOTS: exactly midnight, then each hour) of dates given as days since
+    1970-01-01 with their time as the fraction: each present date in exactly one slot, so one changed row moves one
+    count down and one up (L2 sensitivity sqrt(2))."""
+    days = np.asarray(days, dtype=float)
+    days = days[np.isfinite(days)]
+    seconds = np.round((days - np.floor(days)) * 86_400.0)
+    slot = np.where(seconds <= 0, 0, 1 + np.minimum((seconds // 3_600).astype(np.int64), 23))
+    return np.bincount(slot.astype(np.int64), minlength=TIME_SLOTS)
+
+
+def time_profile(days: np.ndarray, rho: float, noise) -> tuple[tuple[float, ...], dict]:
+    """(shares, report): a date column's time-of-day profile from its :func:`time_slots` with discrete Gaussian noise
+    of σ = 1/sqrt(ρ) (ρ-zCDP); a slot whose noisy count is under TIME_Z·σ gets no share (nights of a call log stay
+    empty), and the shares are the counts left over their sum.  Only where the slots left out hold, by their noisy
+    sum, less than the slots kept and at most a third of them or ADJACENT_Z times that sum's sd (σ·sqrt(slots)):
+    times spread over the whole day at ~125 rows an hour on 3,000 rows, under the cutoff at σ ≈ 100, kept the two or
+    three hours noise lifted and came back in them (hour TVD 0.04 -> 0.9), while a call log's thin first and last
+    hours (4-6% of the calls) are left out with its nights.  Empty otherwise, or when nothing clears the cutoff
+    (times then drawn uniformly over the day, as without a profile).  Post-processing past the noisy counts."""
+    sigma = bounds_sigma(rho)
+    noisy = time_slots(days) + noise.discrete_gaussian(sigma, TIME_SLOTS)
+    held = noisy >= TIME_Z * sigma
+    kept = np.where(held, noisy, 0).astype(float)
+    rest, m = float(noisy[~held].sum()), int(np.count_nonzero(~held))
+    report = {"sigma": sigma, "slots": TIME_SLOTS, "kept": int(held.sum()), "rest": rest}
+    if kept.sum() <= 0 or rest >= kept.sum() or rest > max(kept.sum() / 3.0, ADJACENT_Z * sigma * math.sqrt(m)):
+        return (), report
+    return tuple(float(k) for k in kept / kept.sum()), report
+
+
 def _points(values: tuple[str, ...], integer: bool = True) -> tuple[float, ...]:
     """The released values of a numeric column as numbers (labels that are not numbers dropped, and, for a
     whole-number column, those that are not whole)."""
@@ -1542,6 +1600,7 @@ def discover_values(df: pd.DataFrame, tasks: list[ValueTask], rho_values: float,
         if t.kind == "datetime":  # the histogram counts days; the schema stores bounds as units of the granularity
             present = unit_start_days(present.astype(np.int64), t.granularity or "day").astype(float)
         rho_bounds, _, rho_refine = split_column_rho(t, rho[t.name], t.name in refined)
+        rho_bounds, rho_time = bounds_and_time(t, rho_bounds)
         core = None
         fields_rims: tuple[tuple[float, float], ...] = ()
         if t.kind == "numeric":
@@ -1602,6 +1661,10 @@ def discover_values(df: pd.DataFrame, tasks: list[ValueTask], rho_values: float,
             lower, upper = _unit(t, lower), _unit(t, upper)
         lo, hi = _finish_bounds(t, lower if t.need_lower else None, upper if t.need_upper else None)
         fields: dict[str, object] = {}
+        if rho_time > 0:  # spent whether or not it finds a profile: the plan fixed it before the data was read
+            profile, report["bounds"][t.name]["time"] = time_profile(parse_dates(df[t.name], t.format), rho_time, noise)
+            if profile:
+                fields["hours"] = profile
         if t.need_lower:
             fields["lower"] = _days(t, lo)
         if t.need_upper:

@@ -139,6 +139,10 @@ class Attribute:
     #: fitted as empty where measured under 1σ
     #: (:data:`dpcore.mechanisms.decouple.WORD_Z`)
     vocabulary: tuple[str, ...] = ()
+    #: datetime with a time of day in its format: the shares of the TIME_SLOTS slots a date's time is drawn from --
+    #: exactly midnight, then each hour of the day (released under DP by discovery,
+    #: :func:`dpcore.discovery.time_profile`, or declared); empty: drawn uniformly over the day
+    hours: tuple[float, ...] = ()
 
     def __post_init__(self) -> None:
         if not isinstance(self.name, str) or not self.name:
@@ -178,6 +182,16 @@ class Attribute:
             raise DomainError(f"Attribute {self.name!r}: points are for numeric attributes.")
         if self.vocabulary and self.kind != "categorical":
             raise DomainError(f"Attribute {self.name!r}: vocabulary values are for categorical attributes.")
+        if self.hours:
+            hours = tuple(float(h) for h in self.hours)
+            if self.kind != "datetime" or not _has_time(self.format):
+                raise DomainError(f"Attribute {self.name!r}: hours are for dates written with a time of day.")
+            if len(hours) != TIME_SLOTS or not all(math.isfinite(h) and h >= 0 for h in hours) or sum(hours) <= 0:
+                raise DomainError(
+                    f"Attribute {self.name!r}: hours must be {TIME_SLOTS} shares, at least 0 and not all 0 "
+                    "(exactly midnight, then each hour of the day)."
+                )
+            object.__setattr__(self, "hours", hours)
 
     def _set_provenance(self) -> None:
         fields = PROVENANCE_FIELDS[self.kind]
@@ -317,6 +331,8 @@ class Attribute:
         prov = {f: prov.get(f, source) for f in PROVENANCE_FIELDS[kind]}
         if ("values" in changes or kind != "categorical") and "vocabulary" not in changes:
             changes["vocabulary"] = ()  # a value list given anew: none of it was added by a vocabulary
+        if {"format", "kind", "granularity"} & set(changes) and "hours" not in changes:
+            changes["hours"] = ()  # a time profile belongs to the dates it was read from
         if {"lower", "upper", "bins", "kind", "granularity"} & set(changes):
             changes.setdefault("edges", ())  # derived again from the new bounds and bin count
         return replace(self, **changes, source="mixed", provenance=tuple(prov.items()))
@@ -537,6 +553,13 @@ class Attribute:
     def _decode_dates(self, lo, hi, missing, numeric, rng) -> pd.Series:
         if numeric == "midpoint":
             days = np.floor((lo + hi) / 2.0)
+        elif _has_time(self.format) and self.hours and np.all(hi - lo >= 1.0):
+            # a whole day within the bin, then a time of day from the released profile: midnight exactly, or an
+            # hour and a uniform moment within it (a call log's business hours stay business hours)
+            weights = np.asarray(self.hours, dtype=float) / float(sum(self.hours))
+            slot = rng.choice(TIME_SLOTS, size=lo.shape, p=weights)
+            moment = np.where(slot == 0, 0.0, (slot - 1 + rng.random(lo.shape)) / 24.0)
+            days = lo + np.floor(rng.random(lo.shape) * (hi - lo)) + moment
         elif _has_time(self.format):
             days = lo + (hi - lo) * rng.random(lo.shape)
         else:
@@ -570,6 +593,8 @@ class Attribute:
                 format=self.format,
                 out_of_bounds=self.out_of_bounds,
             )
+            if self.hours:
+                d["hours"] = list(self.hours)
         if self.kind != "categorical" and self.unparsable != "reject":
             d["unparsable"] = self.unparsable
         return d
@@ -582,7 +607,7 @@ class Attribute:
         if extra:
             raise DomainError(f"Attribute {d.get('name')!r}: unknown schema keys {sorted(extra)}.")
         kw = dict(d)
-        for key in ("values", "edges", "points", "vocabulary"):
+        for key in ("values", "edges", "points", "vocabulary", "hours"):
             if key in kw:
                 if not isinstance(kw[key], (list, tuple)):
                     raise DomainError(f"Attribute {d['name']!r}: {key!r} must be a list.")
@@ -616,6 +641,7 @@ ATTRIBUTE_KEYS = frozenset(
         "unparsable",
         "points",
         "vocabulary",
+        "hours",
     }
 )
 
@@ -725,6 +751,10 @@ def to_datetimes(text: pd.Series, fmt: str | None) -> pd.Series:
 def _format_days(days, fmt: str) -> list[str]:
     secs = np.round(np.asarray(days, dtype=float) * 86400.0).astype(np.int64)
     return pd.Series(pd.to_datetime(secs, unit="s", utc="%z" in fmt)).dt.strftime(fmt).tolist()
+
+
+#: The slots of a date's time-of-day profile (:attr:`Attribute.hours`): exactly midnight, then hours 0-23.
+TIME_SLOTS = 25
 
 
 def _has_time(fmt: str | None) -> bool:

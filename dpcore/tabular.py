@@ -70,6 +70,7 @@ from .discovery import (
     ValueTask,
     bin_threshold,
     bound_bins,
+    bounds_and_time,
     bounds_locatable,
     bounds_sigma,
     column_rho,
@@ -85,7 +86,7 @@ from .discovery import (
     sliver_read,
     split_column_rho,
 )
-from .domain import Attribute, Domain, _normalise_source
+from .domain import Attribute, Domain, _has_time, _normalise_source
 from .errors import BudgetError, DataError, DomainError
 from .ingest import Role, confirmed, header_role, private_roles, propose_roles
 from .mechanisms.base import SpendRecord
@@ -624,10 +625,11 @@ def _build_attribute(
         )  # fmt: skip
     if lower is None or upper is None:
         raise DomainError(f"Column {role.name!r}: no date bounds could be set (the column has no dates).")
+    hours = tuple(found.get("hours") or ()) if _has_time(role.format) else ()  # released under DP by discovery
     return Attribute(
         role.name, "datetime", lower=lower, upper=upper, bins=int(settings.get("bins") or bins),
         granularity=role.granularity, format=role.format, unparsable=unparsable,
-        provenance=tuple(prov.items()), **common,
+        provenance=tuple(prov.items()), hours=hours, **common,
     )  # fmt: skip
 
 
@@ -649,7 +651,7 @@ def _fallback_unlocatable_bounds(
         kind = t.kind
         if kind not in ("numeric", "datetime"):
             continue
-        locate = split_column_rho(t, rho[t.name], t.name in refined)[0]
+        locate = bounds_and_time(t, split_column_rho(t, rho[t.name], t.name in refined)[0])[0]
         if bounds_locatable(kind, t.integer, t.granularity, locate, k, n):
             continue
         changed[r.name] = replace(r, role="excluded", reason=NO_BOUNDS_REASON)

@@ -14,6 +14,7 @@ from dpcore.discovery import (
     DATE_BLOCK_YEARS,
     DATE_ZOOM_YEARS,
     REFINE_WEIGHT,
+    TIME_SHARE,
     ValueTask,
     block_counts,
     bounds_sigma,
@@ -168,18 +169,19 @@ def test_rows_far_beyond_the_years_walk_the_bound_back_over_the_first_looks_year
 
 
 def test_a_zoomed_date_column_spends_exactly_its_rho():
-    """discover_values on a two-week column: the years' look (σ_a), the months' look (σ_b) and the refinement over
-    days add up to the column's ρ -- Δ₂²/(2σ²) = 1/σ² each -- with ρ_a = ρ_b = half the bounds' share."""
+    """discover_values on a two-week column: the years' look (σ_a), the months' look (σ_b), the refinement over
+    days and the time-of-day slots add up to the column's ρ -- Δ₂²/(2σ²) = 1/σ² each -- with ρ_a = ρ_b = half the
+    bounds' share less the slots' TIME_SHARE of it (the column is written with a time)."""
     df = pd.DataFrame({"t": _two_weeks(20_000).strftime("%Y-%m-%d %H:%M")})
     task = ValueTask("t", "datetime", granularity="day", format="%Y-%m-%d %H:%M", need_lower=True, need_upper=True)
     found = discover_values(df, [task], 0.01, 1e-9, Randomness(3))
     b = found.report["bounds"]["t"]
     assert b["look"] == "months" and "refined" in b
     rho_bounds = 0.01 * BOUNDS_WEIGHT / (BOUNDS_WEIGHT + REFINE_WEIGHT)
-    assert 1 / b["sigma"] ** 2 == pytest.approx(rho_bounds / 2) and 1 / b["zoom"]["sigma"] ** 2 == pytest.approx(
-        rho_bounds / 2
-    )
-    spent = 1 / b["sigma"] ** 2 + 1 / b["zoom"]["sigma"] ** 2 + 1 / b["refined"]["sigma"] ** 2
+    looks = rho_bounds * (1 - TIME_SHARE)
+    assert 1 / b["sigma"] ** 2 == pytest.approx(looks / 2) and 1 / b["zoom"]["sigma"] ** 2 == pytest.approx(looks / 2)
+    assert 1 / b["time"]["sigma"] ** 2 == pytest.approx(rho_bounds * TIME_SHARE)
+    spent = sum(1 / part["sigma"] ** 2 for part in (b, b["zoom"], b["refined"], b["time"]))
     assert spent == pytest.approx(0.01)
     lo, hi = _day(found.fields["t"]["lower"]), _day(found.fields["t"]["upper"])
     assert lo <= pd.Timestamp("2025-01-01") and hi >= pd.Timestamp("2025-01-14") and hi <= pd.Timestamp("2025-01-31")
