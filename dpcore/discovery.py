@@ -1018,7 +1018,7 @@ def _years_beyond(before: float, sigma: float, years: np.ndarray, sigma_years: f
 
 
 def zoom_months(
-    days: np.ndarray, lo: float, hi: float, rho: float, n: int, noise, sides=(True, True), first=None
+    days: np.ndarray, lo: float, hi: float, rho: float, n: int, noise, sides=(True, True), beyond=None
 ) -> tuple[float, float, dict]:
     """(lower, upper, report): located years [lo, hi] (days since 1970-01-01) trimmed to the months that hold rows.
     The rows are counted per month of :func:`month_edges`, and the dates before and after those years in one count
@@ -1027,9 +1027,9 @@ def zoom_months(
     spread thin, ~60 rows a month on 1,500 rows over two years -- every month looks as empty as noise, and nothing
     moves); what a dropped month held is clipped to the new bound.  Where the count before (after) the years reaches
     BEYOND_Z·σ, the years' look missed rows there: that bound moves out by a year instead of being trimmed (a
-    year more than the rows need in about 1% of draws a side), or, given ``first`` (the first look's noisy year
-    counts and their σ), by as many years as :func:`_years_beyond` walks over (report ``moved``).  ``sides``: which
-    bounds may move.
+    year more than the rows need in about 1% of draws a side), or, given ``beyond`` (the first look's noisy counts
+    of the years before and after the range, nearest first, and their σ), by as many years as :func:`_years_beyond`
+    walks over (report ``moved``).  ``sides``: which bounds may move.
 
     Privacy: every present date is counted once (sensitivity sqrt(2)): ρ-zCDP; the months asked about are a function
     of the released years (adaptive composition).  The rest is post-processing."""
@@ -1045,14 +1045,12 @@ def zoom_months(
     report = {"sigma": sigma, "threshold": threshold, "bins": int(sub + 2), "trimmed": [bool(low), bool(high)],
               "widened": out}  # fmt: skip
     moved = [1, 1]
-    if first is not None:  # the first look's years beyond each bound, nearest first (released: post-processing)
-        years, sigma_years = first
-        lower_edges, upper_edges = bound_bins("datetime")
-        a, b = int(np.searchsorted(lower_edges, lo)), int(np.searchsorted(upper_edges, hi))
+    if beyond is not None:  # released counts: post-processing
+        years_before, years_after, sigma_years = beyond
         if out[0]:
-            moved[0] = _years_beyond(before, sigma, years[:a][::-1], sigma_years)
+            moved[0] = _years_beyond(before, sigma, years_before, sigma_years)
         if out[1]:
-            moved[1] = _years_beyond(after, sigma, years[b + 1 :], sigma_years)
+            moved[1] = _years_beyond(after, sigma, years_after, sigma_years)
         report["moved"] = [moved[0] if out[0] else 0, moved[1] if out[1] else 0]
     new_lo = float(edges[low]) if low else (_year_start(lo, -moved[0]) if out[0] else lo)
     new_hi = float(edges[sub - high]) - 1.0 if high else (_year_start(hi, 1 + moved[1]) - 1.0 if out[1] else hi)
@@ -1101,7 +1099,7 @@ def locate_date_bounds(
     counts = bin_counts(days, "datetime", False)
     first, sigma_a, rho_b = _first_look(counts, rho_bounds, noise)
     lo, hi, how = bounds_from_noisy(first, sigma_a, "datetime", False)
-    if lo is None or how.get("window"):  # no single year stands out: the rows spread thin over many years
+    if lo is None or hi is None or how.get("window"):  # no single year stands out: the rows spread thin
         first_look = {k: how[k] for k in ("sigma", "threshold", "bins")}
         lo, hi, how = block_bounds(days, rho_b, noise)
         return lo, hi, {**how, "look": "blocks", "first": first_look}
@@ -1109,12 +1107,12 @@ def locate_date_bounds(
         combined = _averaged_look(counts, first, rho_bounds, noise)  # one look's noise at the whole ρ
         lo, hi, how = bounds_from_noisy(combined, bounds_sigma(rho_bounds), "datetime", False)
         return lo, hi, {**how, "look": "years"}
-    if lo is not None and hi is not None:
-        lower_edges, upper_edges = bound_bins("datetime")
-        a, b = int(np.searchsorted(lower_edges, lo)), int(np.searchsorted(upper_edges, hi))
-        if b - a + 1 <= DATE_ZOOM_YEARS:
-            new_lo, new_hi, zoom = zoom_months(days, lo, hi, rho_b, n, noise, sides, first=(first, sigma_a))
-            return new_lo, new_hi, {**how, "look": "months", "zoom": zoom}
+    lower_edges, upper_edges = bound_bins("datetime")
+    a, b = int(np.searchsorted(lower_edges, lo)), int(np.searchsorted(upper_edges, hi))
+    if b - a + 1 <= DATE_ZOOM_YEARS:  # the first look's years beyond the range, nearest first, for the walk out
+        beyond = (first[:a][::-1], first[b + 1 :], sigma_a)
+        new_lo, new_hi, zoom = zoom_months(days, lo, hi, rho_b, n, noise, sides, beyond=beyond)
+        return new_lo, new_hi, {**how, "look": "months", "zoom": zoom}
     combined = _averaged_look(counts, first, rho_bounds, noise)
     lo, hi, how = bounds_from_noisy(combined, bounds_sigma(rho_bounds), "datetime", False)
     return lo, hi, {**how, "look": "combined"}
@@ -1145,10 +1143,10 @@ def block_bounds(days: np.ndarray, rho: float, noise) -> tuple[float | None, flo
     lo, hi, how = bounds_from_noisy(noisy, sigma, "datetime", False, edges)
     if lo is not None and hi is not None:
         first, last = int(np.searchsorted(edges[0], lo)), int(np.searchsorted(edges[1], hi))
-        while first > 0 and noisy[first - 1] >= ADJACENT_Z * sigma:
-            first -= 1
-        while last < len(noisy) - 1 and noisy[last + 1] >= ADJACENT_Z * sigma:
-            last += 1
+        while (wider := _thin_join(noisy, sigma, first, -1, -1)) != first:
+            first = wider
+        while (wider := _thin_join(noisy, sigma, last, 1, -1)) != last:
+            last = wider
         lo, hi = float(edges[0][first]), float(edges[1][last])
     return lo, hi, {**how, "block_years": DATE_BLOCK_YEARS}
 
@@ -1545,11 +1543,11 @@ def time_profile(days: np.ndarray, rho: float, noise) -> tuple[tuple[float, ...]
     noisy = time_slots(days) + noise.discrete_gaussian(sigma, TIME_SLOTS)
     held = noisy >= TIME_Z * sigma
     kept = np.where(held, noisy, 0).astype(float)
-    rest, m = float(noisy[~held].sum()), int(np.count_nonzero(~held))
+    total, rest, m = float(kept.sum()), float(noisy[~held].sum()), int(np.count_nonzero(~held))
     report = {"sigma": sigma, "slots": TIME_SLOTS, "kept": int(held.sum()), "rest": rest}
-    if kept.sum() <= 0 or rest >= kept.sum() or rest > max(kept.sum() / 3.0, ADJACENT_Z * sigma * math.sqrt(m)):
+    if total <= 0 or rest >= total or rest > max(total / 3.0, ADJACENT_Z * sigma * math.sqrt(m)):
         return (), report
-    return tuple(float(k) for k in kept / kept.sum()), report
+    return tuple(float(k) for k in kept / total), report
 
 
 def _points(values: tuple[str, ...], integer: bool = True) -> tuple[float, ...]:

@@ -996,12 +996,11 @@ def discovery_warnings(report: dict, n: int) -> list[str]:
         )
     blocks = [c for c, b in bounds.items() if b.get("look") == "blocks" and b.get("located", True)]
     if blocks:
-        years = bounds[blocks[0]].get("block_years", DATE_BLOCK_YEARS)
         out.append(
             "Dates spread thinly over many years (no single year held enough rows to stand out from the noise): "
             + ", ".join(blocks[:8])
-            + f". Their range was found over blocks of {years} years, so it may reach up to {years - 1} years past the "
-            "real dates at an end. Declare their bounds (free) for exact ranges."
+            + f". Their range was found over blocks of {DATE_BLOCK_YEARS} years, so it may reach up to "
+            f"{DATE_BLOCK_YEARS - 1} years past the real dates at an end. Declare their bounds (free) for exact ranges."
         )
     coarse = [c for c, b in bounds.items() if b.get("coarse")]
     if coarse:

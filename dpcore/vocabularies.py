@@ -136,8 +136,7 @@ def completions(value_lists) -> list[tuple[str, ...]]:
 _NUMBER = r"\d{1,3}(?:,\d{3})+|\d+"
 _RANGE = re.compile(rf"^(?P<pre>\D*?)(?P<lo>{_NUMBER})(?P<mid>\s*(?:-|–|to)\s*\D*?)(?P<hi>{_NUMBER})(?P<post>\D*)$")
 #: An open top ("65+", "65 or over", "$150,000 or more") and an open bottom ("Under 18", "Less than $25,000").
-_TOP = re.compile(rf"^\D*?(?P<lo>{_NUMBER})\s*(?:\+|or more|or over|and over|or older|and older|plus)\b.*$", re.I)
-_TOP_PLUS = re.compile(rf"^\D*?(?P<lo>{_NUMBER})\s*\+.*$")
+_TOP = re.compile(rf"^\D*?(?P<lo>{_NUMBER})\s*(?:\+|(?:or more|or over|and over|or older|and older|plus)\b).*$", re.I)
 _BOTTOM = re.compile(rf"^(?:under|less than|below|<)\s*\D*?(?P<hi>{_NUMBER})\D*$", re.I)
 #: At most this many labels are added to one column from the gaps between its ranges.
 MAX_RANGE_GAPS = 12
@@ -163,13 +162,14 @@ def range_gaps(values) -> tuple[str, ...]:
             if lo <= hi:
                 parsed.append((lo, hi, (m["pre"], m["mid"], m["post"], "," in m["lo"] + m["hi"])))
             continue
-        top, bottom = _TOP.match(text) or _TOP_PLUS.match(text), _BOTTOM.match(text)
+        top, bottom = _TOP.match(text), _BOTTOM.match(text)
         if top:
             tops.append(int(top["lo"].replace(",", "")))
         elif bottom:
             bottoms.append(int(bottom["hi"].replace(",", "")))
     styles = {p[2] for p in parsed}
-    if len(parsed) < 2 and not (parsed and (tops or bottoms)) or len(styles) != 1 or len(tops) > 1 or len(bottoms) > 1:
+    ends = len(parsed) + min(len(tops), 1) + min(len(bottoms), 1)  # ranges, and an open top and bottom
+    if ends < 2 or len(styles) != 1 or len(tops) > 1 or len(bottoms) > 1:
         return ()
     (pre, mid, post, commas), finite = styles.pop(), sorted((lo, hi) for lo, hi, _ in parsed)
     ranges: list[tuple[int | None, int | None]] = [(None, b - 1) for b in bottoms]  # open ends: no width

@@ -131,7 +131,7 @@ def test_rows_beyond_the_years_move_that_bound_out_a_year_instead_of_being_clipp
         assert new_lo <= days[0] + 31, seed  # January's first day, or on a rare draw February's
         # with the first look's years to walk over: 2024 accounts for the rows after 2023, so one year still
         _, walked_hi, rep = zoom_months(
-            days, lo, hi, 1 / 50.0**2, len(days), Randomness(seed), first=_first_look_years(days, 50.0, seed)
+            days, lo, hi, 1 / 50.0**2, len(days), Randomness(seed), beyond=_first_look_years(days, 50.0, seed, lo, hi)
         )
         assert walked_hi == new_hi and rep["moved"] == [0, 1], seed
         _, _, rep = zoom_months(alone, lo, hi, 1 / 50.0**2, len(alone), Randomness(seed))
@@ -139,12 +139,16 @@ def test_rows_beyond_the_years_move_that_bound_out_a_year_instead_of_being_clipp
     assert false_alarms <= 2
 
 
-def _first_look_years(days: np.ndarray, sigma: float, seed: int) -> tuple[np.ndarray, float]:
-    """A first look at the years as :func:`locate_date_bounds` draws it: every year's count with noise σ."""
-    from dpcore.discovery import bin_counts
+def _first_look_years(days: np.ndarray, sigma: float, seed: int, lo: float, hi: float):
+    """A first look at the years as :func:`locate_date_bounds` draws it (every year's count with noise σ), as the
+    zoom reads it: the years before ``lo`` and after ``hi``, nearest first, and σ."""
+    from dpcore.discovery import bin_counts, bound_bins
 
     years = bin_counts(days, "datetime", False)
-    return years + Randomness(1000 + seed).discrete_gaussian(sigma, len(years)), sigma
+    first = years + Randomness(1000 + seed).discrete_gaussian(sigma, len(years))
+    lower_edges, upper_edges = bound_bins("datetime")
+    a, b = int(np.searchsorted(lower_edges, lo)), int(np.searchsorted(upper_edges, hi))
+    return first[:a][::-1], first[b + 1 :], sigma
 
 
 def test_rows_far_beyond_the_years_walk_the_bound_back_over_the_first_looks_years():
@@ -161,7 +165,7 @@ def test_rows_far_beyond_the_years_walk_the_bound_back_over_the_first_looks_year
     lo, hi = float((pd.Timestamp("2021-01-01") - EPOCH).days), float((pd.Timestamp("2024-12-31") - EPOCH).days)
     for seed in range(20):
         new_lo, new_hi, rep = zoom_months(
-            days, lo, hi, 1 / 50.0**2, len(days), Randomness(seed), first=_first_look_years(days, 50.0, seed)
+            days, lo, hi, 1 / 50.0**2, len(days), Randomness(seed), beyond=_first_look_years(days, 50.0, seed, lo, hi)
         )
         one_lo, _, _ = zoom_months(days, lo, hi, 1 / 50.0**2, len(days), Randomness(seed))
         assert rep["widened"][0] and rep["moved"][0] >= 3 and new_hi == hi, seed
