@@ -29,9 +29,14 @@ import pandas as pd
 from .domain import Domain
 from .errors import DataError, DomainError
 
-#: Tokens read as missing values besides pandas' defaults ("", "NA", "NaN", ...).
-#: "?" is the UCI convention (the bundled Adult sample uses it).
-MISSING_TOKENS = ["?"]
+#: Cells read as missing: pandas' defaults but ``None`` (an empty cell, ``NA``, ``N/A``, ``NULL``, ``NaN``...) and
+#: ``?``, the UCI convention (the bundled Adult sample uses it).  ``None`` is read as text: a category of its own
+#: in many tables (sleep disorders "None", "Insomnia"; allergies "None", "Pollen"), a missing cell in numbers and
+#: dates and wherever a schema does not list it (:data:`dpcore.domain.NONE_TEXT`).
+MISSING_TOKENS = [
+    "", "#N/A", "#N/A N/A", "#NA", "-1.#IND", "-1.#QNAN", "-NaN", "-nan", "1.#IND", "1.#QNAN", "<NA>", "N/A", "NA",
+    "NULL", "NaN", "n/a", "nan", "null", "?",
+]  # fmt: skip
 DELIMITERS = [",", ";", "\t", "|"]
 #: Hard cap on rows read, to keep a hostile upload from exhausting memory.
 MAX_ROWS = 20_000_000
@@ -216,6 +221,7 @@ def read_table(source, filename: str | None = None, min_columns: int = 2) -> pd.
                     header=0,
                     names=names or None,
                     na_values=MISSING_TOKENS,
+                    keep_default_na=False,
                     dtype=str,
                     skipinitialspace=True,
                     nrows=MAX_ROWS + 1,

@@ -560,7 +560,7 @@ def partition_threshold(sigma: float, delta_per_value: float) -> int:
 
 def value_counts(column: pd.Series) -> tuple[list[str], np.ndarray]:
     """The column's distinct non-missing values as the schema's labels (canonical text) and their counts."""
-    uniques, counts = _distinct_present(column)
+    uniques, counts = _distinct_present(column, none_is_value=True)
     return [_canonical_text(u) for u in uniques], counts
 
 
@@ -569,9 +569,12 @@ def select_values(column: pd.Series, sigma: float, tau: int, noise) -> tuple[str
     return select_many([column], sigma, tau, noise)[0]
 
 
-def select_many(columns: list[pd.Series], sigma: float, tau: int, noise) -> list[tuple[str, ...]]:
-    """:func:`select_values` for several columns with one draw of noise (cryptographic draws cost per call)."""
-    found = [_distinct_present(c) for c in columns]
+def select_many(
+    columns: list[pd.Series], sigma: float, tau: int, noise, none_is_value: bool = True
+) -> list[tuple[str, ...]]:
+    """:func:`select_values` for several columns with one draw of noise (cryptographic draws cost per call).
+    ``none_is_value``: whether :data:`~dpcore.domain.NONE_TEXT` is a candidate (a category; not a number's point)."""
+    found = [_distinct_present(c, none_is_value) for c in columns]
     sizes = [len(counts) for _, counts in found]
     noise_all = noise.discrete_gaussian(sigma, sum(sizes)) if sum(sizes) else np.zeros(0, np.int64)
     out, start = [], 0
@@ -1589,7 +1592,7 @@ def discover_values(df: pd.DataFrame, tasks: list[ValueTask], rho_values: float,
         sigma = 1.0 / math.sqrt(split_column_rho(pointed[0], rho[pointed[0].name], pointed[0].name in refined)[1])
         tau = partition_threshold(sigma, delta_threshold / selected)
         report["points"] = {"sigma": sigma, "threshold": tau, "attributes": len(pointed)}
-        for t, values in zip(pointed, select_many([df[t.name] for t in pointed], sigma, tau, noise)):
+        for t, values in zip(pointed, select_many([df[t.name] for t in pointed], sigma, tau, noise, False)):
             out.fields[t.name] = {"points": _points(values, t.integer)}
     for t in todo:
         if t.kind == "categorical" or not t.need_bounds:

@@ -393,6 +393,8 @@ class Attribute:
         Raises :class:`DomainError` with a message naming the offending values.
         """
         is_missing = np.array(column.isna().to_numpy(), dtype=bool)
+        if self.kind != "categorical":
+            is_missing |= none_cells(column)  # "None" in numbers and dates: a missing cell, not an unparsable one
         present = ~is_missing
         clipped = 0
         if self.kind == "categorical":
@@ -402,7 +404,7 @@ class Attribute:
             # Hash the column once in C, then look up only its distinct values.
             uniq_idx, uniques = pd.factorize(raw, sort=False)
             uniq_code, blank = _lookup_codes(uniques, lookup)
-            if blank.any():  # a cell of spaces is an empty cell
+            if blank.any():  # a cell of spaces (or an unlisted "None") is an empty cell
                 is_missing[np.flatnonzero(present)[blank[uniq_idx]]] = True
                 uniq_code[blank] = 0  # placeholder: set to the missing code below
             if self.other:
@@ -694,6 +696,23 @@ _DECORATED_NUMBER = re.compile(
 )
 
 
+#: Python's text for no value (``str(None)``), which scripts write into CSV cells.  :func:`dpcore.data.read_table`
+#: reads it as text, unlike ``NA``, ``NULL`` or ``N/A``: it is a value of a column of categories whose schema lists
+#: it (sleep disorders "None", "Insomnia", "Sleep Apnea"; allergies "None", "Pollen") and a missing cell
+#: everywhere else -- in numbers and dates, in the roles' counts, in categories that do not list it.  A rule on each
+#: cell alone (and the public schema).
+NONE_TEXT = "None"
+
+
+def none_cells(column: pd.Series) -> np.ndarray:
+    """Which cells of a column hold :data:`NONE_TEXT` (spaces around it ignored)."""
+    if pd.api.types.is_numeric_dtype(column) or pd.api.types.is_datetime64_any_dtype(column) or not len(column):
+        return np.zeros(len(column), dtype=bool)
+    codes, uniques = pd.factorize(column, sort=False)
+    hit = np.array([isinstance(u, str) and u.strip() == NONE_TEXT for u in uniques], dtype=bool)
+    return hit[codes] & (codes >= 0) if hit.any() else np.zeros(len(column), dtype=bool)
+
+
 #: Digits with a leading zero ("08390", "007") are codes, not numbers (read as numbers they would come back as 8390
 #: and 7): the roles count them as text, and the evaluation matches them as written.
 LEADING_ZERO = re.compile(r"^\s*[+-]?0\d+\s*$")
@@ -798,7 +817,8 @@ def _canonical_text(v) -> str:
 
 
 def _lookup_codes(uniques, lookup: dict[str, int]) -> tuple[np.ndarray, np.ndarray]:
-    """The code of each distinct raw value (-1 when not listed) by its canonical text, and which are blank.
+    """The code of each distinct raw value (-1 when not listed) by its canonical text, and which are blank (or
+    :data:`NONE_TEXT` where it is not listed).
 
     Vectorised for numeric and text columns (the canonical text of a number is injective on distinct numbers,
     so the labels are turned into numbers once instead of every value into text)."""
@@ -815,13 +835,15 @@ def _lookup_codes(uniques, lookup: dict[str, int]) -> tuple[np.ndarray, np.ndarr
                 numeric[value] = code
         codes = np.array(pd.Series(np.asarray(uniques, dtype=float)).map(numeric).fillna(-1), dtype=np.int64)
         return codes, np.zeros(n, dtype=bool)
+    # NONE_TEXT is a missing cell unless the schema lists it
+    empty = ("",) if NONE_TEXT in lookup else ("", NONE_TEXT)
     if n and pd.api.types.infer_dtype(uniques, skipna=True) == "string":
         text = pd.Series(np.asarray(uniques, dtype=object)).str.strip()
         codes = np.array(text.map(lookup).fillna(-1), dtype=np.int64)
-        return codes, np.array(text == "", dtype=bool)
+        return codes, np.array(text.isin(empty), dtype=bool)
     texts = [_canonical_text(u) for u in uniques]
     codes = np.array([lookup.get(t, -1) for t in texts], dtype=np.int64)
-    return codes, np.array([t == "" for t in texts], dtype=bool)
+    return codes, np.array([t in empty for t in texts], dtype=bool)
 
 
 @dataclass(frozen=True)
@@ -966,9 +988,12 @@ def infer_attribute(
     if pd.api.types.is_numeric_dtype(column) and not pd.api.types.is_bool_dtype(column):
         numbers = present.to_numpy(dtype=float)
     elif not pd.api.types.is_bool_dtype(column):  # text cells (read_table reads CSV cells as text)
-        parsed = parse_numbers(present.astype(str))
-        if parsed.notna().all() and not present.astype(str).str.match(r"^\s*[+-]?0\d").any():
+        nones = none_cells(present)  # missing cells in a column of numbers
+        text = present[~nones].astype(str)
+        parsed = parse_numbers(text)
+        if len(text) and parsed.notna().all() and not text.str.match(r"^\s*[+-]?0\d").any():
             numbers = parsed.to_numpy(dtype=float)
+            has_missing = has_missing or bool(nones.any())
     if numbers is not None:
         vals = numbers
         finite = vals[np.isfinite(vals)]

@@ -49,7 +49,7 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from .domain import LEADING_ZERO, parse_dates, parse_numbers
+from .domain import LEADING_ZERO, NONE_TEXT, none_cells, parse_dates, parse_numbers
 from .errors import DataError
 
 LABEL = (
@@ -160,8 +160,9 @@ def _numbers(s: pd.Series, is_date: bool, fmt: str | None = None) -> tuple[np.nd
     """Float values of a column (NaN = missing) and how many present cells could not be read.
 
     Interval labels such as ``[35, 40)`` (how dpcore decodes a numeric bin by default) read as the
-    interval's midpoint, so a release's decoded rows compare with the real numbers."""
-    present = s.notna().to_numpy()
+    interval's midpoint, so a release's decoded rows compare with the real numbers.  ``None`` cells are missing
+    (:data:`~dpcore.domain.NONE_TEXT`)."""
+    present = s.notna().to_numpy() & ~none_cells(s)
     if is_date:
         vals = _date_numbers(s, fmt)
     elif pd.api.types.is_numeric_dtype(s) and not pd.api.types.is_bool_dtype(s):
@@ -184,7 +185,7 @@ def _looks_like_dates(s: pd.Series) -> bool:
         return True
     if pd.api.types.is_numeric_dtype(s) or pd.api.types.is_bool_dtype(s):
         return False
-    present = s.dropna()
+    present = s[s.notna().to_numpy() & ~none_cells(s)]
     if present.empty:
         return False
     sample = present.iloc[:: max(1, len(present) // 500)].astype(str)
@@ -198,7 +199,7 @@ def _looks_like_dates(s: pd.Series) -> bool:
 def _is_numeric_column(s: pd.Series) -> bool:
     if pd.api.types.is_bool_dtype(s):
         return False
-    present = s.dropna()
+    present = s[s.notna().to_numpy() & ~none_cells(s)]
     if present.empty:
         return False
     if pd.api.types.is_numeric_dtype(s):
@@ -296,6 +297,8 @@ def _encode(coding: ColumnCoding, s: pd.Series) -> tuple[np.ndarray, int, np.nda
         # Labels through the same canonical form as the cells (a declared '1.50' matches a cell 1.5).
         labels = pd.Series(coding.labels[: coding.unseen_code], dtype=object)
         lookup = {v: i for i, v in enumerate(_canonical_text(labels))}
+        if NONE_TEXT not in lookup:  # "None" is a missing cell where it is not one of the values (as in encoding)
+            missing = missing | none_cells(s)
         text = _canonical_text(s[~missing]) if (~missing).any() else pd.Series([], dtype=object)
         uniq_idx, uniques = pd.factorize(text, sort=False)
         uniq_code = np.array([lookup.get(u, coding.unseen_code) for u in uniques], dtype=np.int64)

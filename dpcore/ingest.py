@@ -57,7 +57,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from .domain import LEADING_ZERO, _canonical_text, parse_numbers, to_datetimes, whole
+from .domain import LEADING_ZERO, NONE_TEXT, _canonical_text, parse_numbers, to_datetimes, whole
 from .errors import BudgetError, DataError
 
 ROLES = ("categorical", "numeric", "datetime", "excluded")
@@ -464,21 +464,24 @@ class ColumnStats:
         return d
 
 
-def _distinct_present(column: pd.Series) -> tuple[pd.Index, np.ndarray]:
+def _distinct_present(column: pd.Series, none_is_value: bool = False) -> tuple[pd.Index, np.ndarray]:
     """The distinct non-missing values of a column, as the schema tells values apart (their canonical text:
-    text stripped, 1.0 = 1; a blank cell is missing), and their counts."""
+    text stripped, 1.0 = 1; a blank cell is missing), and their counts.  :data:`~dpcore.domain.NONE_TEXT` is a
+    missing cell for the roles' counts (so a column of numbers with ``None`` cells is still one) and a value for a
+    category set's (``none_is_value``)."""
     present = column[column.notna()]
+    empty = ("",) if none_is_value else ("", NONE_TEXT)
     if pd.api.types.is_numeric_dtype(present) or pd.api.types.is_datetime64_any_dtype(present):
         codes, uniques = pd.factorize(present, sort=False)  # canonical text is injective on distinct values
     elif pd.api.types.infer_dtype(present, skipna=True) == "string":
         present = present.astype(str).str.strip()
-        codes, uniques = pd.factorize(present[present != ""], sort=False)
+        codes, uniques = pd.factorize(present[~present.isin(empty)], sort=False)
     else:  # mixed Python objects (Parquet): canonicalise the distinct values, then merge equal texts
         raw_codes, raw_uniques = pd.factorize(present, sort=False)
         texts = pd.Series([_canonical_text(u) for u in raw_uniques], dtype=object)
         text_codes, uniques = pd.factorize(texts, sort=False)
         codes = text_codes[raw_codes] if len(raw_codes) else raw_codes
-        keep = np.asarray(uniques != "")
+        keep = ~np.isin(np.asarray(uniques, dtype=object), empty)
         remap = np.where(keep, np.cumsum(keep) - 1, -1)
         codes = remap[codes] if len(codes) else codes
         codes, uniques = codes[codes >= 0], uniques[keep]

@@ -25,7 +25,7 @@ import numpy as np
 import pandas as pd
 
 from .discovery import exact_values, value_counts
-from .domain import parse_dates, parse_numbers
+from .domain import none_cells, parse_dates, parse_numbers
 from .errors import DomainError
 from .ingest import header_role, propose_roles
 
@@ -75,7 +75,10 @@ def propose_schema(df: pd.DataFrame) -> dict:
             excluded[str(name)] = role.reason or "excluded"
             entries.append(entry)
             continue
-        entry["missing"] = bool(column.isna().any() or (column.astype(str).str.strip() == "").any())
+        entry["missing"] = bool(
+            column.isna().any() or (column.astype(str).str.strip() == "").any()
+            or (role.role != "categorical" and none_cells(column).any())  # "None" in numbers: a missing cell
+        )  # fmt: skip
         if role.role == "categorical":
             entry["values"] = list(exact_values(column))
             labels, counts = value_counts(column)

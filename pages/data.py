@@ -54,7 +54,12 @@ st.subheader("Preview")
 c1, c2, c3 = st.columns(3)
 c1.metric("Rows (n)", f"{len(df):,}", help="Number of records. n is treated as public (replace-one neighbours).")
 c2.metric("Columns in the file", f"{df.shape[1]}", help="Columns read from the file; their roles are set below.")
-c3.metric("Missing cells", f"{int(df.isna().sum().sum()):,}", help="Empty cells, 'NA' or '?' in the file.")
+c3.metric(
+    "Missing cells",
+    f"{int(df.isna().sum().sum()):,}",
+    help="Empty cells, 'NA', 'NULL', 'N/A' or '?' in the file. 'None' is read as text: a value of a column of "
+    "categories, a missing cell in numbers and dates.",
+)
 renamed = df.attrs.get("renamed") or []
 if renamed:
     st.info(
