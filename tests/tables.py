@@ -15,6 +15,7 @@ file, so tests read them through the real loader.  The planted facts each test r
 from __future__ import annotations
 
 import io
+import json
 
 import numpy as np
 import pandas as pd
@@ -218,3 +219,16 @@ def coded_adult(folder, columns: list[str], rows: int, stem: str):
     (Path(folder) / f"{stem}.csv").write_text(df.to_csv(index=False))
     (Path(folder) / f"{stem}-domain.json").write_text(json.dumps(sizes))
     return df, sizes
+
+
+def seeded_release(df: pd.DataFrame, folder, epsilon: float = 1.0, seed: int = 0) -> tuple[dict, pd.DataFrame]:
+    """A seeded demo release of ``df`` with nothing declared, through the command line a user runs: the release
+    card and the released rows as text (empty cells as "")."""
+    from dpcore.cli import main
+
+    data, out, card = folder / "table.csv", folder / "synth.csv", folder / "c.json"
+    df.to_csv(data, index=False)
+    args = ["release", "--data", str(data), "--epsilon", str(epsilon), "--seed", str(seed), "--out", str(out),
+            "--card", str(card), "--workspace", str(folder / "ws"), "--quiet"]  # fmt: skip
+    assert main(args) == 0
+    return json.loads(card.read_text()), pd.read_csv(out, dtype=str, keep_default_na=False)

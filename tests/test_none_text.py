@@ -9,19 +9,18 @@ categories whose schema lists it and as a missing cell everywhere else (numbers,
 
 from __future__ import annotations
 
-import json
-
 import numpy as np
 import pandas as pd
 import pytest
 
-from dpcore.cli import main
 from dpcore.data import read_table
 from dpcore.discovery import select_values, value_counts
 from dpcore.domain import Attribute, DomainError, infer_attribute
 from dpcore.evaluate import build_coding, encode_column
 from dpcore.ingest import SENSITIVITY, STATISTICS, column_counts, exact_stats, propose_roles
 from dpcore.privacy.samplers import Randomness
+
+from .tables import seeded_release
 
 
 def _read(text: str) -> pd.DataFrame:
@@ -109,7 +108,7 @@ def test_evaluation_reads_none_as_a_value_of_words_and_a_missing_number():
     assert build_coding(words, words).labels[int(codes[0])] == "None"
 
 
-def test_a_none_category_comes_back_as_none_with_nothing_declared(tmp_path, monkeypatch):
+def test_a_none_category_comes_back_as_none_with_nothing_declared(tmp_path):
     """A 1,500-row sleep table with nothing declared at ε = 1 (a seeded demo): 'sleep_disorder' comes back with
     its 'None' rows as 'None' (within 4σ of their real share), not blank; the allergies column, 70% 'None', is
     kept; a count of steps written 'None' on 3% of its rows is released as numbers with those cells blank."""
@@ -123,15 +122,10 @@ def test_a_none_category_comes_back_as_none_with_nothing_declared(tmp_path, monk
     allergies = rng.choice(["None", "Peanuts", "Latex", "Pollen"], n, p=[0.7, 0.1, 0.1, 0.1])
     df = pd.DataFrame({"age": rng.integers(27, 60, n), "bmi_category": bmi, "sleep_disorder": disorder,
                        "daily_steps": steps, "allergies": allergies})  # fmt: skip
-    df.to_csv(tmp_path / "table.csv", index=False)
-    monkeypatch.chdir(tmp_path)
-    args = ["release", "--data", "table.csv", "--epsilon", "1", "--seed", "0", "--out", "synth.csv", "--card", "c.json"]
-    assert main([*args, "--workspace", str(tmp_path / "ws"), "--quiet"]) == 0
-    card = json.loads((tmp_path / "c.json").read_text())
+    card, synth = seeded_release(df, tmp_path)
     schema = {a["name"]: a for a in card["data"]["schema"]}
     assert "None" in schema["sleep_disorder"]["values"] and "None" in schema["allergies"]["values"]
     assert schema["daily_steps"]["kind"] == "numeric"
-    synth = pd.read_csv(tmp_path / "synth.csv", dtype=str, keep_default_na=False)
     sigma = float(card["derived_public_parameters"]["sigma_one_way_counts"]) / n
     real_share = float((disorder == "None").mean())
     got = float((synth["sleep_disorder"] == "None").mean())

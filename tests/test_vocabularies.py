@@ -13,12 +13,13 @@ import pandas as pd
 import pytest
 from scipy.stats import norm
 
-from dpcore.cli import main
 from dpcore.discovery import ValueTask, discover_values
 from dpcore.domain import Attribute, Domain, DomainError
 from dpcore.mechanisms.decouple import STRUCTURAL_Z, WORD_Z, Word, chain_zeros, empty_notes, special_codes
 from dpcore.privacy.samplers import Randomness
 from dpcore.vocabularies import VOCABULARIES, completion, completions, range_gaps
+
+from .tables import seeded_release
 
 
 @pytest.mark.parametrize(
@@ -224,7 +225,7 @@ def test_an_added_word_is_fitted_as_empty_only_under_its_lighter_threshold():
     assert "a value a public vocabulary added" in empty_notes(zeros, domain)[0]
 
 
-def test_a_flags_rare_value_comes_back_with_nothing_declared(tmp_path, monkeypatch):
+def test_a_flags_rare_value_comes_back_with_nothing_declared(tmp_path):
     """A 1,000-row clinic extract with nothing declared at ε = 1 (a seeded demo): 'readmitted' is TRUE on about 9%
     of the rows, under partition selection's threshold (about 14% here), so the release held FALSE and '(other)'
     only.  The vocabulary adds TRUE, measured at σ ≈ 3% of the rows: its share comes back within 4σ of the real one
@@ -236,14 +237,9 @@ def test_a_flags_rare_value_comes_back_with_nothing_declared(tmp_path, monkeypat
     smoker = np.where(rng.random(n) < 0.3, "yes", "no")
     df = pd.DataFrame({"age": age, "sex": rng.choice(["F", "M"], n), "readmitted": readmitted, "smoker": smoker,
                        "days": rng.poisson(4, n) + 1})  # fmt: skip
-    df.to_csv(tmp_path / "table.csv", index=False)
-    monkeypatch.chdir(tmp_path)
-    args = ["release", "--data", "table.csv", "--epsilon", "1", "--seed", "0", "--out", "synth.csv", "--card", "c.json"]
-    assert main([*args, "--workspace", str(tmp_path / "ws"), "--quiet"]) == 0
-    card = json.loads((tmp_path / "c.json").read_text())
+    card, synth = seeded_release(df, tmp_path)
     schema = {a["name"]: a for a in card["data"]["schema"]}
     assert schema["readmitted"]["values"] == ["FALSE", "TRUE"] and schema["readmitted"]["vocabulary"] == ["TRUE"]
-    synth = pd.read_csv(tmp_path / "synth.csv", dtype=str, keep_default_na=False)
     real_share = float((readmitted == "TRUE").mean())
     sigma = float(card["derived_public_parameters"]["sigma_one_way_counts"]) / n
     got = float((synth["readmitted"] == "TRUE").mean())
