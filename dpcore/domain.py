@@ -527,11 +527,13 @@ class Attribute:
     def _round_in_bins(self, vals, lo, hi, last) -> np.ndarray:
         """Values drawn within their bins, to three significant digits of the narrowest bin (public: from the
         edges), not 16 digits of float noise; rounding never moves a value out of its bin."""
-        widths = np.diff(np.asarray(self.edges, dtype=float))
-        width = float(widths[widths > 0].min()) if np.any(widths > 0) else 0.0
+        edges = np.asarray(self.edges, dtype=float)
+        widths = np.diff(edges)
+        real = widths > 1e-9 * max(1.0, float(np.abs(edges).max()))  # not a sliver of float error between two edges
+        width = float(widths[real].min()) if np.any(real) else 0.0
         if not (math.isfinite(width) and width > 0):
             return vals
-        decimals = int(np.clip(2 - math.floor(math.log10(width)), 0, 12))
+        decimals = int(np.clip(2 - math.floor(math.log10(width) + 1e-9), 0, 12))  # 0.0999999999 is a tenth
         scale = 10.0**decimals
         out = np.round(vals * scale) / scale
         over = (out > hi) | ((out >= hi) & ~last)

@@ -457,13 +457,21 @@ def _isolate_points(edges: tuple[float, ...], points, half: float = 0.5) -> tupl
     out = set(edges)
     for p in inner:
         out = {e for e in out if not (p - half < e < p + half)}
-        for e in (p - half, p + half):
+        # on the points' grid: 61.4 + 0.05 and 61.5 - 0.05 are one edge, not 61.449999999999996 and 61.45 (a bin of
+        # width 7e-15 that took a code and made decoding write twelve decimals)
+        places = max(_places(p), _places(half))
+        for e in (round(p - half, places), round(p + half, places)):
             if lo <= e <= hi:
                 out.add(float(e))
     out.update((lo, hi))
     if inner[0] - half < lo:  # the lowest point sits on the lower bound: it keeps [lo, p + h)
         out.discard(inner[0] - half)
     return tuple(sorted(out))
+
+
+def _places(x: float) -> int:
+    """The decimal places ``x`` is written with (0.05: 2; 2^-10: 10; at most 15)."""
+    return next((d for d in range(16) if round(x, d) == x), 15)
 
 
 def _log_edges(lower: float, upper: float, start: float, nbins: int, integer: bool) -> tuple[float, ...]:

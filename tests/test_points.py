@@ -22,6 +22,7 @@ from dpcore.discovery import (
     discovery_cost,
     partition_threshold,
 )
+from dpcore.domain import Attribute
 from dpcore.errors import BudgetError
 from dpcore.privacy.samplers import Randomness
 from dpcore.tabular import _integer_edges, _isolate_points, prepare_table
@@ -97,6 +98,22 @@ def test_isolated_points_get_bins_of_their_own():
         assert out[i] <= p < out[i + 1] and math.ceil(out[i]) == p and math.ceil(out[i + 1]) - 1 == p
     assert 126.5 in out  # the last bin [126.5, 127] holds 127 alone
     assert _isolate_points(edges, ()) == edges and _isolate_points(edges, (500.0,)) == edges
+
+
+def test_neighbouring_one_decimal_points_share_an_edge_and_values_keep_a_few_decimals():
+    """A diamond's depth (one decimal; frequent values 61.4 and 61.5): 61.4 + 0.05 and 61.5 - 0.05 were two edges
+    (61.449999999999996 and 61.45), a bin of width 7e-15 that took a code and made decoding write twelve decimals
+    (58.549987983831).  They are one edge now, and values drawn in the other bins keep three significant digits of
+    the narrowest real bin."""
+    points = (61.1, 61.4, 61.5, 61.6, 61.9, 62.0, 62.1, 62.3)
+    out = _isolate_points((32.0, 57.6, 60.8, 64.0, 96.0), points, 0.05)
+    assert min(np.diff(out)) >= 0.1 - 1e-9 and 61.45 in out and 61.55 in out
+    attr = Attribute("depth", "numeric", edges=out, missing=True)
+    # a sliver left by float error elsewhere does not set the decimals either
+    sliver = Attribute("depth", "numeric", edges=(32.0, 57.6, 61.449999999999996, 61.45, 64.0), missing=True)
+    for a in (attr, sliver):
+        vals = a.decode(np.zeros(200, dtype=np.int64), numeric="values", rng=np.random.default_rng(0))
+        assert all(len(f"{v}".partition(".")[2]) <= 3 for v in vals), vals[:3].tolist()
 
 
 def test_on_a_large_table_the_frequent_value_comes_back_as_itself_and_a_small_table_is_unchanged():
