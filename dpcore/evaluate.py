@@ -156,13 +156,19 @@ def _date_numbers(s: pd.Series, fmt: str | None = None) -> np.ndarray:
     return vals
 
 
+def _present(s: pd.Series) -> np.ndarray:
+    """The cells of a column read as numbers or dates that are not missing (``None`` is missing there:
+    :data:`~dpcore.domain.NONE_TEXT`)."""
+    return s.notna().to_numpy() & ~none_cells(s)
+
+
 def _numbers(s: pd.Series, is_date: bool, fmt: str | None = None) -> tuple[np.ndarray, int]:
     """Float values of a column (NaN = missing) and how many present cells could not be read.
 
     Interval labels such as ``[35, 40)`` (how dpcore decodes a numeric bin by default) read as the
     interval's midpoint, so a release's decoded rows compare with the real numbers.  ``None`` cells are missing
     (:data:`~dpcore.domain.NONE_TEXT`)."""
-    present = s.notna().to_numpy() & ~none_cells(s)
+    present = _present(s)
     if is_date:
         vals = _date_numbers(s, fmt)
     elif pd.api.types.is_numeric_dtype(s) and not pd.api.types.is_bool_dtype(s):
@@ -185,7 +191,7 @@ def _looks_like_dates(s: pd.Series) -> bool:
         return True
     if pd.api.types.is_numeric_dtype(s) or pd.api.types.is_bool_dtype(s):
         return False
-    present = s[s.notna().to_numpy() & ~none_cells(s)]
+    present = s[_present(s)]
     if present.empty:
         return False
     sample = present.iloc[:: max(1, len(present) // 500)].astype(str)
@@ -199,7 +205,7 @@ def _looks_like_dates(s: pd.Series) -> bool:
 def _is_numeric_column(s: pd.Series) -> bool:
     if pd.api.types.is_bool_dtype(s):
         return False
-    present = s[s.notna().to_numpy() & ~none_cells(s)]
+    present = s[_present(s)]
     if present.empty:
         return False
     if pd.api.types.is_numeric_dtype(s):

@@ -795,8 +795,14 @@ def default_rounds(shape, n: int, rho: float, max_pairs: int, ordered=()) -> tup
         if ordered:
             rounds, share, floor = even_split(pair_sizes(True))
             if rounds:
-                return rounds, share, floor, max(4, int(n / floor))
+                return rounds, share, floor, cell_cap(n, floor)
     return rounds, share, floor, None
+
+
+def cell_cap(n: int, floor: float) -> int:
+    """Most cells a grouped pair may have (the adaptive projection's ``max_cells_ordered``): as many as hold the
+    noise floor's rows each on average, at least 2 × 2.  Public: n and the floor."""
+    return max(4, int(n / floor))
 
 
 def lone_pair_share(cells: int, n: int, rho: float) -> float:
@@ -861,7 +867,7 @@ def default_release_plan(domain, n: int, budget: Budget, params: dict | None = N
         # (20 bins each, 400+ cells against a cap of 434) were never measured, and came back unrelated (Spearman
         # 0.96-1.0 → 0.0).  Where every pair that fits whole gets a round (Pima's outcome pairs at ε = 1 and 3), or
         # one pair takes what the one-way marginals spare (Pima at ε = 0.3), the whole pairs keep their rounds.
-        wide = max(4, int(n / floor))
+        wide = cell_cap(n, floor)
         more = sorted((a, b) for c, a, b in pair_cells(domain.shape, set(ordered), True) if c <= wide)
         grouped_too = len(set(more) - set(candidates))
         if grouped_too:

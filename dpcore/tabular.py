@@ -442,7 +442,7 @@ POINT_DECIMALS = 6
 def point_half_width(points) -> float:
     """h: half a unit of the finest decimal place among the points (at most POINT_DECIMALS; 0.5 for whole
     numbers)."""
-    decimals = [len(f"{float(p):.{POINT_DECIMALS}f}".rstrip("0").partition(".")[2]) for p in points]
+    decimals = [_places(round(float(p), POINT_DECIMALS)) for p in points]
     return 0.5 * 10.0 ** -max(decimals, default=0)
 
 

@@ -532,16 +532,22 @@ def test_dates_written_as_eight_digits_are_dates_and_come_back_in_that_shape():
     assert pd.to_datetime(back, format="%Y%m%d").between("1958-03-29", "2001-12-29").all()  # the bounds
 
 
+def _years_table(year: str, n: int, noise_share: float, seed: int) -> tuple[pd.DataFrame, float]:
+    """A column of birth years (1925-2006) named ``year``, a 1-10 score and a group, and the roles' ρ at which σ is
+    ``noise_share`` of the rows (seven statistics of sensitivity 1 for each of the three columns)."""
+    rng = np.random.default_rng(seed)
+    df = pd.DataFrame({year: np.clip(rng.normal(1970, 15, n).round(), 1925, 2006).astype(int),
+                       "score": rng.integers(1, 11, n), "group": rng.choice(["a", "b"], n)})  # fmt: skip
+    return df, 7 * 3 / (2 * (noise_share * n) ** 2) / (1 - DATE_FORMAT_SHARE)
+
+
 def test_private_roles_read_a_year_column_as_years():
     """3,000 rows at σ = 4% of the rows: the noisy count of cells holding a year (all of them) is possibly 95% of the
     present cells unless the noise takes it below by over 2σ, and the format choice picks %Y (the only format with a
     count) unless the exponential mechanism at ε_f picks a format of count 0: each has probability
     exp(-ε_f·n/2) relative weight -- nil here.  So every one of 10 draws reads it as years."""
-    rng = np.random.default_rng(1)
     n = 3000
-    df = pd.DataFrame({"birth_year": np.clip(rng.normal(1970, 15, n).round(), 1925, 2006).astype(int),
-                       "score": rng.integers(1, 11, n), "group": rng.choice(["a", "b"], n)})  # fmt: skip
-    rho = 7 * 3 / (2 * (0.04 * n) ** 2) / (1 - DATE_FORMAT_SHARE)
+    df, rho = _years_table("birth_year", n, 0.04, seed=1)
     for seed in range(10):
         roles = {r.name: r for r in private_roles(df, rho, Randomness(seed)).roles}
         assert (roles["birth_year"].role, roles["birth_year"].format) == ("datetime", "%Y"), seed
@@ -556,11 +562,8 @@ def test_private_roles_read_a_year_column_as_years_under_heavy_noise():
     numbers stays a number. The noisy counts are ~1,000 ± 120 against half the present cells, so each passes unless
     the noise takes it below by 4σ; the format choice picks %Y, the only format with a count, in every draw (each
     other format's relative weight is exp(-ε_f·n/2)). 10 draws out of 10."""
-    rng = np.random.default_rng(4)
     n = 1000
-    df = pd.DataFrame({"yob": np.clip(rng.normal(1970, 15, n).round(), 1925, 2006).astype(int),
-                       "score": rng.integers(1, 11, n), "group": rng.choice(["a", "b"], n)})  # fmt: skip
-    rho = 7 * 3 / (2 * (0.12 * n) ** 2) / (1 - DATE_FORMAT_SHARE)
+    df, rho = _years_table("yob", n, 0.12, seed=4)
     for seed in range(10):
         released = private_roles(df, rho, Randomness(seed))
         assert 0.1 * n < released.sigma <= 0.2 * n
