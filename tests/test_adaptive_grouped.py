@@ -60,6 +60,76 @@ def test_groups_follow_the_released_one_way_mass():
     assert g.marginal_shape(0) == (2, 3) and f[0] != f[1]
 
 
+def test_coarser_versions_of_a_pair_of_numbers_are_offered_under_a_quarter_of_the_cap():
+    """``coarser`` = 1: each pair of two numbers (or dates) is also offered grouped under cap / 4 where that groups
+    it further; a pair with a category, one-way marginals and caps whose quarter is under 64 cells add no version."""
+    dom = Domain([_numeric("x", 21), _numeric("y", 23), Attribute("c", "categorical", values=tuple("abcde")),
+                  Attribute("d", "categorical", values=tuple("pqrs"))])  # fmt: skip
+    wl = Workload(dom, ((0,), (0, 1), (0, 2), (2, 3)))
+    flat = {a: np.full(s, 1.0 / s) for a, s in enumerate(dom.shape)}
+    g = grouped_candidates(wl, 400, flat, coarser=1)
+    assert g.marginals == ((0,), (0, 1), (0, 1), (0, 2), (2, 3))
+    cells = [int(s) for s in g.sizes]
+    # x × y: 21 × 23 → 21 × 11 (231 ≤ 400), then → 10 × 11 → 10 × 5 (50 ≤ 100); x × c (105) and c × d whole
+    assert cells[0] == 21 and cells[1] <= 400 and cells[2] <= 100 < cells[1] and cells[3] == 105 and cells[4] == 20
+    assert [g.marginal_name(j) for j in (1, 2, 3)] == ["x × y*", "x* × y*", "x × c"]
+    assert grouped_candidates(wl, 400, flat).marginals == wl.marginals  # none asked for: one version each
+    assert grouped_candidates(wl, 250, flat, coarser=1).n_marginals == 4  # 250 / 4 < 64 cells: no coarser version
+    assert grouped_candidates(wl, 400, flat, coarser=2).n_marginals == 5  # nor 400 / 16
+    three = grouped_candidates(wl, 1600, flat, coarser=2)  # x × y whole (483 ≤ 1600), under 400 and under 100
+    small, middle, whole = sorted(int(s) for s in three.sizes[1:4])
+    assert three.marginals.count((0, 1)) == 3 and small <= 100 < middle <= 400 < whole == 21 * 23
+
+
+def test_a_spread_association_of_two_fine_numbers_stands_above_its_noise_only_in_the_coarser_version():
+    """Why the versions: 20,000 rows, x and y of 20 bins related with Spearman ≈ 0.7 (income × house value's
+    strength), beside a category weakly related to x.  The selection scores a candidate by its L1 distance from
+    the fit (here the independent one: the one-way marginals) less the noise its cells bring, sqrt(2/π)·σ·cells.
+    At σ = 47 (ε = 0.2) x × y at the cap of 400 cells scores below zero -- the round would take x × c, every
+    time -- while its version under 100 cells scores far above every candidate."""
+    n = 20_000
+    rng = np.random.default_rng(7)
+    z = rng.normal(size=n)
+
+    def binned(v: np.ndarray) -> np.ndarray:
+        return np.searchsorted(np.quantile(v, np.linspace(0, 1, 21)[1:-1]), v)
+
+    x, y = binned(z + rng.normal(0, 0.6, n)), binned(z + rng.normal(0, 0.6, n))
+    c = np.where(rng.random(n) < 0.3, x // 4, rng.integers(0, 5, n))
+    dom = Domain([_numeric("x", 20), _numeric("y", 20), Attribute("c", "categorical", values=tuple("abcde"))])
+    codes = np.column_stack([x, y, c])
+    assert 0.65 < spearmanr(x, y)[0] < 0.8
+    wl = Workload(dom, ((0, 1), (0, 2), (1, 2)))
+    budget = Budget(0.2, 1.0 / n**2)
+    params = AdaptiveProjection.validate_params({"rounds": 1, "one_way_fraction": 0.3, "max_cells_ordered": 400})
+    sigma = AdaptiveProjection().plan(n, wl, budget, params)["sigma_counts"]
+    g = grouped_candidates(wl, 400, {a: np.bincount(codes[:, a], minlength=s) / n for a, s in enumerate(dom.shape)}, 1)
+    scores = {}
+    for j in range(g.n_marginals):
+        table = np.bincount(g.cell_index(codes, j), minlength=int(g.sizes[j])).reshape(g.marginal_shape(j))
+        independent = np.outer(table.sum(axis=1), table.sum(axis=0)) / n
+        scores[g.marginal_name(j)] = np.abs(table - independent).sum() - math.sqrt(2 / math.pi) * sigma * g.sizes[j]
+    assert g.marginals.count((0, 1)) == 2 and 40 < sigma < 55
+    assert scores["x × y"] < 0 < scores["x × c"]
+    assert scores["x* × y*"] > scores["x × c"] + 2000  # a likelihood ratio above e^10 at ε_sel = 0.02, Δ = 2
+
+
+def test_each_pair_is_measured_once_whichever_version_a_round_chose():
+    """Three pairs offered at two resolutions each, three rounds: each pair is measured once (a measured pair
+    leaves the candidates with every version).  The spend is the planned ρ, as with one version each."""
+    ds = _correlated(3000, 3)
+    wl = Workload(ds.domain, ((0, 1), (0, 2), (1, 2)))
+    budget = Budget(1.0, 1.0 / 3000**2)
+    params = AdaptiveProjection.validate_params(
+        {"rounds": 3, "max_cells_ordered": 100, "coarser_candidates": 1, **FAST}
+    )
+    for seed in range(3):
+        res = AdaptiveProjection().run(ds, wl, budget, params, RunContext.seeded(seed))
+        picks = next(n for n in res.notes if n.startswith("Selected")).split(": ", 1)[1].split(" (*")[0].split(", ")
+        assert sorted(p.replace("*", "") for p in picks) == ["x × c", "x × y", "y × c"]
+        assert res.spends[0].rho == pytest.approx(zcdp_rho(budget), rel=1e-12)
+
+
 def _correlated(n: int, seed: int) -> Dataset:
     rng = np.random.default_rng(seed)
     z = rng.normal(size=n)
@@ -123,6 +193,7 @@ def test_the_default_groups_pairs_of_fine_numbers_on_few_rows():
     assert 9 <= cap < 16  # 3 × 3 groups fit, 4 × 4 do not
     cls, params, wl, note = default_release_plan(dom, n, budget)
     assert cls is AdaptiveProjection and params["max_cells_ordered"] == cap and params["rounds"] == 16
+    assert "coarser_candidates" not in params  # a quarter of 9-15 cells holds no pair's shape
     assert wl.n_marginals == 8 + 28 and "numeric and date values grouped" in note
     # The same shape with categories instead: nothing can be grouped, the columns come out independent.
     cats = Domain([Attribute(f"c{i}", "categorical", values=tuple("abcdefghijk")) for i in range(8)])
@@ -164,7 +235,8 @@ def test_fine_numbers_join_the_choice_grouped_where_the_rounds_already_choose_am
     assert cap is None and 1 <= r < len(whole)
     cls, params, wl, note = default_release_plan(dom, n, budget)
     assert cls is AdaptiveProjection and params["rounds"] == r and "return_below" not in params
-    assert params["max_cells_ordered"] == int(n / floor)
+    assert params["max_cells_ordered"] == int(n / floor) >= 256 and params["coarser_candidates"] == 1
+    assert f"may also be measured in at most {int(n / floor) // 4:,} cells" in note
     pairs = {tuple(dom.attributes[a].name for a in m) for m in wl.marginals if len(m) == 2}
     assert {("carat", "price"), ("carat", "x"), ("price", "x"), ("depth", "price")} <= pairs
     assert set(whole) <= {m for m in wl.marginals if len(m) == 2}
@@ -186,7 +258,7 @@ def test_where_every_whole_pair_gets_a_round_fine_numbers_do_not_take_them():
     for eps in (0.3, 1.0, 3.0):
         budget = Budget(eps, 1.0 / n**2)
         _, params, wl, _ = default_release_plan(dom, n, budget)
-        assert "max_cells_ordered" not in params
+        assert "max_cells_ordered" not in params and "coarser_candidates" not in params
         assert all(8 in m for m in wl.marginals if len(m) == 2)
 
 
@@ -197,7 +269,7 @@ def test_a_grouped_histogram_moves_by_at_most_sqrt2_when_one_row_is_replaced(see
     ds = _correlated(200, seed)
     wl = Workload(ds.domain, ((0, 1), (0, 2), (1, 2)))
     noisy = {a: rng.dirichlet(np.ones(ds.domain.shape[a])) for a in range(3)}  # any released one-way marginal
-    g = grouped_candidates(wl, int(rng.integers(4, 30)), noisy)
+    g = grouped_candidates(wl, int(rng.integers(4, 600)), noisy, coarser=int(rng.integers(0, 3)))
     other = ds.codes.copy()
     i = int(rng.integers(200))
     other[i] = [rng.integers(11), rng.integers(11), rng.integers(3)]
