@@ -21,6 +21,10 @@ import numpy as np
 import pandas as pd
 
 #: The category held by exactly one row of :func:`kitchen_sink`'s ``country`` column.
+#: CLI arguments for a shorter fit of the default release (fewer Frank–Wolfe steps, no SCIP certificate), for tests
+#: of what surrounds the fit -- the schema, the card, the columns -- not of its accuracy.
+QUICK_FIT = ["--param", "round_iterations=5", "--param", "max_iterations=60", "--param", "scip=off"]
+
 SINGLETON = "Atlantis"
 FIRST_NAMES = [
     f"{a}{b}" for a in ("Jo", "An", "Ma", "Li", "Sa", "Ro", "Ka", "El", "Da", "Mi") for b in "abcdefghijklmnopqrst"
