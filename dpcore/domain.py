@@ -87,6 +87,7 @@ _FIELDS_SET_BY = {
     "lower": ("lower",),
     "upper": ("upper",),
     "edges": ("lower", "upper"),
+    "style": ("kind",),
 }
 
 
@@ -143,6 +144,9 @@ class Attribute:
     #: exactly midnight, then each hour of the day (released under DP by discovery,
     #: :func:`dpcore.discovery.time_profile`, or declared); empty: drawn uniformly over the day
     hours: tuple[float, ...] = ()
+    #: numeric: how its numbers are written (:data:`NUMBER_STYLES`: "" plain, "$,.2" a currency sign, thousands
+    #: grouped, two decimals; chosen under DP with the roles, :func:`dpcore.ingest.private_roles`, or declared)
+    style: str = ""
 
     def __post_init__(self) -> None:
         if not isinstance(self.name, str) or not self.name:
@@ -180,6 +184,10 @@ class Attribute:
             self._check_datetime()
         if self.points and self.kind != "numeric":
             raise DomainError(f"Attribute {self.name!r}: points are for numeric attributes.")
+        if self.style:
+            if not isinstance(self.style, str) or self.kind != "numeric":
+                raise DomainError(f"Attribute {self.name!r}: a style is for numeric attributes.")
+            _style_parts(self.style)
         if self.vocabulary and self.kind != "categorical":
             raise DomainError(f"Attribute {self.name!r}: vocabulary values are for categorical attributes.")
         if self.hours:
@@ -509,7 +517,8 @@ class Attribute:
         if numeric == "midpoint":
             vals = (lo + hi) / 2.0
         elif numeric == "values" and self.integer:
-            return self._decode_integers(lo, hi, safe, missing, rng)
+            whole_numbers = self._decode_integers(lo, hi, safe, missing, rng)
+            return styled_numbers(whole_numbers, self.style) if self.style else whole_numbers
         else:
             assert rng is not None  # refused above: only "midpoint" draws nothing
             vals = lo + (hi - lo) * rng.random(codes.shape)
@@ -522,7 +531,7 @@ class Attribute:
             vals = np.where(np.isnan(point_of[safe]), vals, point_of[safe])
         out = pd.Series(vals.astype(float))
         out[missing] = np.nan
-        return out
+        return out if not (self.style and numeric == "values") else styled_numbers(out, self.style)
 
     def _round_in_bins(self, vals, lo, hi, last) -> np.ndarray:
         """Values drawn within their bins, to three significant digits of the narrowest bin (public: from the
@@ -587,6 +596,8 @@ class Attribute:
                 d["integer"] = True
             if self.points:
                 d["points"] = list(self.points)
+            if self.style:
+                d["style"] = self.style
         else:
             fmt = DEFAULT_DATE_FORMAT[self._unit]
             d.update(
@@ -646,6 +657,7 @@ ATTRIBUTE_KEYS = frozenset(
         "points",
         "vocabulary",
         "hours",
+        "style",
     }
 )
 
@@ -693,8 +705,10 @@ def unit_start_days(units, granularity: str) -> np.ndarray:
 
 #: A number as spreadsheets and reports write it: a currency sign before it ("$1,234.50", "-€3"), a percent sign
 #: after it ("63.5%", "12 %"), thousands grouped with ','.  The number is kept as written (63.5, not 0.635).
+#: Its parts (sign, currency sign, digits, percent sign) also say the style it is written in (:func:`style_votes`).
 _DECORATED_NUMBER = re.compile(
-    r"^\s*(?P<sign>[+-]?)\s*[$€£¥]?\s*(?P<num>\d{1,3}(?:,\d{3})+(?:\.\d+)?|\d+(?:\.\d+)?|\.\d+)\s*%?\s*$"
+    r"^\s*(?P<sign>[+-]?)\s*(?P<sym>[$€£¥]?)\s*(?P<num>\d{1,3}(?:,\d{3})+(?:\.\d+)?|\d+(?:\.\d+)?|\.\d+)"
+    r"\s*(?P<pct>%?)\s*$"
 )
 
 
@@ -740,6 +754,64 @@ def parse_numbers(column: pd.Series) -> pd.Series:
             vals[np.flatnonzero(bad)[ok]] = fixed
             out = pd.Series(vals, index=column.index)
     return out
+
+
+#: How a column's numbers are written, for :attr:`Attribute.style`: "" plain (as drawn), "," thousands grouped,
+#: "%" a percent sign after (the number as written: 63.5%), and a currency sign before -- "$", "€" or "£" --,
+#: grouped or not, as drawn or with two decimals (".2": "$1,234.50").  A fixed public list: the roles' exponential
+#: mechanism chooses among it (:func:`dpcore.ingest.private_roles`).
+NUMBER_STYLES = ("", ",", "%") + tuple(c + g + d for c in "$€£" for g in ("", ",") for d in ("", ".2"))
+
+
+def _style_parts(style: str) -> tuple[str, bool, bool, bool]:
+    """(currency sign, grouped, two decimals, percent) of a :data:`NUMBER_STYLES` entry."""
+    if style not in NUMBER_STYLES:
+        raise DomainError(f"A number style must be one of {[s for s in NUMBER_STYLES if s]} or empty, not {style!r}.")
+    sym = style[:1] if style[:1] in "$€£" and style else ""
+    return sym, "," in style, style.endswith(".2"), style == "%"
+
+
+def style_votes(texts, counts) -> np.ndarray:
+    """For each of :data:`NUMBER_STYLES`, how many cells are written in it: a cell votes for the style it is
+    written in -- its currency sign and percent sign as written, grouped only if it holds a thousands comma,
+    with a currency sign two decimals only if it has exactly two -- and a plain number for "" alone.  ``texts``
+    are distinct cells (text; numbers vote plain), ``counts`` how many cells hold each.  One cell changed moves
+    each vote by at most 1."""
+    votes = np.zeros(len(NUMBER_STYLES))
+    index = {s: i for i, s in enumerate(NUMBER_STYLES)}
+    for text, count in zip(texts, counts):
+        if isinstance(text, (int, float, np.integer, np.floating)) and not isinstance(text, bool):
+            if math.isfinite(float(text)):
+                votes[0] += count
+            continue
+        m = _DECORATED_NUMBER.match(str(text))
+        if m is None or m["sym"] == "¥" or (m["sym"] and m["pct"]):
+            continue
+        num = m["num"]
+        decimals = len(num.split(".", 1)[1]) if "." in num else 0
+        if m["pct"]:
+            style = "%"
+        elif m["sym"]:
+            style = m["sym"] + ("," if "," in num else "") + (".2" if decimals == 2 else "")
+        else:
+            style = "," if "," in num else ""
+        votes[index[style]] += count
+    return votes
+
+
+def styled_numbers(values: pd.Series, style: str) -> pd.Series:
+    """Numbers (floats or whole numbers; missing stays empty) written in ``style``: "-$1,234.50", "63.5%",
+    "12,000".  Without two decimals a number keeps the digits it was drawn with (whole numbers none)."""
+    sym, grouped, cents, percent = _style_parts(style)
+    out = np.full(len(values), None, dtype=object)
+    for i, v in enumerate(values.to_numpy(dtype=object)):
+        if v is None or v is pd.NA or (isinstance(v, float) and not math.isfinite(v)):
+            continue
+        x = float(v)
+        body = abs(int(x)) if x.is_integer() and not cents else abs(x)  # 7, not 7.0
+        spec = ("," if grouped else "") + (".2f" if cents else "")
+        out[i] = ("-" if x < 0 else "") + sym + format(body, spec) + ("%" if percent else "")
+    return pd.Series(out, index=values.index, dtype=object)
 
 
 def parse_dates(column: pd.Series, fmt: str | None) -> np.ndarray:

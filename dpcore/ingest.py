@@ -35,7 +35,11 @@ continuous Gaussian mechanism; Rényi divergences add over independent coordinat
 date format is picked per column by the exponential mechanism over :data:`DATE_FORMATS`
 with score = parse count (sensitivity 1), ε_f²/8-zCDP each (Cesar & Rogers 2021).  A fixed
 public share of the roles' ρ (:data:`DATE_FORMAT_SHARE`) goes to the format choices, the
-rest to the counts.
+rest to the counts.  Half of that share picks, per column too, how its numbers are written
+(:data:`dpcore.domain.NUMBER_STYLES`: plain, "$1,234.50", "63.5%"...) by the same exponential mechanism
+with score = the cells written in the style (:func:`dpcore.domain.style_votes`, sensitivity 1), plain
+given a public head start (:func:`style_head_start`) so a small or plain table stays plain; the draw
+comes from a stream of its own, so the other draws are those of a run without it.
 
 The header is public (it is not protected by the release), so a name such as ``id`` or
 ``case_number`` may mark an identifier at no cost, and one that names a year (``visit_year``, ``YearBuilt``:
@@ -57,7 +61,16 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from .domain import LEADING_ZERO, NONE_TEXT, _canonical_text, parse_numbers, to_datetimes, whole
+from .domain import (
+    LEADING_ZERO,
+    NONE_TEXT,
+    NUMBER_STYLES,
+    _canonical_text,
+    parse_numbers,
+    style_votes,
+    to_datetimes,
+    whole,
+)
 from .errors import BudgetError, DataError
 
 ROLES = ("categorical", "numeric", "datetime", "excluded")
@@ -101,8 +114,10 @@ COMPACT_DATE = "%Y%m%d"
 STATISTICS = ("present", "numeric", "non_integer", "date", "distinct", "mode", "long_text")
 #: L∞ sensitivity of each statistic under replace-one neighbours (see the module docstring).
 SENSITIVITY = {"present": 1, "numeric": 1, "non_integer": 1, "date": 1, "distinct": 1, "mode": 1, "long_text": 1}
-#: Share of the roles' ρ spent choosing date formats (the rest goes to the noisy counts).
+#: Share of the roles' ρ spent choosing date formats and number styles (the rest goes to the noisy counts).
 DATE_FORMAT_SHARE = 0.25
+#: The number styles' draws come from a stream derived from the run's (:meth:`Randomness.derived`) with this tag.
+STYLE_STREAM = 1
 
 # ---- the rule's public thresholds
 #: Below this fraction of non-missing cells a column is "empty".
@@ -352,12 +367,18 @@ class Role:
     reason: str = ""
     source: str = "declared"
     stats: dict | None = field(default=None, compare=False)
+    #: numeric: how its numbers are written (:data:`dpcore.domain.NUMBER_STYLES`; "" plain)
+    style: str = ""
 
     def __post_init__(self) -> None:
         if self.role not in ROLES:
             raise DataError(f"Column {self.name!r}: role must be one of {ROLES}, not {self.role!r}.")
         if self.source not in ("declared", "dp", "inferred"):
             raise DataError(f"Column {self.name!r}: a role's source must be declared, dp or inferred.")
+        if self.style not in NUMBER_STYLES:
+            raise DataError(f"Column {self.name!r}: a number style must be one of {NUMBER_STYLES}.")
+        if self.role != "numeric" and self.style:
+            object.__setattr__(self, "style", "")  # a style is how numbers are written
         if self.role == "datetime":
             fmt = self.format or "%Y-%m-%d"
             gran = self.granularity or date_granularity(fmt)
@@ -385,6 +406,8 @@ class Role:
         d: dict[str, Any] = {"name": self.name, "role": self.role, "source": self.source}
         if self.role == "numeric":
             d["integer"] = self.integer
+            if self.style:
+                d["style"] = self.style
         if self.role == "datetime":
             d.update(format=self.format, granularity=self.granularity)
         if self.reason:
@@ -401,7 +424,7 @@ class Role:
         if isinstance(value, Role):
             return replace(value, name=name, source="declared", stats=None)
         if isinstance(value, dict):
-            kw = {k: value[k] for k in ("role", "integer", "format", "granularity", "reason") if k in value}
+            kw = {k: value[k] for k in ("role", "integer", "format", "granularity", "reason", "style") if k in value}
             if "role" not in kw:
                 raise DataError(f"Column {name!r}: a role object needs a 'role'.")
             return cls(name, source="declared", **kw)
@@ -735,14 +758,27 @@ class PrivateRoles:
 
 
 def role_noise(rho: float, n_columns: int, format_share: float = DATE_FORMAT_SHARE) -> tuple[float, float]:
-    """(σ of the discrete Gaussian on the counts, ε of each date-format choice) for ``n_columns`` columns at ρ-zCDP:
-    ρ·(1 - share) = 7p/(2σ²) and ρ·share = p·ε_f²/8."""
+    """(σ of the discrete Gaussian on the counts, ε of each column's date-format choice and of its number-style
+    choice) for ``n_columns`` columns at ρ-zCDP: ρ·(1 - share) = 7p/(2σ²) and ρ·share = 2p·ε_f²/8 (two choices
+    a column)."""
     if rho <= 0 or n_columns < 1:
         raise BudgetError("Deciding roles privately needs ρ > 0 and at least one column.")
     l2_squared = sum(SENSITIVITY[s] ** 2 for s in STATISTICS) * n_columns
     sigma = math.sqrt(l2_squared / (2.0 * rho * (1.0 - format_share)))
-    eps_format = math.sqrt(8.0 * rho * format_share / n_columns)
+    eps_format = math.sqrt(8.0 * rho * format_share / (2 * n_columns))
     return sigma, eps_format
+
+
+#: How unlikely a style other than plain may be chosen for a column with no styled cell at all (each of the 14
+#: others at most this / 14).
+STYLE_FALSE_RATE = 0.01
+
+
+def style_head_start(epsilon: float) -> float:
+    """Cells' worth of head start for plain in the style choice at ε (public): with no cell written in another
+    style, each of the other 14 wins with probability at most exp(-ε·h/2) ≤ STYLE_FALSE_RATE / 14.  A column's
+    cells must outnumber it in one style for that style to be likely (at ε = 0.03, ~600 cells)."""
+    return 2.0 * math.log((len(NUMBER_STYLES) - 1) / STYLE_FALSE_RATE) / epsilon
 
 
 def private_roles(df: pd.DataFrame, rho: float, noise, columns=None) -> PrivateRoles:
@@ -755,13 +791,19 @@ def private_roles(df: pd.DataFrame, rho: float, noise, columns=None) -> PrivateR
         return PrivateRoles([], [], 0.0, 0.0, 0.0)
     sigma, eps_format = role_noise(rho, len(names))
     n = len(df)
-    stats = []
+    stats, styles = [], []
+    style_noise = noise.derived(STYLE_STREAM)  # its own stream: the other draws are a run's without styles
+    head = np.zeros(len(NUMBER_STYLES))
+    head[0] = style_head_start(eps_format)
     for name in names:
-        counts, fmts = column_counts(df[name])
+        found = _distinct_present(df[name])
+        counts, fmts = column_counts(df[name], found)
         scores = np.array([fmts[f] for f in DATE_FORMATS], dtype=float)
         fmt = DATE_FORMATS[noise.exponential_mechanism(scores, eps_format, 1.0)]
         counts["date"] = fmts[fmt]
         stats.append(ColumnStats(str(name), n, date_format=fmt, **counts))
+        votes = style_votes(found[0], found[1]) + head
+        styles.append(NUMBER_STYLES[style_noise.exponential_mechanism(votes, eps_format, 1.0)])
     true = np.concatenate([s.vector() for s in stats])
     noisy = true + noise.discrete_gaussian(sigma, true.size)
     k = len(STATISTICS)
@@ -774,5 +816,7 @@ def private_roles(df: pd.DataFrame, rho: float, noise, columns=None) -> PrivateR
                 st.name, n, present, numeric, non_integer, date, distinct, mode, long_text, st.date_format, sigma
             )
         )
-    roles = [replace(decide_role(st), source="dp", stats=st.to_dict()) for st in released]
+    roles = [
+        replace(decide_role(st), source="dp", stats=st.to_dict(), style=style) for st, style in zip(released, styles)
+    ]
     return PrivateRoles(roles, released, float(rho), sigma, eps_format)

@@ -3,9 +3,10 @@
 :func:`to_table` turns integer codes over a :class:`~dpcore.domain.Domain` into a table like the one that
 came in: the kept columns under their (renamed) names in input order; numbers drawn uniformly within their
 bin and inside the public bounds (whole numbers, as a nullable integer column, where the attribute is
-integer); dates drawn within their bin and printed in the input's format; categories as their labels (a
-value the schema does not list decodes to ``"(other)"``); missing as an empty cell.  ``numeric="bins"``
-gives bin labels (``[35, 40)``) instead.
+integer; as text in the column's style, ``$1,234.50`` or ``63.5%``, where it has one); dates drawn within
+their bin and printed in the input's format; categories as their labels (a value the schema does not list
+decodes to ``"(other)"``); missing as an empty cell.  ``numeric="bins"`` gives bin labels (``[35, 40)``)
+instead.
 
 The draws within a bin are post-processing of released codes: they protect nothing, so they take a NumPy
 generator (``ctx.rng`` / ``Randomness.post_processing_generator()``), never privacy noise.

@@ -25,9 +25,9 @@ import numpy as np
 import pandas as pd
 
 from .discovery import exact_values, value_counts
-from .domain import none_cells, parse_dates, parse_numbers
+from .domain import NUMBER_STYLES, none_cells, parse_dates, parse_numbers, style_votes
 from .errors import DomainError
-from .ingest import header_role, propose_roles
+from .ingest import _distinct_present, header_role, propose_roles
 
 #: A value held by fewer rows than this (or than RARE_SHARE of n) is flagged for review.
 RARE_ROWS = 10
@@ -91,6 +91,9 @@ def propose_schema(df: pd.DataFrame) -> dict:
             vals = vals[np.isfinite(vals)]
             lo, hi = round_outward(float(vals.min()), float(vals.max()), role.integer)
             entry.update(lower=lo, upper=hi, integer=bool(role.integer))
+            votes = style_votes(*_distinct_present(column))  # the style most of its cells are written in
+            if votes.argmax() > 0 and votes.max() >= 0.5 * votes.sum():
+                entry["style"] = NUMBER_STYLES[int(votes.argmax())]
         else:
             days = parse_dates(column, role.format)
             days = days[np.isfinite(days)]

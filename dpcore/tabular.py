@@ -114,7 +114,9 @@ SCHEMA_FROM_DATA_NOTE = (
     "rare values and exact minima and maxima."
 )
 #: The settings a schema entry may give besides its provenance fields.
-_SETTINGS = ("bins", "edges", "points", "integer", "granularity", "format", "other", "out_of_bounds", "unparsable")
+_SETTINGS = (
+    "bins", "edges", "points", "integer", "granularity", "format", "other", "out_of_bounds", "unparsable", "style",
+)  # fmt: skip
 
 
 # ---------------------------------------------------------------------------- declared schema
@@ -140,6 +142,7 @@ class ColumnSpec:
             format=self.settings.get("format"),
             granularity=self.settings.get("granularity"),
             source=self.sources.get("kind", "declared"),
+            style=str(self.settings.get("style") or "") if self.kind == "numeric" else "",
         )
 
 
@@ -149,7 +152,7 @@ def _spec_from_attribute(attr: Attribute, keep_inferred: bool) -> ColumnSpec:
     spec = ColumnSpec(attr.name, sources=dict(usable))
     if "kind" in usable:
         spec.kind = attr.kind
-        for key in ("integer", "granularity", "format"):
+        for key in ("integer", "granularity", "format", "style"):
             val = getattr(attr, key)
             if val not in (None, False):
                 spec.settings[key] = val
@@ -625,11 +628,11 @@ def _build_attribute(
         if edges:
             return Attribute(
                 role.name, "numeric", edges=edges, integer=role.integer, unparsable=unparsable,
-                provenance=tuple(prov.items()), points=points, **common,
+                provenance=tuple(prov.items()), points=points, style=settings.get("style", role.style), **common,
             )  # fmt: skip
         return Attribute(
             role.name, "numeric", lower=float(lower), upper=float(upper), bins=nbins, integer=role.integer,
-            unparsable=unparsable, provenance=tuple(prov.items()), **common,
+            unparsable=unparsable, provenance=tuple(prov.items()), style=settings.get("style", role.style), **common,
         )  # fmt: skip
     if lower is None or upper is None:
         raise DomainError(f"Column {role.name!r}: no date bounds could be set (the column has no dates).")

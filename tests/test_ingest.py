@@ -179,8 +179,9 @@ def test_role_noise_accounts_to_rho():
     for rho, p in [(0.01, 1), (0.3, 15), (2.0, 400)]:
         sigma, eps_f = role_noise(rho, p)
         l2_squared = sum(SENSITIVITY[s] ** 2 for s in STATISTICS) * p
-        assert math.isclose(l2_squared / (2 * sigma**2) + p * eps_f**2 / 8, rho, rel_tol=1e-12)
-        assert math.isclose(p * eps_f**2 / 8, DATE_FORMAT_SHARE * rho, rel_tol=1e-12)
+        # each column: a date format and a number style, each chosen by an exponential mechanism at ε_f
+        assert math.isclose(l2_squared / (2 * sigma**2) + 2 * p * eps_f**2 / 8, rho, rel_tol=1e-12)
+        assert math.isclose(2 * p * eps_f**2 / 8, DATE_FORMAT_SHARE * rho, rel_tol=1e-12)
     with pytest.raises(BudgetError):
         role_noise(0.0, 3)
 

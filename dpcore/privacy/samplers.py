@@ -101,6 +101,14 @@ class Randomness:
     def guarantee(self) -> str:
         return GUARANTEE_NONE if self.seeded else GUARANTEE_DP
 
+    def derived(self, tag: int) -> Randomness:
+        """A second source for one kind of draw (``tag``): seeded from the seed and the tag in a demo, so adding
+        those draws leaves every other draw of the run as it was; cryptographic otherwise, like this one."""
+        if self.seed is None:
+            return Randomness(cancel_check=self.cancel_check)
+        seed = int(np.random.SeedSequence([self.seed, int(tag)]).generate_state(1, dtype=np.uint64)[0] >> np.uint64(1))
+        return Randomness(seed, cancel_check=self.cancel_check)
+
     def post_processing_generator(self) -> np.random.Generator:
         """A NumPy generator for randomness that protects nothing (tie-breaks, rounding, sampling rows
         from an already private distribution): derived from the seed, else seeded from the OS."""

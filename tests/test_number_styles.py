@@ -1,0 +1,162 @@
+"""How numbers are written (issue 23, "a synthetic CSV in the shape of the original"): prices as "$1,234.50", shares
+as "63.5%".  The style is chosen per column with the roles, under DP, or declared; the released numbers are
+written in it and read back by every reader of numbers."""
+
+from __future__ import annotations
+
+import json
+import math
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from dpcore.domain import NUMBER_STYLES, Attribute, DomainError, parse_numbers, style_votes, styled_numbers
+from dpcore.ingest import _distinct_present, private_roles, role_noise, style_head_start
+from dpcore.privacy.samplers import Randomness
+
+from .tables import seeded_release
+
+POOL = ["$1,234.50", "$12.00", "$7", "1,200", "63.5%", "12", "3.25", "£40.00", "€1,000", "-$3.10", "n/a", "x", ""]
+
+
+def _votes(cells: list[str]) -> np.ndarray:
+    return style_votes(*_distinct_present(pd.Series(cells, dtype=object)))
+
+
+def test_each_cell_votes_for_the_style_it_is_written_in():
+    v = dict(zip(NUMBER_STYLES, _votes(["$1,234.50", "$12.00", "$7", "1,200", "63.5%", "12", "3.25", "-$3.10"])))
+    assert v["$,.2"] == 1 and v["$.2"] == 2 and v["$"] == 1 and v[","] == 1 and v["%"] == 1 and v[""] == 2
+    assert sum(v.values()) == 8  # text that is not a number votes for nothing
+    assert _votes(["abc", "n/a"]).sum() == 0
+    numbers = style_votes(*_distinct_present(pd.Series([1.5, 2.0, 2.0])))  # a column pandas read as numbers
+    assert numbers[0] == 3 and numbers.sum() == 3
+
+
+@pytest.mark.parametrize("seed", range(20))
+def test_one_changed_cell_moves_each_vote_by_at_most_one(seed):
+    """The sensitivity the exponential mechanism is run with: the votes are sums over cells of a function of the
+    cell alone, so replacing one cell moves each by at most 1."""
+    rng = np.random.default_rng(seed)
+    cells = list(rng.choice(POOL, size=40))
+    other = list(cells)
+    other[int(rng.integers(40))] = str(rng.choice(POOL))
+    assert np.abs(_votes(cells) - _votes(other)).max() <= 1
+
+
+def test_numbers_are_written_in_their_style_and_read_back():
+    vals = pd.Series([1234.5, -3.0, np.nan, 110.0, 0.25])
+    assert styled_numbers(vals, "$,.2").tolist() == ["$1,234.50", "-$3.00", None, "$110.00", "$0.25"]
+    assert styled_numbers(vals, "€").tolist() == ["€1234.5", "-€3", None, "€110", "€0.25"]
+    assert styled_numbers(pd.Series([63.5, 7.0]), "%").tolist() == ["63.5%", "7%"]
+    whole = pd.Series([12000, -5, pd.NA], dtype="Int64")
+    assert styled_numbers(whole, ",").tolist() == ["12,000", "-5", None]
+    text = styled_numbers(vals, "$,.2")
+    assert np.allclose(parse_numbers(text).to_numpy(), [1234.5, -3.0, np.nan, 110.0, 0.25], equal_nan=True)
+
+
+def test_a_style_is_part_of_a_numeric_attribute_and_its_json():
+    a = Attribute("price", "numeric", lower=0, upper=1000, bins=10, style="$,.2")
+    assert Attribute.from_dict(json.loads(json.dumps(a.to_dict()))).style == "$,.2"
+    assert "style" not in Attribute("n", "numeric", lower=0, upper=1, bins=2).to_dict()
+    with pytest.raises(DomainError, match="number style"):
+        Attribute("price", "numeric", lower=0, upper=1, bins=2, style="USD")
+    with pytest.raises(DomainError, match="numeric"):
+        Attribute("c", "categorical", values=("a",), style="$")
+    decoded = a.decode(np.array([0, 9, 5]), "values", np.random.default_rng(0))
+    assert all(t.startswith("$") and t[-3] == "." for t in decoded)
+    assert a.decode(np.array([0, 9]), "bins").tolist() == ["[0, 100)", "[900, 1000]"]  # labels stay labels
+
+
+def test_the_private_choice_finds_a_styled_column_and_leaves_plain_and_small_ones_plain():
+    """ρ for the roles of three columns on 3,000 rows: prices written "$1,234.50" come back in that style, plain
+    numbers plain; on 100 rows the head start keeps even the prices plain (each other style has at most a
+    1/1400 chance against plain there, by :func:`style_head_start`: 100 cells at ε_f are worth e^(ε·100/2))."""
+    rng = np.random.default_rng(0)
+
+    def table(n: int) -> pd.DataFrame:
+        price = 1000 + rng.gamma(2.0, 900.0, n)  # every price over 1,000: grouped
+        return pd.DataFrame({"price": [f"${v:,.2f}" for v in price], "nights": rng.integers(1, 30, n),
+                             "score": np.round(rng.normal(70, 10, n), 1)})  # fmt: skip
+
+    rho = 0.05
+    _, eps = role_noise(rho, 3)
+    assert 3000 * eps / 2 - eps * style_head_start(eps) / 2 > math.log(1e4)  # the styled column's margin
+    for seed in range(5):
+        pr = private_roles(table(3000), rho, Randomness(seed))
+        styles = {r.name: r.style for r in pr.roles}
+        assert styles == {"price": "$,.2", "nights": "", "score": ""}, styles
+        small = private_roles(table(100), rho, Randomness(seed))
+        assert all(r.style == "" for r in small.roles)
+
+
+def test_the_style_draws_leave_the_runs_other_draws_as_they_were():
+    """The styles draw from a stream of their own: a seeded run's other draws do not move."""
+    a, b = Randomness(7), Randomness(7)
+    a.derived(1).exponential_mechanism(np.zeros(15), 1.0, 1.0)
+    assert a.uniform(5).tolist() == b.uniform(5).tolist()
+    assert a.derived(1).uniform() == Randomness(7).derived(1).uniform() != Randomness(7).derived(2).uniform()
+    assert not Randomness().derived(1).seeded
+
+
+def test_a_release_writes_prices_as_the_table_does(tmp_path, capsys):
+    """A 3,000-row listings table with nothing declared, at ε = 1: its prices come back as "$1,234.00", its
+    counts plain, and `dpcore evaluate` reads them back as numbers."""
+    rng = np.random.default_rng(3)
+    n = 3000
+    room = rng.choice(["Entire home", "Private room", "Shared room"], n, p=[0.5, 0.4, 0.1])
+    price = np.round(np.where(room == "Entire home", 180, 80) * rng.lognormal(0, 0.4, n))
+    df = pd.DataFrame({"room_type": room, "price": [f"${v:,.2f}" for v in price],
+                       "reviews": rng.poisson(20, n), "nights": rng.integers(1, 8, n)})  # fmt: skip
+    card, rows = seeded_release(df, tmp_path, epsilon=1.0, seed=0)
+    schema = {a["name"]: a for a in card["data"]["schema"]}
+    assert schema["price"]["style"] in ("$.2", "$,.2") and "style" not in schema["reviews"]
+    assert rows["price"].str.fullmatch(r"\$[\d,]+\.\d\d").mean() > 0.95  # the rest: missing cells
+    assert rows["reviews"].str.fullmatch(r"\d*").all()
+    from dpcore.cli import main
+
+    capsys.readouterr()
+    assert main(["evaluate", "--data", str(tmp_path / "table.csv"), "--synthetic", str(tmp_path / "synth.csv"),
+                 "--json"]) == 0  # fmt: skip
+    report = json.loads(capsys.readouterr().out)
+    assert report["one_way_tvd"]["mean"] < 0.2 and "price" in json.dumps(report["one_way_tvd"])
+
+
+def test_the_owners_proposal_carries_the_style_and_a_declared_one_is_written(tmp_path):
+    """`dpcore schema` (the owner's proposal, read from exact counts) proposes the style most cells are written in;
+    declared, it is the release's, at no cost."""
+    from dpcore.cli import main
+    from dpcore.proposal import propose_schema
+
+    rng = np.random.default_rng(1)
+    n = 400
+    df = pd.DataFrame({"fee": [f"£{v:,.2f}" for v in rng.uniform(1000, 20000, n)], "visits": rng.integers(0, 9, n)})
+    entries = {a["name"]: a for a in propose_schema(df)["attributes"]}
+    assert entries["fee"]["style"] == "£,.2" and "style" not in entries["visits"]
+    schema = tmp_path / "schema.json"
+    schema.write_text(json.dumps({"attributes": list(entries.values())}))
+    df.to_csv(tmp_path / "t.csv", index=False)
+    out = tmp_path / "o.csv"
+    argv = ["release", "--data", str(tmp_path / "t.csv"), "--schema", str(schema), "--epsilon", "1", "--seed", "0"]
+    assert main([*argv, "--out", str(out), "--workspace", str(tmp_path / "ws"), "--quiet"]) == 0
+    back = pd.read_csv(out, dtype=str, keep_default_na=False)
+    assert back["fee"].str.fullmatch(r"£[\d,]+\.\d\d").all()
+
+
+def test_the_roles_draws_add_up_to_their_rho(monkeypatch):
+    """Every draw of the roles step, the styles' stream included: one discrete Gaussian vector over the 7p counts
+    (L2 sensitivity sqrt(7p): 7p/(2σ²)) and two exponential mechanisms a column (ε²/8 each) make ρ."""
+    seen: list[float] = []
+    original = Randomness.exponential_mechanism
+
+    def counted(self, scores, epsilon, sensitivity):
+        assert sensitivity == 1.0
+        seen.append(epsilon**2 / 8.0)
+        return original(self, scores, epsilon, sensitivity)
+
+    monkeypatch.setattr(Randomness, "exponential_mechanism", counted)
+    df = pd.DataFrame({"price": ["$1.00", "$2.50"] * 50, "day": ["2024-01-02"] * 100, "n": range(100)})
+    rho = 0.2
+    pr = private_roles(df, rho, Randomness(0))
+    assert len(seen) == 2 * 3
+    assert math.isclose(sum(seen) + 7 * 3 / (2 * pr.sigma**2), rho, rel_tol=1e-12)
