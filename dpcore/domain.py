@@ -773,10 +773,11 @@ def _style_parts(style: str) -> tuple[str, bool, bool, bool]:
 
 def style_votes(texts, counts) -> np.ndarray:
     """For each of :data:`NUMBER_STYLES`, how many cells are written in it: a cell votes for the style it is
-    written in -- its currency sign and percent sign as written, grouped only if it holds a thousands comma,
-    with a currency sign two decimals only if it has exactly two -- and a plain number for "" alone.  ``texts``
-    are distinct cells (text; numbers vote plain), ``counts`` how many cells hold each.  One cell changed moves
-    each vote by at most 1."""
+    written in -- its currency sign and percent sign as written, grouped if it holds a thousands comma, with a
+    currency sign two decimals only if it has exactly two -- and a plain number for "" alone.  An amount under
+    1,000 with a currency sign and no comma votes for the grouped style too (`$80.00` is how `$,.2` writes 80):
+    a column's amounts over 1,000 decide the grouping.  ``texts`` are distinct cells (text; numbers vote plain),
+    ``counts`` how many cells hold each.  One cell changed moves each vote by at most 1."""
     votes = np.zeros(len(NUMBER_STYLES))
     index = {s: i for i, s in enumerate(NUMBER_STYLES)}
     for text, count in zip(texts, counts):
@@ -793,6 +794,8 @@ def style_votes(texts, counts) -> np.ndarray:
             style = "%"
         elif m["sym"]:
             style = m["sym"] + ("," if "," in num else "") + (".2" if decimals == 2 else "")
+            if "," not in num and float(num) < 1000:
+                votes[index[m["sym"] + "," + style[1:]]] += count
         else:
             style = "," if "," in num else ""
         votes[index[style]] += count

@@ -26,8 +26,15 @@ def _votes(cells: list[str]) -> np.ndarray:
 
 def test_each_cell_votes_for_the_style_it_is_written_in():
     v = dict(zip(NUMBER_STYLES, _votes(["$1,234.50", "$12.00", "$7", "1,200", "63.5%", "12", "3.25", "-$3.10"])))
-    assert v["$,.2"] == 1 and v["$.2"] == 2 and v["$"] == 1 and v[","] == 1 and v["%"] == 1 and v[""] == 2
-    assert sum(v.values()) == 8  # text that is not a number votes for nothing
+    assert v["$.2"] == 2 and v["$"] == 1 and v[","] == 1 and v["%"] == 1 and v[""] == 2
+    # an amount under 1,000 is written the same grouped or not: it votes for both ($12.00, -$3.10, $7)
+    assert v["$,.2"] == 3 and v["$,"] == 1
+    assert sum(v.values()) == 8 + 3  # text that is not a number votes for nothing
+    # a column of small amounts decides its grouping by its amounts over 1,000
+    few = dict(zip(NUMBER_STYLES, _votes(["$80.00"] * 50 + ["$1,200.00"] * 2)))
+    assert few["$,.2"] == 52 > few["$.2"] == 50
+    plain = dict(zip(NUMBER_STYLES, _votes(["$80.00"] * 50 + ["$1200.00"] * 2)))
+    assert plain["$.2"] == 52 > plain["$,.2"] == 50
     assert _votes(["abc", "n/a"]).sum() == 0
     numbers = style_votes(*_distinct_present(pd.Series([1.5, 2.0, 2.0])))  # a column pandas read as numbers
     assert numbers[0] == 3 and numbers.sum() == 3
