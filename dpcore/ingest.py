@@ -777,7 +777,7 @@ STYLE_FALSE_RATE = 0.01
 def style_head_start(epsilon: float) -> float:
     """Cells' worth of head start for plain in the style choice at ε (public): with no cell written in another
     style, each of the other 14 wins with probability at most exp(-ε·h/2) ≤ STYLE_FALSE_RATE / 14.  A column's
-    cells must outnumber it in one style for that style to be likely (at ε = 0.03, ~600 cells)."""
+    cells must outnumber it in one style for that style to be likely (at ε = 0.03, ~480 cells)."""
     return 2.0 * math.log((len(NUMBER_STYLES) - 1) / STYLE_FALSE_RATE) / epsilon
 
 
