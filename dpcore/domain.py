@@ -767,7 +767,7 @@ def _style_parts(style: str) -> tuple[str, bool, bool, bool]:
     """(currency sign, grouped, two decimals, percent) of a :data:`NUMBER_STYLES` entry."""
     if style not in NUMBER_STYLES:
         raise DomainError(f"A number style must be one of {[s for s in NUMBER_STYLES if s]} or empty, not {style!r}.")
-    sym = style[:1] if style[:1] in "$€£" and style else ""
+    sym = style[0] if style and style[0] in "$€£" else ""
     return sym, "," in style, style.endswith(".2"), style == "%"
 
 

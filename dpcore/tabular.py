@@ -142,7 +142,7 @@ class ColumnSpec:
             format=self.settings.get("format"),
             granularity=self.settings.get("granularity"),
             source=self.sources.get("kind", "declared"),
-            style=str(self.settings.get("style") or "") if self.kind == "numeric" else "",
+            style=str(self.settings.get("style") or ""),  # a Role keeps it for numbers only
         )
 
 
@@ -154,7 +154,7 @@ def _spec_from_attribute(attr: Attribute, keep_inferred: bool) -> ColumnSpec:
         spec.kind = attr.kind
         for key in ("integer", "granularity", "format", "style"):
             val = getattr(attr, key)
-            if val not in (None, False):
+            if val not in (None, False, ""):
                 spec.settings[key] = val
     if attr.kind == "categorical" and "values" in usable:
         spec.values = attr.values
@@ -589,6 +589,7 @@ def _build_attribute(
         from_data = prov.get("lower") == found_source or prov.get("upper") == found_source
         nbins = int(settings.get("bins") or (found_bins if (from_data and found_bins) else bins))
         edges = tuple(settings.get("edges") or ())
+        style = settings.get("style", role.style)  # declared, else chosen with the roles (DP)
         if lower is None or upper is None:
             raise DomainError(f"Column {role.name!r}: no bounds could be set (the column has no numbers).")
         points: tuple[float, ...] = tuple(settings.get("points") or ()) if edges else ()
@@ -628,11 +629,11 @@ def _build_attribute(
         if edges:
             return Attribute(
                 role.name, "numeric", edges=edges, integer=role.integer, unparsable=unparsable,
-                provenance=tuple(prov.items()), points=points, style=settings.get("style", role.style), **common,
+                provenance=tuple(prov.items()), points=points, style=style, **common,
             )  # fmt: skip
         return Attribute(
             role.name, "numeric", lower=float(lower), upper=float(upper), bins=nbins, integer=role.integer,
-            unparsable=unparsable, provenance=tuple(prov.items()), style=settings.get("style", role.style), **common,
+            unparsable=unparsable, provenance=tuple(prov.items()), style=style, **common,
         )  # fmt: skip
     if lower is None or upper is None:
         raise DomainError(f"Column {role.name!r}: no date bounds could be set (the column has no dates).")
