@@ -1350,10 +1350,13 @@ def _extend_spread(
     return first, last
 
 
-def sorted_present(column: pd.Series, kind: str, granularity: str | None = None, fmt: str | None = None) -> np.ndarray:
-    """The column's parseable values, sorted: numbers, or (dates) unit indices of ``granularity``."""
+def sorted_present(
+    column: pd.Series, kind: str, granularity: str | None = None, fmt: str | None = None, style: str = ""
+) -> np.ndarray:
+    """The column's parseable values, sorted: numbers (read as ``style`` writes them), or (dates) unit indices of
+    ``granularity``."""
     if kind == "numeric":
-        vals = parse_numbers(column).to_numpy(dtype=float)
+        vals = parse_numbers(column, style).to_numpy(dtype=float)
     else:
         days = parse_dates(column, fmt)
         vals = np.where(np.isfinite(days), unit_index(days, granularity or "day"), np.nan)
@@ -1370,6 +1373,8 @@ class ValueTask:
     integer: bool = False
     granularity: str | None = None
     format: str | None = None
+    #: numeric: how its numbers are written (:data:`~dpcore.domain.NUMBER_STYLES`; public), so "1,5" reads 1.5
+    style: str = ""
     need_values: bool = False
     need_lower: bool = False
     need_upper: bool = False
@@ -1410,7 +1415,7 @@ class Discovered:
 
 
 def _column_values(df: pd.DataFrame, task: ValueTask) -> np.ndarray:
-    return sorted_present(df[task.name], task.kind, task.granularity, task.format)
+    return sorted_present(df[task.name], task.kind, task.granularity, task.format, task.style)
 
 
 def _days(task: ValueTask, value: float) -> float:
@@ -1553,10 +1558,10 @@ def time_profile(days: np.ndarray, rho: float, noise) -> tuple[tuple[float, ...]
     return tuple(float(k) for k in kept / total), report
 
 
-def _points(values: tuple[str, ...], integer: bool = True) -> tuple[float, ...]:
+def _points(values: tuple[str, ...], integer: bool = True, style: str = "") -> tuple[float, ...]:
     """The released values of a numeric column as numbers (labels that are not numbers dropped, and, for a
     whole-number column, those that are not whole)."""
-    nums = parse_numbers(pd.Series(list(values), dtype=object)).to_numpy(dtype=float)
+    nums = parse_numbers(pd.Series(list(values), dtype=object), style).to_numpy(dtype=float)
     keep = nums[whole(nums) if integer else np.isfinite(nums)]
     return tuple(float(v) for v in np.unique(keep))
 
@@ -1593,7 +1598,7 @@ def discover_values(df: pd.DataFrame, tasks: list[ValueTask], rho_values: float,
         tau = partition_threshold(sigma, delta_threshold / selected)
         report["points"] = {"sigma": sigma, "threshold": tau, "attributes": len(pointed)}
         for t, values in zip(pointed, select_many([df[t.name] for t in pointed], sigma, tau, noise, False)):
-            out.fields[t.name] = {"points": _points(values, t.integer)}
+            out.fields[t.name] = {"points": _points(values, t.integer, t.style)}
     for t in todo:
         if t.kind == "categorical" or not t.need_bounds:
             continue

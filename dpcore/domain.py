@@ -432,7 +432,7 @@ class Attribute:
             self._check_missing(is_missing)
             return codes, clipped
         if self.kind == "numeric":
-            raw = parse_numbers(column[present])
+            raw = parse_numbers(column[present], self.style)
             bad = raw.isna().to_numpy()
             what, bad_word = "numeric", "non-numeric"
             vals = raw.to_numpy(dtype=float)
@@ -707,7 +707,7 @@ def unit_start_days(units, granularity: str) -> np.ndarray:
 #: after it ("63.5%", "12 %"), thousands grouped with ','.  The number is kept as written (63.5, not 0.635).
 #: Its parts (sign, currency sign, digits, percent sign) also say the style it is written in (:func:`style_votes`).
 _DECORATED_NUMBER = re.compile(
-    r"^\s*(?P<sign>[+-]?)\s*(?P<sym>[$€£¥]?)\s*(?P<num>\d{1,3}(?:,\d{3})+(?:\.\d+)?|\d+(?:\.\d+)?|\.\d+)"
+    r"^\s*(?P<sign>[+-]?)\s*(?P<sym>[$€£¥]?)\s*(?P<num>[1-9]\d{0,2}(?:,\d{3})+(?:\.\d+)?|\d+(?:\.\d+)?|\.\d+)"
     r"\s*(?P<pct>%?)\s*$"
 )
 
@@ -733,11 +733,58 @@ def none_cells(column: pd.Series) -> np.ndarray:
 LEADING_ZERO = re.compile(r"^\s*[+-]?0\d+\s*$")
 
 
-def parse_numbers(column: pd.Series) -> pd.Series:
+#: A number written with a decimal comma, as most of continental Europe and Latin America write them ("73,4"), its
+#: thousands grouped with '.' or a space ("32.346,26", "1 234,5"; a group never starts a number with 0).  A cell
+#: that is a number in both conventions ("1,234", "1.234") is read as the column's style says
+#: (:func:`parse_numbers`).
+DECIMAL_COMMA = "dc"
+_COMMA_DECIMAL = re.compile(
+    r"^\s*(?P<sign>[+-]?)\s*(?P<num>[1-9]\d{0,2}(?P<grp>[. \u00a0\u202f])\d{3}(?:(?P=grp)\d{3})*(?:,\d+)?"
+    r"|\d+(?:,\d+)?|,\d+)\s*$"
+)
+
+
+def _comma_decimal_values(text: pd.Series) -> np.ndarray:
+    """The numbers of cells written with a decimal comma (NaN where a cell is not one)."""
+    parts = text.astype(str).str.extract(_COMMA_DECIMAL)
+    ok = parts["num"].notna().to_numpy()
+    out = np.full(len(text), np.nan)
+    if ok.any():
+        digits = parts["num"][ok].str.replace(r"[. \u00a0\u202f]", "", regex=True).str.replace(",", ".", regex=False)
+        out[ok] = pd.to_numeric(parts["sign"][ok] + digits, errors="coerce").to_numpy(dtype=float)
+    return out
+
+
+def parse_numbers(column: pd.Series, style: str = "") -> pd.Series:
     """The numbers of a column as floats (NaN where a cell is not one): plain numbers, and numbers as spreadsheets
     export them — thousands grouped with ',' ("26,610.29"), a currency sign before ("$1,234.50") or a percent sign
-    after ("63.5%"; kept as written, 63.5).  One parser for roles, encoding, discovery and
-    evaluation, so a column is read the same way everywhere."""
+    after ("63.5%"; kept as written, 63.5) — or with a decimal comma ("73,4", "32.346,26").  A cell that is a number
+    either way ("1,234", "1.234") is read with a decimal point, unless ``style`` (the column's
+    :data:`NUMBER_STYLES` entry, public: declared or chosen under DP) writes a decimal comma.  One parser for roles,
+    encoding, discovery and evaluation, so a column is read the same way everywhere; each cell is read on its own
+    and the style, so one changed cell changes one number."""
+    if decimal_comma(style) and not (pd.api.types.is_numeric_dtype(column) or pd.api.types.is_bool_dtype(column)):
+        codes, uniques = pd.factorize(column, sort=False)  # a column holds few distinct texts: read each once
+        text = pd.Series(uniques, dtype=object)
+        vals = _comma_decimal_values(text)
+        rest = np.isnan(vals)
+        if rest.any():
+            vals[rest] = _point_decimal(text[rest]).to_numpy(dtype=float)
+        # code -1 (missing) reads the NaN at the end
+        return pd.Series(np.append(vals, np.nan)[codes], index=column.index)
+    out = _point_decimal(column)
+    if pd.api.types.is_numeric_dtype(column) or pd.api.types.is_bool_dtype(column):
+        return out
+    bad = out.isna().to_numpy() & column.notna().to_numpy()
+    if bad.any():
+        vals = out.to_numpy(dtype=float, copy=True)
+        vals[bad] = _comma_decimal_values(column[bad])
+        out = pd.Series(vals, index=column.index)
+    return out
+
+
+def _point_decimal(column: pd.Series) -> pd.Series:
+    """The numbers of cells written with a decimal point, plain or decorated (:data:`_DECORATED_NUMBER`)."""
     out = pd.to_numeric(column, errors="coerce")
     out = out.astype(float) if not pd.api.types.is_float_dtype(out) else out
     if pd.api.types.is_numeric_dtype(column) or pd.api.types.is_bool_dtype(column):
@@ -757,10 +804,13 @@ def parse_numbers(column: pd.Series) -> pd.Series:
 
 
 #: How a column's numbers are written, for :attr:`Attribute.style`: "" plain (as drawn), "," thousands grouped,
-#: "%" a percent sign after (the number as written: 63.5%), and a currency sign before -- "$", "€" or "£" --,
-#: grouped or not, as drawn or with two decimals (".2": "$1,234.50").  A fixed public list: the roles' exponential
-#: mechanism chooses among it (:func:`dpcore.ingest.private_roles`).
-NUMBER_STYLES = ("", ",", "%") + tuple(c + g + d for c in "$€£" for g in ("", ",") for d in ("", ".2"))
+#: "%" a percent sign after (the number as written: 63.5%), a currency sign before -- "$", "€" or "£" --,
+#: grouped or not, as drawn or with two decimals (".2": "$1,234.50"), and a decimal comma ("dc": "1234,5"), its
+#: thousands grouped with '.' (".dc": "1.234,5").  A fixed public list: the roles' exponential mechanism chooses
+#: among it (:func:`dpcore.ingest.private_roles`).  New entries go at the end (a declared style keeps its meaning).
+NUMBER_STYLES = (
+    ("", ",", "%") + tuple(c + g + d for c in "$€£" for g in ("", ",") for d in ("", ".2")) + (DECIMAL_COMMA, ".dc")
+)
 
 
 def _style_parts(style: str) -> tuple[str, bool, bool, bool]:
@@ -768,7 +818,12 @@ def _style_parts(style: str) -> tuple[str, bool, bool, bool]:
     if style not in NUMBER_STYLES:
         raise DomainError(f"A number style must be one of {[s for s in NUMBER_STYLES if s]} or empty, not {style!r}.")
     sym = style[0] if style and style[0] in "$€£" else ""
-    return sym, "," in style, style.endswith(".2"), style == "%"
+    return sym, "," in style or style == ".dc", style.endswith(".2"), style == "%"
+
+
+def decimal_comma(style: str | None) -> bool:
+    """Whether a :data:`NUMBER_STYLES` entry writes a decimal comma (and so reads "1,234" as 1.234)."""
+    return bool(style) and str(style).endswith(DECIMAL_COMMA)
 
 
 def style_votes(texts, counts) -> np.ndarray:
@@ -776,8 +831,12 @@ def style_votes(texts, counts) -> np.ndarray:
     written in -- its currency sign and percent sign as written, grouped if it holds a thousands comma, with a
     currency sign two decimals only if it has exactly two -- and a plain number for "" alone.  An amount under
     1,000 with a currency sign and no comma votes for the grouped style too (`$80.00` is how `$,.2` writes 80):
-    a column's amounts over 1,000 decide the grouping.  ``texts`` are distinct cells (text; numbers vote plain),
-    ``counts`` how many cells hold each.  One cell changed moves each vote by at most 1."""
+    a column's amounts over 1,000 decide the grouping.  A cell that is a number only with a decimal comma
+    ("73,4", "0,125", "1.234,5", "1.234.567") votes "dc", or ".dc" if grouped with '.', and under 1,000 ungrouped
+    both; a cell that reads with a decimal point too ("1,234", "1.234") votes as it always did (",", ""), so a
+    column is read with a decimal comma only where its unambiguous cells say so.
+    ``texts`` are distinct cells (text; numbers vote plain), ``counts`` how many cells hold each.  A cell votes for
+    each style at most once: one cell changed moves each vote by at most 1."""
     votes = np.zeros(len(NUMBER_STYLES))
     index = {s: i for i, s in enumerate(NUMBER_STYLES)}
     for text, count in zip(texts, counts):
@@ -785,27 +844,46 @@ def style_votes(texts, counts) -> np.ndarray:
             if math.isfinite(float(text)):
                 votes[0] += count
             continue
+        chosen = set()
         m = _DECORATED_NUMBER.match(str(text))
-        if m is None or m["sym"] == "¥" or (m["sym"] and m["pct"]):
-            continue
-        num = m["num"]
-        decimals = len(num.split(".", 1)[1]) if "." in num else 0
-        if m["pct"]:
-            style = "%"
-        elif m["sym"]:
-            style = m["sym"] + ("," if "," in num else "") + (".2" if decimals == 2 else "")
-            if "," not in num and float(num) < 1000:
-                votes[index[m["sym"] + "," + style[1:]]] += count
-        else:
-            style = "," if "," in num else ""
-        votes[index[style]] += count
+        c = None if m is not None else _COMMA_DECIMAL.match(str(text))
+        if m is not None and m["sym"] != "¥" and not (m["sym"] and m["pct"]):
+            num = m["num"]
+            decimals = len(num.split(".", 1)[1]) if "." in num else 0
+            if m["pct"]:
+                chosen.add("%")
+            elif m["sym"]:
+                style = m["sym"] + ("," if "," in num else "") + (".2" if decimals == 2 else "")
+                chosen.add(style)
+                if "," not in num and float(num) < 1000:
+                    chosen.add(m["sym"] + "," + style[1:])
+            else:
+                chosen.add("," if "," in num else "")
+        elif c is not None:  # a decimal comma or '.' groups, and no number with a decimal point
+            if c["grp"] == ".":
+                chosen.add(".dc")
+            else:
+                chosen.add(DECIMAL_COMMA)  # ungrouped, or grouped with spaces (read, written ungrouped)
+                if c["grp"] is None and float(c["num"].replace(",", ".")) < 1000:
+                    chosen.add(".dc")
+        for style in chosen:
+            votes[index[style]] += count
     return votes
+
+
+def written_style(texts, counts) -> str:
+    """The style most of a column's cells are written in, read exactly -- **NOT private**: for the data owner's
+    proposal and the evaluation, which read the data anyway.  A styled entry needs half the votes, else plain."""
+    votes = style_votes(texts, counts)
+    best = int(votes.argmax())
+    return NUMBER_STYLES[best] if best > 0 and votes[best] >= 0.5 * votes.sum() else ""
 
 
 def styled_numbers(values: pd.Series, style: str) -> pd.Series:
     """Numbers (floats or whole numbers; missing stays empty) written in ``style``: "-$1,234.50", "63.5%",
-    "12,000".  Without two decimals a number keeps the digits it was drawn with (whole numbers none)."""
+    "12,000", "1.234,5".  Without two decimals a number keeps the digits it was drawn with (whole numbers none)."""
     sym, grouped, cents, percent = _style_parts(style)
+    comma = decimal_comma(style)
     out = np.full(len(values), None, dtype=object)
     for i, v in enumerate(values.to_numpy(dtype=object)):
         if v is None or v is pd.NA or (isinstance(v, float) and not math.isfinite(v)):
@@ -813,7 +891,10 @@ def styled_numbers(values: pd.Series, style: str) -> pd.Series:
         x = float(v)
         body = abs(int(x)) if x.is_integer() and not cents else abs(x)  # 7, not 7.0
         spec = ("," if grouped else "") + (".2f" if cents else "")
-        out[i] = ("-" if x < 0 else "") + sym + format(body, spec) + ("%" if percent else "")
+        digits = format(body, spec)
+        if comma:  # swap the separators: 1,234.5 -> 1.234,5
+            digits = digits.replace(",", "\x00").replace(".", ",").replace("\x00", ".")
+        out[i] = ("-" if x < 0 else "") + sym + digits + ("%" if percent else "")
     return pd.Series(out, index=values.index, dtype=object)
 
 

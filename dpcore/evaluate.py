@@ -49,7 +49,7 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from .domain import LEADING_ZERO, NONE_TEXT, none_cells, parse_dates, parse_numbers
+from .domain import LEADING_ZERO, NONE_TEXT, none_cells, parse_dates, parse_numbers, written_style
 from .errors import DataError
 
 LABEL = (
@@ -92,6 +92,8 @@ class ColumnCoding:
     edges: np.ndarray | None = None  # numeric: bin edges (outer ones open: values beyond fall in the end bins)
     is_date: bool = False
     date_format: str | None = None  # a schema's date attribute: the strftime format its cells are read with
+    #: numeric: how both tables' cells are read (the schema's style, else the real column's; None: each its own)
+    style: str | None = None
     unseen_code: int | None = None  # categorical: synthetic values the real column never had
     missing_code: int | None = None
 
@@ -112,12 +114,26 @@ def _canonical_text(values: pd.Series) -> pd.Series:
     at = np.array([i for i, v in enumerate(uniques) if isinstance(v, str)], dtype=np.int64)
     if at.size:
         written = pd.Series([text[i] for i in at], dtype=object)
-        nums = parse_numbers(written).to_numpy(dtype=float)
+        nums = parse_numbers(written, _reading_style(values)).to_numpy(dtype=float)
         ok = np.isfinite(nums) & ~written.str.match(LEADING_ZERO.pattern).to_numpy(dtype=bool)
         for i, v in zip(at[ok], nums[ok]):
             text[i] = _canonical_value(float(v))
     text.append(None)  # code -1 (missing) picks the last
     return pd.Series(np.array(text, dtype=object)[codes], index=values.index, dtype=object)
+
+
+#: How many of a column's most frequent texts say how it writes its numbers (:func:`_reading_style`).
+STYLE_SAMPLE = 2000
+
+
+def _reading_style(s: pd.Series) -> str:
+    """How a column of text writes its numbers, read off its own cells like every evaluation figure (not private):
+    the style most of its STYLE_SAMPLE most frequent texts are written in, so a table written with a decimal
+    comma ("1.234,5") reads as it was meant, and its release (written in the style it was released with) too."""
+    if pd.api.types.is_numeric_dtype(s) or pd.api.types.is_bool_dtype(s) or not len(s):
+        return ""
+    counts = s[_present(s)].astype(str).value_counts()
+    return written_style(counts.index[:STYLE_SAMPLE], counts.to_numpy()[:STYLE_SAMPLE])
 
 
 def _canonical_value(v) -> str:
@@ -162,19 +178,20 @@ def _present(s: pd.Series) -> np.ndarray:
     return s.notna().to_numpy() & ~none_cells(s)
 
 
-def _numbers(s: pd.Series, is_date: bool, fmt: str | None = None) -> tuple[np.ndarray, int]:
+def _numbers(s: pd.Series, is_date: bool, fmt: str | None = None, style: str | None = None) -> tuple[np.ndarray, int]:
     """Float values of a column (NaN = missing) and how many present cells could not be read.
 
     Interval labels such as ``[35, 40)`` (how dpcore decodes a numeric bin by default) read as the
     interval's midpoint, so a release's decoded rows compare with the real numbers.  ``None`` cells are missing
-    (:data:`~dpcore.domain.NONE_TEXT`)."""
+    (:data:`~dpcore.domain.NONE_TEXT`).  Numbers are read as ``style`` writes them (None: as the column's own cells
+    say, :func:`_reading_style`)."""
     present = _present(s)
     if is_date:
         vals = _date_numbers(s, fmt)
     elif pd.api.types.is_numeric_dtype(s) and not pd.api.types.is_bool_dtype(s):
         vals = s.to_numpy(dtype=float, copy=True)
     else:
-        vals = parse_numbers(s).to_numpy(dtype=float, copy=True)
+        vals = parse_numbers(s, _reading_style(s) if style is None else style).to_numpy(dtype=float, copy=True)
         bad = present & np.isnan(vals)
         if bad.any():
             m = s[bad].astype(str).str.extract(_INTERVAL)
@@ -184,6 +201,11 @@ def _numbers(s: pd.Series, is_date: bool, fmt: str | None = None) -> tuple[np.nd
             vals[bad] = mid
     unreadable = int((present & np.isnan(vals)).sum())
     return vals, unreadable
+
+
+def _coded_numbers(s: pd.Series, coding: ColumnCoding) -> np.ndarray:
+    """A numeric column's values as its evaluation coding reads them (NaN = missing or unreadable)."""
+    return _numbers(s, coding.is_date, coding.date_format, coding.style)[0]
 
 
 def _looks_like_dates(s: pd.Series) -> bool:
@@ -210,7 +232,7 @@ def _is_numeric_column(s: pd.Series) -> bool:
         return False
     if pd.api.types.is_numeric_dtype(s):
         return present.nunique() > NUMERIC_AS_CATEGORICAL
-    nums = parse_numbers(present)
+    nums = parse_numbers(present, _reading_style(present))
     return nums.notna().mean() >= 0.95 and nums.nunique() > NUMERIC_AS_CATEGORICAL
 
 
@@ -221,7 +243,7 @@ def build_coding(real: pd.Series, synthetic: pd.Series, attribute=None, bins: in
     if attribute is not None and attribute.kind == "numeric":
         edges = np.asarray(attribute.edges, dtype=float)
         labels = _interval_labels(edges, False)
-        return _finish(ColumnCoding(name, "numeric", labels, edges), has_missing)
+        return _finish(ColumnCoding(name, "numeric", labels, edges, style=attribute.style), has_missing)
     if attribute is not None and attribute.kind == "datetime":  # the schema's date bins, read in its format
         edges = np.asarray(attribute.edges, dtype=float) * NS_PER_DAY
         labels = attribute.labels()[: attribute.n_regular]
@@ -232,13 +254,15 @@ def build_coding(real: pd.Series, synthetic: pd.Series, attribute=None, bins: in
         return _finish(ColumnCoding(name, "categorical", labels), has_missing, unseen=True)
     is_date = _looks_like_dates(real)
     if is_date or _is_numeric_column(real):
-        vals, _ = _numbers(real, is_date)
+        style = None if is_date else _reading_style(real)  # the release is written as the real column is
+        vals, _ = _numbers(real, is_date, style=style)
         finite = vals[np.isfinite(vals)]
         if finite.size:
             edges = quantile_edges(finite, bins)
             if edges.size < 2:
                 edges = np.array([edges[0], edges[0]])
-            return _finish(ColumnCoding(name, "numeric", _interval_labels(edges, is_date), edges, is_date), has_missing)
+            coding = ColumnCoding(name, "numeric", _interval_labels(edges, is_date), edges, is_date, style=style)
+            return _finish(coding, has_missing)
     keys = _canonical_text(real.dropna())
     labels = list(pd.unique(keys))
     return _finish(ColumnCoding(name, "categorical", labels), has_missing, unseen=True)
@@ -290,7 +314,7 @@ def _encode(coding: ColumnCoding, s: pd.Series) -> tuple[np.ndarray, int, np.nda
     missing = s.isna().to_numpy()
     vals = None
     if coding.kind == "numeric":
-        vals, unreadable = _numbers(s, coding.is_date, coding.date_format)
+        vals, unreadable = _numbers(s, coding.is_date, coding.date_format, coding.style)
         missing = missing | np.isnan(vals)
         edges = coding.edges
         assert edges is not None  # a numeric coding always has edges
@@ -680,10 +704,8 @@ def _pairs(cols, codings, codes_r, codes_s, sizes, p1_r, p1_s, real, synthetic, 
     num_idx = np.flatnonzero(kinds == "numeric")
     rho_r = rho_s = None
     if num_idx.size >= 2:
-        vr = np.column_stack([_numbers(real[cols[j]], codings[j].is_date, codings[j].date_format)[0] for j in num_idx])
-        vs = np.column_stack(
-            [_numbers(synthetic[cols[j]], codings[j].is_date, codings[j].date_format)[0] for j in num_idx]
-        )
+        vr = np.column_stack([_coded_numbers(real[cols[j]], codings[j]) for j in num_idx])
+        vs = np.column_stack([_coded_numbers(synthetic[cols[j]], codings[j]) for j in num_idx])
         rho_r, rho_s = _spearman_matrix(vr), _spearman_matrix(vs)
     pos = {int(j): k for k, j in enumerate(num_idx)}
     both_num = (kinds[iu] == "numeric") & (kinds[ju] == "numeric")
@@ -809,7 +831,7 @@ def _row_hashes(df: pd.DataFrame, codings) -> np.ndarray:
     for c in codings:
         s = df[c.name]
         if c.kind == "numeric":
-            canon[c.name] = pd.Series(_numbers(s, c.is_date, c.date_format)[0], index=df.index)
+            canon[c.name] = pd.Series(_coded_numbers(s, c), index=df.index)
         else:
             canon[c.name] = _canonical_text(s).where(s.notna(), None)
     return pd.util.hash_pandas_object(pd.DataFrame(canon), index=False).to_numpy()
@@ -905,7 +927,7 @@ def ml_efficacy(train: pd.DataFrame, synthetic: pd.DataFrame, test: pd.DataFrame
     def matrix(df):
         # Categorical features enter as their evaluation codes (integers): sklearn's encoders are
         # slow on Python strings, and the codes already mark unseen and missing values.
-        X = {f: _numbers(df[f], by_name[f].is_date, by_name[f].date_format)[0] for f in num}
+        X = {f: _coded_numbers(df[f], by_name[f]) for f in num}
         for f in cat:
             X[f] = encode_column(by_name[f], df[f])[0]
         return pd.DataFrame(X, columns=num + cat)

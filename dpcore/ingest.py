@@ -39,7 +39,9 @@ rest to the counts.  Half of that share picks, per column too, how its numbers a
 (:data:`dpcore.domain.NUMBER_STYLES`: plain, "$1,234.50", "63.5%"...) by the same exponential mechanism
 with score = the cells written in the style (:func:`dpcore.domain.style_votes`, sensitivity 1), plain
 given a public head start (:func:`style_head_start`) so a small or plain table stays plain; the draw
-comes from a stream of its own, so the other draws are those of a run without it.
+comes from a stream of its own, so the other draws are those of a run without it.  The style is chosen first and
+the column's numbers counted as it reads them (a decimal comma reads "1,234" as 1.234; each count still a sum over
+cells of a function of the cell and the released style, sensitivity 1), like the date count in the chosen format.
 
 The header is public (it is not protected by the release), so a name such as ``id`` or
 ``case_number`` may mark an identifier at no cost, and one that names a year (``visit_year``, ``YearBuilt``:
@@ -70,6 +72,7 @@ from .domain import (
     style_votes,
     to_datetimes,
     whole,
+    written_style,
 )
 from .errors import BudgetError, DataError
 
@@ -512,11 +515,12 @@ def _distinct_present(column: pd.Series, none_is_value: bool = False) -> tuple[p
     return uniques, counts
 
 
-def column_counts(column: pd.Series, distinct=None) -> tuple[dict[str, int], dict[str, int]]:
+def column_counts(column: pd.Series, distinct=None, style: str = "") -> tuple[dict[str, int], dict[str, int]]:
     """Exact counts of one column: the statistics (with ``date`` = 0) and the parse count of every date format.
 
     Works on the column's distinct values weighted by their counts (``distinct``: :func:`_distinct_present` of the
-    column, when the caller has it), so a long column with few values is cheap.
+    column, when the caller has it), so a long column with few values is cheap.  Numbers are read as ``style``
+    (public: chosen before, :func:`private_roles`) writes them: with a decimal comma, "1,5" is 1.5 and "1.234" 1234.
     """
     uniques, counts = _distinct_present(column) if distinct is None else distinct
     stats = dict.fromkeys(STATISTICS, 0)
@@ -545,7 +549,7 @@ def column_counts(column: pd.Series, distinct=None) -> tuple[dict[str, int], dic
         fmt_counts[COMPACT_DATE] = _compact_date_count(vals, counts)
         return stats, fmt_counts
     text = pd.Series(uniques, dtype=object).astype(str)
-    nums = parse_numbers(text).to_numpy(dtype=float, copy=True)
+    nums = parse_numbers(text, style).to_numpy(dtype=float, copy=True)
     # Digits with a leading zero are codes (domain.LEADING_ZERO): counted as text, such a column stays categorical,
     # its labels as written.
     nums[text.str.match(LEADING_ZERO.pattern).to_numpy(dtype=bool)] = np.nan
@@ -574,7 +578,7 @@ def exact_stats(df: pd.DataFrame, columns=None) -> list[ColumnStats]:
     out = []
     for name in list(df.columns) if columns is None else list(columns):
         found = _distinct_present(df[name])
-        stats, fmts = column_counts(df[name], found)
+        stats, fmts = column_counts(df[name], found, written_style(*found))
         best = max(DATE_FORMATS, key=lambda f: fmts[f])  # first format wins ties: ISO before day/month orders
         stats["date"] = fmts[best]
         counts = found[1]
@@ -769,15 +773,15 @@ def role_noise(rho: float, n_columns: int, format_share: float = DATE_FORMAT_SHA
     return sigma, eps_format
 
 
-#: How unlikely a style other than plain may be chosen for a column with no styled cell at all (each of the 14
+#: How unlikely a style other than plain may be chosen for a column with no styled cell at all (each of the 16
 #: others at most this / 14).
 STYLE_FALSE_RATE = 0.01
 
 
 def style_head_start(epsilon: float) -> float:
     """Cells' worth of head start for plain in the style choice at ε (public): with no cell written in another
-    style, each of the other 14 wins with probability at most exp(-ε·h/2) ≤ STYLE_FALSE_RATE / 14.  A column's
-    cells must outnumber it in one style for that style to be likely (at ε = 0.03, ~480 cells)."""
+    style, each of the other 16 wins with probability at most exp(-ε·h/2) ≤ STYLE_FALSE_RATE / 16.  A column's
+    cells must outnumber it in one style for that style to be likely (at ε = 0.03, ~490 cells)."""
     return 2.0 * math.log((len(NUMBER_STYLES) - 1) / STYLE_FALSE_RATE) / epsilon
 
 
@@ -797,13 +801,14 @@ def private_roles(df: pd.DataFrame, rho: float, noise, columns=None) -> PrivateR
     head[0] = style_head_start(eps_format)
     for name in names:
         found = _distinct_present(df[name])
-        counts, fmts = column_counts(df[name], found)
+        votes = style_votes(found[0], found[1]) + head
+        style = NUMBER_STYLES[style_noise.exponential_mechanism(votes, eps_format, 1.0)]
+        styles.append(style)
+        counts, fmts = column_counts(df[name], found, style)  # read as the released style writes (a decimal comma)
         scores = np.array([fmts[f] for f in DATE_FORMATS], dtype=float)
         fmt = DATE_FORMATS[noise.exponential_mechanism(scores, eps_format, 1.0)]
         counts["date"] = fmts[fmt]
         stats.append(ColumnStats(str(name), n, date_format=fmt, **counts))
-        votes = style_votes(found[0], found[1]) + head
-        styles.append(NUMBER_STYLES[style_noise.exponential_mechanism(votes, eps_format, 1.0)])
     true = np.concatenate([s.vector() for s in stats])
     noisy = true + noise.discrete_gaussian(sigma, true.size)
     k = len(STATISTICS)

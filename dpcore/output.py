@@ -17,10 +17,16 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from .domain import Domain
+from .domain import Domain, decimal_comma
 from .errors import DomainError
 
 OUTPUT_MODES = ("values", "bins")
+
+
+def csv_separator(domain: Domain) -> str:
+    """The field separator of a release's CSV: ";" where a column is written with a decimal comma ("1.234,5"), as
+    spreadsheets in the locales that write them expect, else ",".  From the public styles only."""
+    return ";" if any(decimal_comma(a.style) for a in domain.attributes) else ","
 
 
 def to_table(
@@ -44,9 +50,10 @@ def write_csv(
     chunk_rows: int = 500_000,
 ) -> None:
     """Write :func:`to_table` as CSV to ``path`` a chunk at a time (a release of millions of rows never sits in
-    memory as text).  Missing cells are empty."""
+    memory as text).  Missing cells are empty; the separator is :func:`csv_separator`'s."""
     codes = np.asarray(codes)
+    sep = csv_separator(domain)
     with open(path, "w", newline="", encoding="utf-8") as fh:
         for start in range(0, max(1, codes.shape[0]), chunk_rows):
             part = to_table(domain, codes[start : start + chunk_rows], rng, numeric)
-            part.to_csv(fh, index=False, header=start == 0)
+            part.to_csv(fh, index=False, header=start == 0, sep=sep)

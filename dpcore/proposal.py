@@ -25,7 +25,7 @@ import numpy as np
 import pandas as pd
 
 from .discovery import exact_values, value_counts
-from .domain import NUMBER_STYLES, none_cells, parse_dates, parse_numbers, style_votes
+from .domain import none_cells, parse_dates, parse_numbers, written_style
 from .errors import DomainError
 from .ingest import _distinct_present, header_role, propose_roles
 
@@ -87,13 +87,13 @@ def propose_schema(df: pd.DataFrame) -> dict:
             if few:
                 rare[str(name)] = few
         elif role.role == "numeric":
-            vals = parse_numbers(column).to_numpy(dtype=float)
+            style = written_style(*_distinct_present(column))  # the style most of its cells are written in
+            vals = parse_numbers(column, style).to_numpy(dtype=float)
             vals = vals[np.isfinite(vals)]
             lo, hi = round_outward(float(vals.min()), float(vals.max()), role.integer)
             entry.update(lower=lo, upper=hi, integer=bool(role.integer))
-            votes = style_votes(*_distinct_present(column))  # the style most of its cells are written in
-            if votes.argmax() > 0 and votes.max() >= 0.5 * votes.sum():
-                entry["style"] = NUMBER_STYLES[int(votes.argmax())]
+            if style:
+                entry["style"] = style
         else:
             days = parse_dates(column, role.format)
             days = days[np.isfinite(days)]

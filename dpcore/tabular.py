@@ -719,6 +719,7 @@ def _task(role: Role, spec: ColumnSpec | None, n: int = 0) -> ValueTask:
         integer=role.integer,
         granularity=role.granularity,
         format=role.format,
+        style=str((spec.settings.get("style", role.style) if spec is not None else role.style) or ""),
         need_values=need_values,
         need_lower=need_lower,
         need_upper=need_upper,

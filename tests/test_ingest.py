@@ -285,7 +285,8 @@ def test_numbers_with_grouped_thousands_and_timestamps_with_a_utc_offset_keep_th
     s = pd.Series(["26,610.29", "1,234", "12", None, "abc", "1,23", "-1,000,000.5"], index=range(5, 12))
     got = parse_numbers(s)
     assert list(got.index) == list(s.index)
-    np.testing.assert_array_equal(got.to_numpy(), [26610.29, 1234.0, 12.0, np.nan, np.nan, np.nan, -1000000.5])
+    # "1,23" is no grouping of thousands: it reads as a decimal comma (1.23), as the tables that write it mean it.
+    np.testing.assert_array_equal(got.to_numpy(), [26610.29, 1234.0, 12.0, np.nan, np.nan, 1.23, -1000000.5])
     # Percent and currency signs as reports write them: the number as written (63.5, not 0.635).
     d = pd.Series(["63.5%", "12 %", "$1,234.50", "-€3", "£ 7", ".5", "1.2.3", "%", "$", "5%%", "12%3"])
     np.testing.assert_array_equal(parse_numbers(d).to_numpy(), [63.5, 12.0, 1234.5, -3.0, 7.0, 0.5] + [np.nan] * 5)
