@@ -710,6 +710,14 @@ _DECORATED_NUMBER = re.compile(
     r"^\s*(?P<sign>[+-]?)\s*(?P<sym>[$€£¥]?)\s*(?P<num>[1-9]\d{0,2}(?:,\d{3})+(?:\.\d+)?|\d+(?:\.\d+)?|\.\d+)"
     r"\s*(?P<pct>%?)\s*$"
 )
+#: A negative amount as accounts write it, in parentheses ("(1,234.00)", "$(80.00)", "(12,5)"): read as the amount
+#: with a minus sign ("-1,234.00", "-$80.00"), its style that of the amount.
+_ACCOUNTING = re.compile(r"^\s*([$€£]?)\s*\(\s*([$€£]?\s*[\d.,]*\d[\d.,]*\s*%?)\s*\)\s*$")
+
+
+def _signed(text: pd.Series) -> pd.Series:
+    """Cells with an accounting negative written with a minus sign instead (:data:`_ACCOUNTING`)."""
+    return text.astype(str).str.replace(_ACCOUNTING, r"-\1\2", regex=True)
 
 
 #: Python's text for no value (``str(None)``), which scripts write into CSV cells.  :func:`dpcore.data.read_table`
@@ -746,7 +754,7 @@ _COMMA_DECIMAL = re.compile(
 
 def _comma_decimal_values(text: pd.Series) -> np.ndarray:
     """The numbers of cells written with a decimal comma (NaN where a cell is not one)."""
-    parts = text.astype(str).str.extract(_COMMA_DECIMAL)
+    parts = _signed(text).str.extract(_COMMA_DECIMAL)
     ok = parts["num"].notna().to_numpy()
     out = np.full(len(text), np.nan)
     if ok.any():
@@ -791,7 +799,7 @@ def _point_decimal(column: pd.Series) -> pd.Series:
         return out
     bad = out.isna().to_numpy() & column.notna().to_numpy()
     if bad.any():
-        parts = column[bad].astype(str).str.extract(_DECORATED_NUMBER)
+        parts = _signed(column[bad]).str.extract(_DECORATED_NUMBER)
         ok = parts["num"].notna().to_numpy()
         if ok.any():
             fixed = pd.to_numeric(
@@ -845,8 +853,9 @@ def style_votes(texts, counts) -> np.ndarray:
                 votes[0] += count
             continue
         chosen = set()
-        m = _DECORATED_NUMBER.match(str(text))
-        c = None if m is not None else _COMMA_DECIMAL.match(str(text))
+        cell = _ACCOUNTING.sub(r"-\1\2", str(text))
+        m = _DECORATED_NUMBER.match(cell)
+        c = None if m is not None else _COMMA_DECIMAL.match(cell)
         if m is not None and m["sym"] != "¥" and not (m["sym"] and m["pct"]):
             num = m["num"]
             decimals = len(num.split(".", 1)[1]) if "." in num else 0

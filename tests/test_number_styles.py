@@ -17,7 +17,8 @@ from dpcore.privacy.samplers import Randomness
 
 from .tables import seeded_release
 
-POOL = ["$1,234.50", "$12.00", "$7", "1,200", "63.5%", "12", "3.25", "£40.00", "€1,000", "-$3.10", "n/a", "x", ""]
+POOL = ["$1,234.50", "$12.00", "$7", "1,200", "63.5%", "12", "3.25", "£40.00", "€1,000", "-$3.10", "n/a", "x", "",
+        "(1,234.00)", "$(80.00)", "(12"]  # fmt: skip
 
 
 def _votes(cells: list[str]) -> np.ndarray:
@@ -60,6 +61,16 @@ def test_numbers_are_written_in_their_style_and_read_back():
     assert styled_numbers(whole, ",").tolist() == ["12,000", "-5", None]
     text = styled_numbers(vals, "$,.2")
     assert np.allclose(parse_numbers(text).to_numpy(), [1234.5, -3.0, np.nan, 110.0, 0.25], equal_nan=True)
+
+
+def test_accounting_negatives_in_parentheses_are_negative_numbers_in_the_amounts_style():
+    """Ledgers and statements write a negative amount in parentheses: "(1,234.00)" is -1234, not a word (a
+    column's losses read as missing biased every figure upward)."""
+    cells = ["(1,234.00)", "$(80.00)", "($80.00)", "(12.5%)", "( 7 )", "(1.234,50)", "(a)", "()", "-(5)", "(1,2,3)"]
+    got = parse_numbers(pd.Series(cells, dtype=object)).to_numpy()
+    np.testing.assert_array_equal(got, [-1234.0, -80.0, -80.0, -12.5, -7.0, -1234.5] + [np.nan] * 4)
+    v = dict(zip(NUMBER_STYLES, _votes(["$(80.00)", "$1,200.00", "(1,234.00)"])))
+    assert v["$,.2"] == 2 and v["$.2"] == 1 and v[","] == 1
 
 
 def test_a_style_is_part_of_a_numeric_attribute_and_its_json():
