@@ -852,29 +852,32 @@ def style_votes(texts, counts) -> np.ndarray:
             if math.isfinite(float(text)):
                 votes[0] += count
             continue
-        chosen = set()
-        cell = _ACCOUNTING.sub(r"-\1\2", str(text))
+        cell = str(text)
+        if "(" in cell:
+            cell = _ACCOUNTING.sub(r"-\1\2", cell)
         m = _DECORATED_NUMBER.match(cell)
+        if m is not None and not m["sym"] and not m["pct"]:  # the common case: a plain number, grouped or not
+            votes[1 if "," in m["num"] else 0] += count
+            continue
+        chosen: list[str] = []  # distinct styles: a cell votes for each at most once
         c = None if m is not None else _COMMA_DECIMAL.match(cell)
         if m is not None and m["sym"] != "¥" and not (m["sym"] and m["pct"]):
             num = m["num"]
             decimals = len(num.split(".", 1)[1]) if "." in num else 0
             if m["pct"]:
-                chosen.add("%")
-            elif m["sym"]:
-                style = m["sym"] + ("," if "," in num else "") + (".2" if decimals == 2 else "")
-                chosen.add(style)
-                if "," not in num and float(num) < 1000:
-                    chosen.add(m["sym"] + "," + style[1:])
+                chosen.append("%")
             else:
-                chosen.add("," if "," in num else "")
+                style = m["sym"] + ("," if "," in num else "") + (".2" if decimals == 2 else "")
+                chosen.append(style)
+                if "," not in num and float(num) < 1000:
+                    chosen.append(m["sym"] + "," + style[1:])
         elif c is not None:  # a decimal comma or '.' groups, and no number with a decimal point
             if c["grp"] == ".":
-                chosen.add(".dc")
+                chosen.append(".dc")
             else:
-                chosen.add(DECIMAL_COMMA)  # ungrouped, or grouped with spaces (read, written ungrouped)
+                chosen.append(DECIMAL_COMMA)  # ungrouped, or grouped with spaces (read, written ungrouped)
                 if c["grp"] is None and float(c["num"].replace(",", ".")) < 1000:
-                    chosen.add(".dc")
+                    chosen.append(".dc")
         for style in chosen:
             votes[index[style]] += count
     return votes
