@@ -771,24 +771,21 @@ def parse_numbers(column: pd.Series, style: str = "") -> pd.Series:
     :data:`NUMBER_STYLES` entry, public: declared or chosen under DP) writes a decimal comma.  One parser for roles,
     encoding, discovery and evaluation, so a column is read the same way everywhere; each cell is read on its own
     and the style, so one changed cell changes one number."""
-    if decimal_comma(style) and not (pd.api.types.is_numeric_dtype(column) or pd.api.types.is_bool_dtype(column)):
-        codes, uniques = pd.factorize(column, sort=False)  # a column holds few distinct texts: read each once
-        text = pd.Series(uniques, dtype=object)
+    if pd.api.types.is_numeric_dtype(column) or pd.api.types.is_bool_dtype(column):
+        return _point_decimal(column)
+    codes, uniques = pd.factorize(column, sort=False)  # a column holds fewer distinct texts: read each once
+    text = pd.Series(uniques, dtype=object)
+    if decimal_comma(style):
         vals = _comma_decimal_values(text)
         rest = np.isnan(vals)
         if rest.any():
             vals[rest] = _point_decimal(text[rest]).to_numpy(dtype=float)
-        # code -1 (missing) reads the NaN at the end
-        return pd.Series(np.append(vals, np.nan)[codes], index=column.index)
-    out = _point_decimal(column)
-    if pd.api.types.is_numeric_dtype(column) or pd.api.types.is_bool_dtype(column):
-        return out
-    bad = out.isna().to_numpy() & column.notna().to_numpy()
-    if bad.any():
-        vals = out.to_numpy(dtype=float, copy=True)
-        vals[bad] = _comma_decimal_values(column[bad])
-        out = pd.Series(vals, index=column.index)
-    return out
+    else:
+        vals = _point_decimal(text).to_numpy(dtype=float, copy=True)
+        rest = np.isnan(vals)
+        if rest.any():
+            vals[rest] = _comma_decimal_values(text[rest])
+    return pd.Series(np.append(vals, np.nan)[codes], index=column.index)  # code -1 (missing) reads the NaN
 
 
 def _point_decimal(column: pd.Series) -> pd.Series:
