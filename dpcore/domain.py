@@ -712,7 +712,7 @@ _DECORATED_NUMBER = re.compile(
 )
 #: A negative amount as accounts write it, in parentheses ("(1,234.00)", "$(80.00)", "(12,5)"): read as the amount
 #: with a minus sign ("-1,234.00", "-$80.00"), its style that of the amount.
-_ACCOUNTING = re.compile(r"^\s*([$€£]?)\s*\(\s*([$€£]?\s*[\d.,]*\d[\d.,]*\s*%?)\s*\)\s*$")
+_ACCOUNTING = re.compile(r"^\s*([$€£]?)\s*\(\s*([$€£]?\s*[\d.,]*\d[\d.,]*\s*[%€$£]?)\s*\)\s*$")
 
 
 def _signed(text: pd.Series) -> pd.Series:
@@ -742,20 +742,22 @@ LEADING_ZERO = re.compile(r"^\s*[+-]?0\d+\s*$")
 
 
 #: A number written with a decimal comma, as most of continental Europe and Latin America write them ("73,4"), its
-#: thousands grouped with '.' or a space ("32.346,26", "1 234,5"; a group never starts a number with 0).  A cell
-#: that is a number in both conventions ("1,234", "1.234") is read as the column's style says
+#: thousands grouped with '.' or a space ("32.346,26", "1 234,5"; a group never starts a number with 0), a currency
+#: sign before or after it or a percent sign after ("12,50 €", "7,5 %": read as the number; written without them).
+#: A cell that is a number in both conventions ("1,234", "1.234") is read as the column's style says
 #: (:func:`parse_numbers`).
 DECIMAL_COMMA = "dc"
 _COMMA_DECIMAL = re.compile(
-    r"^\s*(?P<sign>[+-]?)\s*(?P<num>[1-9]\d{0,2}(?P<grp>[. \u00a0\u202f])\d{3}(?:(?P=grp)\d{3})*(?:,\d+)?"
-    r"|\d+(?:,\d+)?|,\d+)\s*$"
+    r"^\s*(?P<sign>[+-]?)\s*(?P<sym>[$€£]?)\s*"
+    r"(?P<num>[1-9]\d{0,2}(?P<grp>[. \u00a0\u202f])\d{3}(?:(?P=grp)\d{3})*(?:,\d+)?|\d+(?:,\d+)?|,\d+)"
+    r"\s*(?P<post>[%€$£]?)\s*$"
 )
 
 
 def _comma_decimal_values(text: pd.Series) -> np.ndarray:
     """The numbers of cells written with a decimal comma (NaN where a cell is not one)."""
     parts = _signed(text).str.extract(_COMMA_DECIMAL)
-    ok = parts["num"].notna().to_numpy()
+    ok = (parts["num"].notna() & ~((parts["sym"] != "") & (parts["post"] != ""))).to_numpy()
     out = np.full(len(text), np.nan)
     if ok.any():
         digits = parts["num"][ok].str.replace(r"[. \u00a0\u202f]", "", regex=True).str.replace(",", ".", regex=False)
@@ -868,7 +870,7 @@ def style_votes(texts, counts) -> np.ndarray:
                 chosen.append(style)
                 if "," not in num and float(num) < 1000:
                     chosen.append(m["sym"] + "," + style[1:])
-        elif c is not None:  # a decimal comma or '.' groups, and no number with a decimal point
+        elif c is not None and not (c["sym"] and c["post"]):  # a decimal comma or '.' groups, not a decimal point
             if c["grp"] == ".":
                 chosen.append(".dc")
             else:

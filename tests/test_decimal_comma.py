@@ -15,7 +15,7 @@ from dpcore.ingest import STATISTICS, _distinct_present, column_counts, private_
 from dpcore.privacy.samplers import Randomness
 
 POOL = ["73,4", "1.234,5", "1,234", "1.234", "12", "0,125", "1 234,5", "-12,5", "1.234.567", "$1,234.50", "3.25",
-        "63.5%", ",5", "1,23", "x", "", "12.500"]  # fmt: skip
+        "63.5%", ",5", "1,23", "x", "", "12.500", "12,50 €", "(7,5 %)", "€ 3"]  # fmt: skip
 
 
 def _votes(cells: list[str]) -> dict[str, float]:
@@ -35,6 +35,17 @@ def test_a_decimal_comma_reads_as_a_decimal_and_a_cell_that_reads_either_way_as_
     np.testing.assert_array_equal(plain.to_numpy()[7:], [1234.0, 1.234, 12.0, 3.25, np.nan, np.nan])
     np.testing.assert_array_equal(comma.to_numpy()[7:], [1.234, 1234.0, 12.0, 3.25, np.nan, np.nan])
     assert decimal_comma("dc") and decimal_comma(".dc") and not decimal_comma("$,.2") and not decimal_comma("")
+
+
+def test_euros_and_percents_written_with_a_decimal_comma_are_numbers():
+    """'12,50 €', '€ 12,50', '7,5 %' and '1.234,56 €' read as their numbers (written back without the signs); a
+    sign on both sides is not a number."""
+    cells = ["12,50 €", "€ 12,50", "7,5 %", "1.234,56 €", "12 €", "(12,50 €)", "€ 12,5 €", "12,5 €€"]
+    for style in ("", "dc", ".dc"):
+        got = parse_numbers(pd.Series(cells, dtype=object), style).to_numpy()
+        np.testing.assert_array_equal(got, [12.5, 12.5, 7.5, 1234.56, 12.0, -12.5, np.nan, np.nan])
+    v = _votes(cells)
+    assert v["dc"] == 5 and v[".dc"] == 6 and sum(v.values()) == 11
 
 
 def test_only_cells_a_decimal_point_cannot_read_vote_for_a_decimal_comma():
