@@ -110,6 +110,16 @@ DATE_FORMATS = (
     "%B %d, %Y",
     "%Y%m%d",  # 19580329: eight digits, a date whose year lies in YEAR_RANGE (registry and statistics exports)
     "%Y",  # a year alone: counted only for a column whose header names a year (:func:`year_header`)
+    # Added later, at the end (the list's order breaks ties only): timestamps with fractions of a second as
+    # JavaScript, APIs and databases write them, US times with AM/PM as spreadsheets and open-data portals export
+    # them, and a month named before its year.
+    "%Y-%m-%dT%H:%M:%S.%fZ",
+    "%Y-%m-%dT%H:%M:%S.%f",
+    "%Y-%m-%d %H:%M:%S.%f",
+    "%m/%d/%Y %I:%M:%S %p",
+    "%m/%d/%Y %I:%M %p",
+    "%b %Y",
+    "%B %Y",
 )
 #: The compact form: its cells are whole numbers too, so the rule reads it before reading them as numbers.
 COMPACT_DATE = "%Y%m%d"
@@ -197,8 +207,9 @@ _ENTITY_TOKENS = {
     "transaction", "user", "vehicle",
 }  # fmt: skip
 _DATE_LIKE = re.compile(
-    r"^\d{8}$|^\d{1,4}[-/.]\d{1,2}[-/.]\d{1,4}(?:[ T]\d{1,2}:\d{2}(?::\d{2})?(?:Z|[+-]\d{2}:?\d{2})?)?$|^\d{4}-\d{1,2}$"
-    r"|^\d{1,2}[- ][A-Za-z]{3,9}[- ]\d{4}$|^[A-Za-z]{3,9}[- ]\d{1,2},?[- ]\d{4}$"
+    r"^\d{8}$|^\d{1,4}[-/.]\d{1,2}[-/.]\d{1,4}"
+    r"(?:[ T]\d{1,2}:\d{2}(?::\d{2}(?:\.\d{1,9})?)?(?: ?[AaPp][Mm])?(?:Z|[+-]\d{2}:?\d{2})?)?$|^\d{4}-\d{1,2}$"
+    r"|^\d{1,2}[- ][A-Za-z]{3,9}[- ]\d{4}$|^[A-Za-z]{3,9}[- ]\d{1,2},?[- ]\d{4}$|^[A-Za-z]{3,9} \d{4}$"
 )
 _FORMAT_PIECES = {
     "%Y": r"\d{4}",
@@ -210,6 +221,9 @@ _FORMAT_PIECES = {
     "%z": r"[+-]\d{2}:?\d{2}",
     "%b": r"[A-Za-z]{3}",
     "%B": r"[A-Za-z]{3,9}",
+    "%f": r"\d{1,9}",
+    "%I": r"\d{1,2}",
+    "%p": r"[AaPp][Mm]",
 }
 
 
@@ -234,7 +248,7 @@ def date_granularity(fmt: str) -> str:
     """The finest public granularity a format shows: day, month or year."""
     if "%d" in fmt:
         return "day"
-    return "month" if "%m" in fmt else "year"
+    return "month" if any(m in fmt for m in ("%m", "%b", "%B")) else "year"
 
 
 #: Header words that name a person or free text (public: the header is not protected by the release).

@@ -631,3 +631,34 @@ def test_a_sparse_text_column_is_not_typed_a_number_on_noise():
     assert decide_role(visit).role == "datetime"
     exact = ColumnStats("dose", present=30.0, numeric=30.0, date=0.0, **{**common, "sigma": 0.0, "mode": 3.0})
     assert decide_role(exact).role == "numeric"
+
+
+def test_timestamps_with_fractions_am_pm_times_and_named_months_are_dates_released_in_their_shape(tmp_path):
+    """JavaScript's and databases' timestamps ("2024-09-01T20:07:15.730Z", "2024-01-05 12:30:45.123456"), US
+    times with AM/PM ("09/01/2024 08:07 PM") and a month named before its year ("Sep 2024") were left out as free
+    text or kept as month labels; they are dates (the last by month), and come back written the same way."""
+    from .tables import seeded_release
+
+    rng = np.random.default_rng(4)
+    n = 2000
+    stamps = pd.Timestamp("2024-01-01") + pd.to_timedelta(rng.integers(0, 365 * 86_400, n), unit="s")
+    ms = rng.integers(0, 1000, n)
+    df = pd.DataFrame({
+        "created": [t.strftime("%Y-%m-%dT%H:%M:%S.") + f"{m:03d}Z" for t, m in zip(stamps, ms)],
+        "logged": [t.strftime("%Y-%m-%d %H:%M:%S.") + f"{m:06d}" for t, m in zip(stamps, ms)],
+        "opened": stamps.strftime("%m/%d/%Y %I:%M %p"),
+        "period": stamps.strftime("%b %Y"),
+        "kind": rng.choice(["a", "b"], n),
+    })  # fmt: skip
+    roles = {r.name: r for r in propose_roles(df)}
+    assert {c: roles[c].format for c in ("created", "logged", "opened", "period")} == {
+        "created": "%Y-%m-%dT%H:%M:%S.%fZ", "logged": "%Y-%m-%d %H:%M:%S.%f", "opened": "%m/%d/%Y %I:%M %p",
+        "period": "%b %Y"}  # fmt: skip
+    assert roles["period"].granularity == "month" and roles["created"].granularity == "day"
+    card, rows = seeded_release(df, tmp_path, epsilon=1.0, seed=0)
+    kinds = {a["name"]: a["kind"] for a in card["data"]["schema"]}
+    assert kinds == {"created": "datetime", "logged": "datetime", "opened": "datetime", "period": "datetime",
+                     "kind": "categorical"}  # fmt: skip
+    assert rows["created"].str.fullmatch(r"2\d{3}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d+Z").all()
+    assert rows["opened"].str.fullmatch(r"\d\d/\d\d/\d{4} \d\d:\d\d [AP]M").all()
+    assert rows["period"].str.fullmatch(r"[A-Z][a-z]{2} 2\d{3}").all()
