@@ -777,7 +777,9 @@ def parse_numbers(column: pd.Series, style: str = "") -> pd.Series:
         return _point_decimal(column)
     codes, uniques = pd.factorize(column, sort=False)  # a column holds fewer distinct texts: read each once
     text = pd.Series(uniques, dtype=object)
-    if decimal_comma(style):
+    if style in CLOCK_UNITS:  # only clock cells are numbers here: "15" is no time of day
+        vals = _clock_values(text, style)
+    elif decimal_comma(style):
         vals = _comma_decimal_values(text)
         rest = np.isnan(vals)
         if rest.any():
@@ -813,11 +815,35 @@ def _point_decimal(column: pd.Series) -> pd.Series:
 #: How a column's numbers are written, for :attr:`Attribute.style`: "" plain (as drawn), "," thousands grouped,
 #: "%" a percent sign after (the number as written: 63.5%), a currency sign before -- "$", "€" or "£" --,
 #: grouped or not, as drawn or with two decimals (".2": "$1,234.50"), and a decimal comma ("dc": "1234,5"), its
-#: thousands grouped with '.' (".dc": "1.234,5").  A fixed public list: the roles' exponential mechanism chooses
-#: among it (:func:`dpcore.ingest.private_roles`).  New entries go at the end (a declared style keeps its meaning).
+#: thousands grouped with '.' (".dc": "1.234,5"), and clock times or durations (:data:`CLOCK_UNITS`: "13:05",
+#: "01:23:45").  A fixed public list: the roles' exponential mechanism chooses among it
+#: (:func:`dpcore.ingest.private_roles`).  New entries go at the end (a declared style keeps its meaning).
 NUMBER_STYLES = (
-    ("", ",", "%") + tuple(c + g + d for c in "$€£" for g in ("", ",") for d in ("", ".2")) + (DECIMAL_COMMA, ".dc")
+    ("", ",", "%")
+    + tuple(c + g + d for c in "$€£" for g in ("", ",") for d in ("", ".2"))
+    + (DECIMAL_COMMA, ".dc")
+    + ("h:mm", "h:mm:ss")
 )
+#: Clock times and durations ("08:15", "1:23:45"), read under a clock style only, as a number of minutes ("h:mm")
+#: or seconds ("h:mm:ss") that the schema bins like any other number, and written back the same way ("13:05").
+CLOCK_UNITS = {"h:mm": (60, 1), "h:mm:ss": (3600, 60)}
+_CLOCK = re.compile(r"^\s*(?P<sign>[+-]?)(?P<h>\d{1,3}):(?P<m>[0-5]\d)(?::(?P<s>[0-5]\d))?\s*$")
+
+
+def _clock_values(text: pd.Series, style: str) -> np.ndarray:
+    """Cells written as clock times or durations in ``style``, as minutes or seconds (NaN where a cell is not)."""
+    parts = text.astype(str).str.extract(_CLOCK)
+    seconds = style == "h:mm:ss"
+    ok = (parts["h"].notna() & (parts["s"].notna() == seconds)).to_numpy()
+    out = np.full(len(text), np.nan)
+    if ok.any():
+        hour, minute = CLOCK_UNITS[style]
+        p = parts[ok]
+        vals = p["h"].astype(float).to_numpy() * hour + p["m"].astype(float).to_numpy() * minute
+        if seconds:
+            vals = vals + p["s"].astype(float).to_numpy()
+        out[ok] = np.where(p["sign"].to_numpy() == "-", -vals, vals)
+    return out
 
 
 def _style_parts(style: str) -> tuple[str, bool, bool, bool]:
@@ -870,6 +896,8 @@ def style_votes(texts, counts) -> np.ndarray:
                 chosen.append(style)
                 if "," not in num and float(num) < 1000:
                     chosen.append(m["sym"] + "," + style[1:])
+        elif (k := _CLOCK.match(cell)) is not None:
+            chosen.append("h:mm:ss" if k["s"] else "h:mm")
         elif c is not None and not (c["sym"] and c["post"]):  # a decimal comma or '.' groups, not a decimal point
             if c["grp"] == ".":
                 chosen.append(".dc")
@@ -894,6 +922,8 @@ def styled_numbers(values: pd.Series, style: str) -> pd.Series:
     """Numbers (floats or whole numbers; missing stays empty) written in ``style``: "-$1,234.50", "63.5%",
     "12,000", "1.234,5".  Without two decimals a number keeps the digits it was drawn with (whole numbers none)."""
     sym, grouped, cents, percent = _style_parts(style)
+    if style in CLOCK_UNITS:
+        return _clock_text(values, style)
     comma = decimal_comma(style)
     out = np.full(len(values), None, dtype=object)
     for i, v in enumerate(values.to_numpy(dtype=object)):
@@ -906,6 +936,21 @@ def styled_numbers(values: pd.Series, style: str) -> pd.Series:
         if comma:  # swap the separators: 1,234.5 -> 1.234,5
             digits = digits.replace(",", "\x00").replace(".", ",").replace("\x00", ".")
         out[i] = ("-" if x < 0 else "") + sym + digits + ("%" if percent else "")
+    return pd.Series(out, index=values.index, dtype=object)
+
+
+def _clock_text(values: pd.Series, style: str) -> pd.Series:
+    """Minutes as "13:05" ("h:mm") or seconds as "01:23:45" ("h:mm:ss"), rounded to the unit; missing stays empty."""
+    out = np.full(len(values), None, dtype=object)
+    for i, v in enumerate(values.to_numpy(dtype=object)):
+        if v is None or v is pd.NA or (isinstance(v, float) and not math.isfinite(v)):
+            continue
+        x = int(round(abs(float(v))))
+        sign = "-" if float(v) < 0 and x else ""
+        if style == "h:mm":
+            out[i] = f"{sign}{x // 60:02d}:{x % 60:02d}"
+        else:
+            out[i] = f"{sign}{x // 3600:02d}:{x // 60 % 60:02d}:{x % 60:02d}"
     return pd.Series(out, index=values.index, dtype=object)
 
 

@@ -15,7 +15,7 @@ from dpcore.ingest import STATISTICS, _distinct_present, column_counts, private_
 from dpcore.privacy.samplers import Randomness
 
 POOL = ["73,4", "1.234,5", "1,234", "1.234", "12", "0,125", "1 234,5", "-12,5", "1.234.567", "$1,234.50", "3.25",
-        "63.5%", ",5", "1,23", "x", "", "12.500", "12,50 €", "(7,5 %)", "€ 3"]  # fmt: skip
+        "63.5%", ",5", "1,23", "x", "", "12.500", "12,50 €", "(7,5 %)", "€ 3", "08:15", "1:23:45", "9:99"]  # fmt: skip
 
 
 def _votes(cells: list[str]) -> dict[str, float]:

@@ -89,7 +89,7 @@ def test_a_style_is_part_of_a_numeric_attribute_and_its_json():
 def test_the_private_choice_finds_a_styled_column_and_leaves_plain_and_small_ones_plain():
     """ρ for the roles of three columns on 3,000 rows: prices written "$1,234.50" come back in that style, plain
     numbers plain; on 100 rows the head start keeps even the prices plain (each other style has at most a
-    1/1600 chance against plain there, by :func:`style_head_start`: 100 cells at ε_f are worth e^(ε·100/2))."""
+    1/1800 chance against plain there, by :func:`style_head_start`: 100 cells at ε_f are worth e^(ε·100/2))."""
     rng = np.random.default_rng(0)
 
     def table(n: int) -> pd.DataFrame:
