@@ -14,6 +14,8 @@ generator (``ctx.rng`` / ``Randomness.post_processing_generator()``), never priv
 
 from __future__ import annotations
 
+import csv
+
 import numpy as np
 import pandas as pd
 
@@ -27,6 +29,15 @@ def csv_separator(domain: Domain) -> str:
     """The field separator of a release's CSV: ";" where a column is written with a decimal comma ("1.234,5"), as
     spreadsheets in the locales that write them expect, else ",".  From the public styles only."""
     return ";" if any(decimal_comma(a.style) for a in domain.attributes) else ","
+
+
+def read_release_csv(path, nrows: int | None = None) -> pd.DataFrame:
+    """A release's CSV read back as text (labels and styled numbers as released, empty cells empty), with the
+    separator it was written with (:func:`csv_separator`: ";" or ","), told from its header line."""
+    with open(path, encoding="utf-8", newline="") as fh:
+        header = next(csv.reader([fh.readline()], delimiter=","), [])
+    sep = ";" if len(header) == 1 and ";" in header[0] else ","
+    return pd.read_csv(path, sep=sep, nrows=nrows, dtype=str, keep_default_na=False)
 
 
 def to_table(

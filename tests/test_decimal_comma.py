@@ -130,6 +130,13 @@ def test_a_semicolon_separated_european_file_comes_back_in_its_shape(tmp_path, c
     assert rows["Gewicht"].str.fullmatch(r"-?\d+(,\d+)?").all() and rows["Gewicht"].str.contains(",").mean() > 0.9
     assert rows["Einkommen"].str.fullmatch(r"\d{1,3}(\.\d{3})*(,\d+)?").all()
     assert read_table(out).shape == (2000, 4)
+    # the Results page reads it back with its separator (a ','-read saw one column "Alter;Gewicht;...")
+    from dpcore.output import read_release_csv
+    from ui import results
+
+    run = {"id": "r", "artifacts": {"synthetic.csv": str(out)}}
+    assert results.preview(run, rows=5).shape == (5, 4)
+    assert results.synthetic_sample(run).equals(rows) and read_release_csv(data).shape == (2000, 4)
     capsys.readouterr()
     assert main(["evaluate", "--data", str(data), "--synthetic", str(out), "--json"]) == 0
     report = json.loads(capsys.readouterr().out)

@@ -19,6 +19,7 @@ import pandas as pd
 import streamlit as st
 
 from dpcore.errors import DPCoreError
+from dpcore.output import read_release_csv
 from dpcore.report import INTERNAL_LABEL
 
 from . import state
@@ -251,7 +252,7 @@ def preview(run: dict, rows: int = PREVIEW_ROWS) -> pd.DataFrame | None:
     path = artifact(run, "synthetic.csv") or artifact(run, "answers.csv")
     if path is None:
         return None
-    return pd.read_csv(path, nrows=rows, dtype=str, keep_default_na=False)
+    return read_release_csv(path, nrows=rows)
 
 
 def file_size(path: Path | None) -> int:
@@ -460,7 +461,7 @@ def synthetic_sample(run: dict) -> pd.DataFrame | None:
         path = artifact(run, "synthetic.csv")
         if path is None:
             return None
-    return pd.read_csv(path, dtype=str, keep_default_na=False)
+    return read_release_csv(path)
 
 
 def saved_fidelity(run: dict) -> dict | None:
