@@ -920,37 +920,29 @@ def written_style(texts, counts) -> str:
 
 def styled_numbers(values: pd.Series, style: str) -> pd.Series:
     """Numbers (floats or whole numbers; missing stays empty) written in ``style``: "-$1,234.50", "63.5%",
-    "12,000", "1.234,5".  Without two decimals a number keeps the digits it was drawn with (whole numbers none)."""
+    "12,000", "1.234,5", "13:05".  Without two decimals a number keeps the digits it was drawn with (whole numbers
+    none); a clock style writes minutes or seconds rounded to the unit."""
     sym, grouped, cents, percent = _style_parts(style)
-    if style in CLOCK_UNITS:
-        return _clock_text(values, style)
     comma = decimal_comma(style)
-    out = np.full(len(values), None, dtype=object)
-    for i, v in enumerate(values.to_numpy(dtype=object)):
-        if v is None or v is pd.NA or (isinstance(v, float) and not math.isfinite(v)):
-            continue
-        x = float(v)
-        body = abs(int(x)) if x.is_integer() and not cents else abs(x)  # 7, not 7.0
-        spec = ("," if grouped else "") + (".2f" if cents else "")
-        digits = format(body, spec)
+    spec = ("," if grouped else "") + (".2f" if cents else "")
+
+    def written(x: float) -> str:
+        sign = "-" if x < 0 else ""
+        if style in CLOCK_UNITS:
+            t = int(round(abs(x)))
+            sign = sign if t else ""
+            return sign + (
+                f"{t // 60:02d}:{t % 60:02d}" if style == "h:mm" else f"{t // 3600:02d}:{t // 60 % 60:02d}:{t % 60:02d}"
+            )
+        digits = format(abs(int(x)) if x.is_integer() and not cents else abs(x), spec)  # 7, not 7.0
         if comma:  # swap the separators: 1,234.5 -> 1.234,5
             digits = digits.replace(",", "\x00").replace(".", ",").replace("\x00", ".")
-        out[i] = ("-" if x < 0 else "") + sym + digits + ("%" if percent else "")
-    return pd.Series(out, index=values.index, dtype=object)
+        return sign + sym + digits + ("%" if percent else "")
 
-
-def _clock_text(values: pd.Series, style: str) -> pd.Series:
-    """Minutes as "13:05" ("h:mm") or seconds as "01:23:45" ("h:mm:ss"), rounded to the unit; missing stays empty."""
     out = np.full(len(values), None, dtype=object)
     for i, v in enumerate(values.to_numpy(dtype=object)):
-        if v is None or v is pd.NA or (isinstance(v, float) and not math.isfinite(v)):
-            continue
-        x = int(round(abs(float(v))))
-        sign = "-" if float(v) < 0 and x else ""
-        if style == "h:mm":
-            out[i] = f"{sign}{x // 60:02d}:{x % 60:02d}"
-        else:
-            out[i] = f"{sign}{x // 3600:02d}:{x // 60 % 60:02d}:{x % 60:02d}"
+        if not (v is None or v is pd.NA or (isinstance(v, float) and not math.isfinite(v))):
+            out[i] = written(float(v))
     return pd.Series(out, index=values.index, dtype=object)
 
 

@@ -114,7 +114,8 @@ def _canonical_text(values: pd.Series) -> pd.Series:
     at = np.array([i for i, v in enumerate(uniques) if isinstance(v, str)], dtype=np.int64)
     if at.size:
         written = pd.Series([text[i] for i in at], dtype=object)
-        nums = parse_numbers(written, _reading_style(values)).to_numpy(dtype=float)
+        held = np.bincount(codes[codes >= 0], minlength=len(uniques))[at]
+        nums = parse_numbers(written, _style_of(written, held)).to_numpy(dtype=float)
         ok = np.isfinite(nums) & ~written.str.match(LEADING_ZERO.pattern).to_numpy(dtype=bool)
         for i, v in zip(at[ok], nums[ok]):
             text[i] = _canonical_value(float(v))
@@ -133,7 +134,13 @@ def _reading_style(s: pd.Series) -> str:
     if pd.api.types.is_numeric_dtype(s) or pd.api.types.is_bool_dtype(s) or not len(s):
         return ""
     counts = s[_present(s)].astype(str).value_counts()
-    return written_style(counts.index[:STYLE_SAMPLE], counts.to_numpy()[:STYLE_SAMPLE])
+    return _style_of(counts.index, counts.to_numpy())
+
+
+def _style_of(texts, counts) -> str:
+    """:func:`~dpcore.domain.written_style` of the STYLE_SAMPLE most frequent of a column's distinct texts."""
+    top = np.argsort(-np.asarray(counts), kind="stable")[:STYLE_SAMPLE]
+    return written_style([texts[i] for i in top], np.asarray(counts)[top])
 
 
 def _canonical_value(v) -> str:
@@ -224,7 +231,9 @@ def _looks_like_dates(s: pd.Series) -> bool:
     return pd.to_datetime(sample, errors="coerce", format="mixed").notna().mean() >= 0.95
 
 
-def _is_numeric_column(s: pd.Series) -> bool:
+def _is_numeric_column(s: pd.Series, style: str) -> bool:
+    """Whether a column reads as numbers (95% of its present cells, more than NUMERIC_AS_CATEGORICAL values), read
+    as ``style`` writes them."""
     if pd.api.types.is_bool_dtype(s):
         return False
     present = s[_present(s)]
@@ -232,7 +241,7 @@ def _is_numeric_column(s: pd.Series) -> bool:
         return False
     if pd.api.types.is_numeric_dtype(s):
         return present.nunique() > NUMERIC_AS_CATEGORICAL
-    nums = parse_numbers(present, _reading_style(present))
+    nums = parse_numbers(present, style)
     return nums.notna().mean() >= 0.95 and nums.nunique() > NUMERIC_AS_CATEGORICAL
 
 
@@ -253,8 +262,8 @@ def build_coding(real: pd.Series, synthetic: pd.Series, attribute=None, bins: in
         labels = list(attribute.values)
         return _finish(ColumnCoding(name, "categorical", labels), has_missing, unseen=True)
     is_date = _looks_like_dates(real)
-    if is_date or _is_numeric_column(real):
-        style = None if is_date else _reading_style(real)  # the release is written as the real column is
+    style = None if is_date else _reading_style(real)  # the release is written as the real column is
+    if is_date or _is_numeric_column(real, style or ""):
         vals, _ = _numbers(real, is_date, style=style)
         finite = vals[np.isfinite(vals)]
         if finite.size:

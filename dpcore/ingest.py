@@ -787,14 +787,15 @@ def role_noise(rho: float, n_columns: int, format_share: float = DATE_FORMAT_SHA
     return sigma, eps_format
 
 
-#: How unlikely a style other than plain may be chosen for a column with no styled cell at all (each of the 18
-#: others at most this / 14).
+#: How unlikely a style other than plain may be chosen for a column with no styled cell at all (each of the others
+#: at most this / their number).
 STYLE_FALSE_RATE = 0.01
 
 
 def style_head_start(epsilon: float) -> float:
     """Cells' worth of head start for plain in the style choice at ε (public): with no cell written in another
-    style, each of the other 18 wins with probability at most exp(-ε·h/2) ≤ STYLE_FALSE_RATE / 18.  A column's
+    style, each of the other 18 wins with probability at most exp(-ε·h/2) ≤ STYLE_FALSE_RATE / 18 (the list's length
+    less one).  A column's
     cells must outnumber it in one style for that style to be likely (at ε = 0.03, ~500 cells)."""
     return 2.0 * math.log((len(NUMBER_STYLES) - 1) / STYLE_FALSE_RATE) / epsilon
 
