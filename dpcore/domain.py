@@ -770,25 +770,25 @@ def parse_numbers(column: pd.Series, style: str = "") -> pd.Series:
     export them — thousands grouped with ',' ("26,610.29"), a currency sign before ("$1,234.50") or a percent sign
     after ("63.5%"; kept as written, 63.5) — or with a decimal comma ("73,4", "32.346,26").  A cell that is a number
     either way ("1,234", "1.234") is read with a decimal point, unless ``style`` (the column's
-    :data:`NUMBER_STYLES` entry, public: declared or chosen under DP) writes a decimal comma.  One parser for roles,
-    encoding, discovery and evaluation, so a column is read the same way everywhere; each cell is read on its own
-    and the style, so one changed cell changes one number."""
+    :data:`NUMBER_STYLES` entry, public: declared or chosen under DP) writes a decimal comma.  A number with a listed
+    unit after it ("54.6 kg", "8GB", "73,4 kg"; :data:`UNIT_STYLES`) is that number whatever the unit and the style
+    (a column is taken to hold one unit; the style says how the release writes it), but under a clock style.  One
+    parser for roles, encoding, discovery and evaluation, so a column is read the same way everywhere; each cell is
+    read on its own and the style, so one changed cell changes one number."""
     if pd.api.types.is_numeric_dtype(column) or pd.api.types.is_bool_dtype(column):
         return _point_decimal(column)
     codes, uniques = pd.factorize(column, sort=False)  # a column holds fewer distinct texts: read each once
     text = pd.Series(uniques, dtype=object)
     if style in CLOCK_UNITS:  # only clock cells are numbers here: "15" is no time of day
         vals = _clock_values(text, style)
-    elif decimal_comma(style):
-        vals = _comma_decimal_values(text)
-        rest = np.isnan(vals)
-        if rest.any():
-            vals[rest] = _point_decimal(text[rest]).to_numpy(dtype=float)
     else:
-        vals = _point_decimal(text).to_numpy(dtype=float, copy=True)
-        rest = np.isnan(vals)
-        if rest.any():
-            vals[rest] = _comma_decimal_values(text[rest])
+        comma = decimal_comma(style)
+        first, second = (_comma_decimal_values, _point_values) if comma else (_point_values, _comma_decimal_values)
+        vals = first(text)
+        for read in (second, lambda t: _unit_values(t, comma)):
+            rest = np.isnan(vals)
+            if rest.any():
+                vals[rest] = read(text[rest])
     return pd.Series(np.append(vals, np.nan)[codes], index=column.index)  # code -1 (missing) reads the NaN
 
 
@@ -812,17 +812,41 @@ def _point_decimal(column: pd.Series) -> pd.Series:
     return out
 
 
+#: Units written after a number: with a space ("54.6 kg", "1248 CC", "74 bhp", "3 days") or attached ("8GB",
+#: "85k", "37.2°C").  A public list of units common in exported tables (body measures, lengths, data sizes,
+#: engines, clinical readings, durations); a cell reads either way, and is written as its style says.
+_SPACED_UNITS = (
+    "kg", "g", "mg", "lb", "lbs", "oz", "cm", "mm", "m", "km", "in", "ft", "ml", "L", "sqft", "sq ft",
+    "kmpl", "km/kg", "mpg", "CC", "cc", "bhp", "hp", "kW", "Nm", "km/h", "mph",
+    "mmHg", "bpm", "mg/dL", "mmol/L", "kcal",
+    "min", "mins", "hrs", "hours", "days", "weeks", "months", "years",
+)  # fmt: skip
+_ATTACHED_UNITS = ("GB", "MB", "KB", "TB", "k", "°C", "°F")
+#: Units of a count of something, written in the singular for 1 ("1 day") and read so too.
+_PLURAL_UNITS = ("mins", "hrs", "hours", "days", "weeks", "months", "years")
+#: A number followed by a unit ("54.6 kg", "8GB", "1,248 CC", "73,4 kg"): the unit is what follows the last digit.
+_UNIT_SUFFIX = re.compile(r"^(?P<body>.*\d)\s*(?P<unit>[^\d\s+\-.,][^\d]*?)\s*$")
+#: Number styles with a unit: "# kg" writes "54.6 kg", "#GB" writes "8GB" (:data:`NUMBER_STYLES`).
+UNIT_STYLES = tuple("# " + u for u in _SPACED_UNITS) + tuple("#" + u for u in _ATTACHED_UNITS)
+_UNIT_OF_STYLE = {st: st[1:].lstrip() for st in UNIT_STYLES}
+#: The unit style a written unit votes for and reads under (a plural unit's singular too: "1 day").
+_STYLE_OF_UNIT = {**{u[:-1]: st for st, u in _UNIT_OF_STYLE.items() if u in _PLURAL_UNITS},
+                  **{u: st for st, u in _UNIT_OF_STYLE.items()}}  # fmt: skip
+_UNIT_ENDS = tuple(_STYLE_OF_UNIT)
+
 #: How a column's numbers are written, for :attr:`Attribute.style`: "" plain (as drawn), "," thousands grouped,
 #: "%" a percent sign after (the number as written: 63.5%), a currency sign before -- "$", "€" or "£" --,
 #: grouped or not, as drawn or with two decimals (".2": "$1,234.50"), and a decimal comma ("dc": "1234,5"), its
-#: thousands grouped with '.' (".dc": "1.234,5"), and clock times or durations (:data:`CLOCK_UNITS`: "13:05",
-#: "01:23:45").  A fixed public list: the roles' exponential mechanism chooses among it
-#: (:func:`dpcore.ingest.private_roles`).  New entries go at the end (a declared style keeps its meaning).
+#: thousands grouped with '.' (".dc": "1.234,5"), clock times or durations (:data:`CLOCK_UNITS`: "13:05",
+#: "01:23:45"), and a number with a unit after it (:data:`UNIT_STYLES`: "54.6 kg", "8GB").  A fixed public list:
+#: the roles' exponential mechanism chooses among it (:func:`dpcore.ingest.private_roles`).  New entries go at the
+#: end (a declared style keeps its meaning).
 NUMBER_STYLES = (
     ("", ",", "%")
     + tuple(c + g + d for c in "$€£" for g in ("", ",") for d in ("", ".2"))
     + (DECIMAL_COMMA, ".dc")
     + ("h:mm", "h:mm:ss")
+    + UNIT_STYLES
 )
 #: Clock times and durations ("08:15", "1:23:45"), read under a clock style only, as a number of minutes ("h:mm")
 #: or seconds ("h:mm:ss") that the schema bins like any other number, and written back the same way ("13:05").
@@ -846,6 +870,32 @@ def _clock_values(text: pd.Series, style: str) -> np.ndarray:
     return out
 
 
+def _unit_values(text: pd.Series, comma: bool) -> np.ndarray:
+    """Cells written as a number and a listed unit (NaN where a cell is not one): the number read with a decimal
+    comma first when ``comma``, else with a decimal point first (as :func:`parse_numbers` reads cells without)."""
+    out = np.full(len(text), np.nan)
+    text = text.astype(str)
+    maybe = text.str.rstrip().str.endswith(_UNIT_ENDS).to_numpy(dtype=bool)  # most text ends in no unit: skip it
+    if not maybe.any():
+        return out
+    parts = text[maybe].str.extract(_UNIT_SUFFIX)
+    ok = np.zeros(len(text), dtype=bool)
+    ok[np.flatnonzero(maybe)] = parts["unit"].isin(_STYLE_OF_UNIT.keys()).to_numpy(dtype=bool)
+    if ok.any():
+        body = parts["body"][ok[maybe]]
+        first, second = (_comma_decimal_values, _point_values) if comma else (_point_values, _comma_decimal_values)
+        vals = first(body)
+        rest = np.isnan(vals)
+        if rest.any():
+            vals[rest] = second(body[rest])
+        out[ok] = vals
+    return out
+
+
+def _point_values(text: pd.Series) -> np.ndarray:
+    return _point_decimal(text).to_numpy(dtype=float, copy=True)
+
+
 def _style_parts(style: str) -> tuple[str, bool, bool, bool]:
     """(currency sign, grouped, two decimals, percent) of a :data:`NUMBER_STYLES` entry."""
     if style not in NUMBER_STYLES:
@@ -867,7 +917,8 @@ def style_votes(texts, counts) -> np.ndarray:
     a column's amounts over 1,000 decide the grouping.  A cell that is a number only with a decimal comma
     ("73,4", "0,125", "1.234,5", "1.234.567") votes "dc", or ".dc" if grouped with '.', and under 1,000 ungrouped
     both; a cell that reads with a decimal point too ("1,234", "1.234") votes as it always did (",", ""), so a
-    column is read with a decimal comma only where its unambiguous cells say so.
+    column is read with a decimal comma only where its unambiguous cells say so.  A number with a listed unit
+    after it votes for that unit's style ("54.6 kg", "54.6kg": "# kg"; "1 day": "# days").
     ``texts`` are distinct cells (text; numbers vote plain), ``counts`` how many cells hold each.  A cell votes for
     each style at most once: one cell changed moves each vote by at most 1."""
     votes = np.zeros(len(NUMBER_STYLES))
@@ -898,6 +949,12 @@ def style_votes(texts, counts) -> np.ndarray:
                     chosen.append(m["sym"] + "," + style[1:])
         elif (k := _CLOCK.match(cell)) is not None:
             chosen.append("h:mm:ss" if k["s"] else "h:mm")
+        elif c is None and (u := _UNIT_SUFFIX.match(cell)) is not None and u["unit"] in _STYLE_OF_UNIT:
+            b = u["body"]
+            if (n := _DECORATED_NUMBER.match(b)) is not None and not n["sym"] and not n["pct"]:
+                chosen.append(_STYLE_OF_UNIT[u["unit"]])
+            elif (n := _COMMA_DECIMAL.match(b)) is not None and not n["sym"] and not n["post"]:
+                chosen.append(_STYLE_OF_UNIT[u["unit"]])
         elif c is not None and not (c["sym"] and c["post"]):  # a decimal comma or '.' groups, not a decimal point
             if c["grp"] == ".":
                 chosen.append(".dc")
@@ -920,14 +977,20 @@ def written_style(texts, counts) -> str:
 
 def styled_numbers(values: pd.Series, style: str) -> pd.Series:
     """Numbers (floats or whole numbers; missing stays empty) written in ``style``: "-$1,234.50", "63.5%",
-    "12,000", "1.234,5", "13:05".  Without two decimals a number keeps the digits it was drawn with (whole numbers
-    none); a clock style writes minutes or seconds rounded to the unit."""
+    "12,000", "1.234,5", "13:05", "54.6 kg", "1 day".  Without two decimals a number keeps the digits it was drawn
+    with (whole numbers none); a clock style writes minutes or seconds rounded to the unit."""
     sym, grouped, cents, percent = _style_parts(style)
     comma = decimal_comma(style)
     spec = ("," if grouped else "") + (".2f" if cents else "")
 
+    unit = _UNIT_OF_STYLE.get(style)
+    gap = " " if style.startswith("# ") else ""
+
     def written(x: float) -> str:
         sign = "-" if x < 0 else ""
+        if unit is not None:
+            one = unit in _PLURAL_UNITS and abs(x) == 1
+            return sign + format(abs(int(x)) if x.is_integer() else abs(x)) + gap + (unit[:-1] if one else unit)
         if style in CLOCK_UNITS:
             t = int(round(abs(x)))
             sign = sign if t else ""
