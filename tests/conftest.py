@@ -17,9 +17,17 @@ from dpcore.data import Dataset, bundled_adult
 from dpcore.domain import Attribute, Domain
 
 # Every test (and every CLI or app process a test starts) charges a throwaway workspace, never the user's; it goes
-# when the test session ends (hundreds of them were left behind in /tmp).
-os.environ["DPCORE_WORKSPACE"] = tempfile.mkdtemp(prefix="dpcore-test-workspace-")
-atexit.register(shutil.rmtree, os.environ["DPCORE_WORKSPACE"], ignore_errors=True)
+# when the test session ends (hundreds of them were left behind in /tmp).  A process a test spawns that imports this
+# module again (multiprocessing's spawn imports the test's module) keeps the session's: it made one of its own that
+# its exit never removed, nine empty folders a suite.
+_SESSION = os.environ.get("DPCORE_TEST_SESSION_WORKSPACE", "")
+if _SESSION and os.path.isdir(_SESSION):
+    os.environ["DPCORE_WORKSPACE"] = _SESSION
+else:
+    os.environ["DPCORE_WORKSPACE"] = os.environ["DPCORE_TEST_SESSION_WORKSPACE"] = tempfile.mkdtemp(
+        prefix="dpcore-test-workspace-"
+    )
+    atexit.register(shutil.rmtree, os.environ["DPCORE_WORKSPACE"], ignore_errors=True)
 
 ROOT = Path(__file__).resolve().parent.parent
 
