@@ -707,12 +707,12 @@ def unit_start_days(units, granularity: str) -> np.ndarray:
 #: after it ("63.5%", "12 %"), thousands grouped with ','.  The number is kept as written (63.5, not 0.635).
 #: Its parts (sign, currency sign, digits, percent sign) also say the style it is written in (:func:`style_votes`).
 _DECORATED_NUMBER = re.compile(
-    r"^\s*(?P<sign>[+-]?)\s*(?P<sym>[$€£¥]?)\s*(?P<num>[1-9]\d{0,2}(?:,\d{3})+(?:\.\d+)?|\d+(?:\.\d+)?|\.\d+)"
-    r"\s*(?P<pct>%?)\s*$"
+    r"^\s*+(?P<sign>[+-]?)\s*+(?P<sym>[$€£¥]?)\s*+(?P<num>[1-9]\d{0,2}(?:,\d{3})+(?:\.\d+)?|\d+(?:\.\d+)?|\.\d+)"
+    r"\s*+(?P<pct>%?)\s*+$"
 )
 #: A negative amount as accounts write it, in parentheses ("(1,234.00)", "$(80.00)", "(12,5)"): read as the amount
 #: with a minus sign ("-1,234.00", "-$80.00"), its style that of the amount.
-_ACCOUNTING = re.compile(r"^\s*([$€£]?)\s*\(\s*([$€£]?\s*[\d.,]*\d[\d.,]*\s*[%€$£]?)\s*\)\s*$")
+_ACCOUNTING = re.compile(r"^\s*+([$€£]?)\s*+\(\s*+([$€£]?\s*+[.,]*+\d[\d.,]*+\s*+[%€$£]?)\s*+\)\s*+$")
 
 
 def _signed(text: pd.Series) -> pd.Series:
@@ -748,9 +748,9 @@ LEADING_ZERO = re.compile(r"^\s*[+-]?0\d+\s*$")
 #: (:func:`parse_numbers`).
 DECIMAL_COMMA = "dc"
 _COMMA_DECIMAL = re.compile(
-    r"^\s*(?P<sign>[+-]?)\s*(?P<sym>[$€£]?)\s*"
+    r"^\s*+(?P<sign>[+-]?)\s*+(?P<sym>[$€£]?)\s*+"
     r"(?P<num>[1-9]\d{0,2}(?P<grp>[. \u00a0\u202f])\d{3}(?:(?P=grp)\d{3})*(?:,\d+)?|\d+(?:,\d+)?|,\d+)"
-    r"\s*(?P<post>[%€$£]?)\s*$"
+    r"\s*+(?P<post>[%€$£]?)\s*+$"
 )
 
 
@@ -825,7 +825,7 @@ _ATTACHED_UNITS = ("GB", "MB", "KB", "TB", "k", "°C", "°F")
 #: Units of a count of something, written in the singular for 1 ("1 day") and read so too.
 _PLURAL_UNITS = ("mins", "hrs", "hours", "days", "weeks", "months", "years")
 #: A number followed by a unit ("54.6 kg", "8GB", "1,248 CC", "73,4 kg"): the unit is what follows the last digit.
-_UNIT_SUFFIX = re.compile(r"^(?P<body>.*\d)\s*(?P<unit>[^\d\s+\-.,][^\d]*?)\s*$")
+_UNIT_SUFFIX = re.compile(r"^(?P<body>.*\d)\s*+(?P<unit>[^\d\s+\-.,](?:[^\d]*[^\d\s])?)\s*+$")
 #: Number styles with a unit: "# kg" writes "54.6 kg", "#GB" writes "8GB" (:data:`NUMBER_STYLES`).
 UNIT_STYLES = tuple("# " + u for u in _SPACED_UNITS) + tuple("#" + u for u in _ATTACHED_UNITS)
 _UNIT_OF_STYLE = {st: st[1:].lstrip() for st in UNIT_STYLES}

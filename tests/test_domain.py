@@ -294,3 +294,30 @@ def test_points_in_a_schema_are_checked_with_a_message():
     ):
         with pytest.raises(DomainError, match=said):
             Attribute.from_dict(bad)
+
+
+def test_cells_of_long_runs_are_read_without_catastrophic_backtracking():
+    """A hostile file's cells -- a digit, 100,000 spaces, a letter; a run of separators in parentheses -- made the
+    number readers' regular expressions backtrack quadratically or worse: 200 such cells kept a release busy for
+    more than ten minutes.  The readers are linear now; this is a hang detector, not a speed target (the child
+    takes about a second; the old readers needed hours), so its limit is generous."""
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    code = (
+        "import pandas as pd\n"
+        "from dpcore.domain import parse_numbers, style_votes\n"
+        "from dpcore.ingest import column_counts\n"
+        "n = 100_000\n"
+        "cells = ['1' + ' ' * n + 'x', '12' + ' ' * n + '%x', '(' + ' ' * n + '1', '(1' + ',' * n + 'x)',\n"
+        "         '1,' * (n // 2) + 'x', '1k' + ' ' * n + 'kg', '1' + ' ' * n + 'kg x', '$' + ' ' * n + '1 x']\n"
+        "column = pd.Series(cells, name='c')\n"
+        "for style in ('', 'dc', '# kg'):\n"
+        "    assert parse_numbers(column, style).isna().all()\n"
+        "    column_counts(column, style=style)\n"
+        "style_votes(cells, [1] * len(cells))\n"
+    )
+    root = Path(__file__).resolve().parent.parent
+    done = subprocess.run([sys.executable, "-c", code], timeout=120, capture_output=True, text=True, cwd=root)
+    assert done.returncode == 0, done.stderr
