@@ -236,3 +236,18 @@ def seeded_release(df: pd.DataFrame, folder, epsilon: float = 1.0, seed: int = 0
             "--card", str(card), "--workspace", str(folder / "ws"), "--quiet"]  # fmt: skip
     assert main(args) == 0
     return json.loads(card.read_text()), pd.read_csv(out, dtype=str, keep_default_na=False)
+
+
+def declared_release(
+    df: pd.DataFrame, attributes: list[dict], folder, epsilon: float = 1.0, seed: int = 0
+) -> pd.DataFrame:
+    """A seeded demo release of ``df`` with ``attributes`` declared as its schema, through the command line: the
+    released rows as text (empty cells as "")."""
+    from dpcore.cli import main
+
+    schema, data, out = folder / "schema.json", folder / "t.csv", folder / "o.csv"
+    schema.write_text(json.dumps({"attributes": attributes}))
+    df.to_csv(data, index=False)
+    argv = ["release", "--data", str(data), "--schema", str(schema), "--epsilon", str(epsilon), "--seed", str(seed)]
+    assert main([*argv, "--out", str(out), "--workspace", str(folder / "ws"), "--quiet"]) == 0
+    return pd.read_csv(out, dtype=str, keep_default_na=False)

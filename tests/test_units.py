@@ -16,7 +16,7 @@ from dpcore.domain import NUMBER_STYLES, UNIT_STYLES, parse_numbers, style_votes
 from dpcore.ingest import STATISTICS, _distinct_present, column_counts, private_roles, role_noise, style_head_start
 from dpcore.privacy.samplers import Randomness
 
-from .tables import seeded_release
+from .tables import declared_release, seeded_release
 
 POOL = ["54.6 kg", "60kg", "1,248 CC", "8GB", "1 day", "3 days", "12", "abc", "73,4 kg", "-3 °C", "37.2°C",
         "5 in stock", "85k", "12 apples", "", "$12.00", "7,5", "08:15", "2 hours"]  # fmt: skip
@@ -125,7 +125,6 @@ def test_a_release_keeps_unit_columns_and_writes_their_units(tmp_path, capsys):
 
 def test_the_owners_proposal_carries_a_unit_style_and_a_declared_one_is_written(tmp_path):
     """`dpcore schema` proposes the unit most cells are written with; declared, it writes the release, at no cost."""
-    from dpcore.cli import main
     from dpcore.proposal import propose_schema
 
     rng = np.random.default_rng(2)
@@ -134,11 +133,5 @@ def test_the_owners_proposal_carries_a_unit_style_and_a_declared_one_is_written(
     entries = {a["name"]: a for a in propose_schema(df)["attributes"]}
     assert entries["engine"]["style"] == "# CC" and "style" not in entries["seats"]
     entries["engine"] = {"name": "engine", "kind": "numeric", "lower": 0, "upper": 3000, "style": "# CC"}
-    schema = tmp_path / "schema.json"
-    schema.write_text(json.dumps({"attributes": list(entries.values())}))
-    df.to_csv(tmp_path / "t.csv", index=False)
-    out = tmp_path / "o.csv"
-    argv = ["release", "--data", str(tmp_path / "t.csv"), "--schema", str(schema), "--epsilon", "1", "--seed", "0"]
-    assert main([*argv, "--out", str(out), "--workspace", str(tmp_path / "ws"), "--quiet"]) == 0
-    back = pd.read_csv(out, dtype=str, keep_default_na=False)
+    back = declared_release(df, list(entries.values()), tmp_path)
     assert back["engine"].str.fullmatch(r"\d+ CC").all()
