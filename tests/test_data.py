@@ -209,3 +209,13 @@ def test_a_header_whose_every_name_is_in_single_quotes_loses_the_quotes():
     df = read_table(b"'popul'\t'TVnews'\t'vote'\n0\t7\t1\n190\t1\t0\n")
     assert list(df.columns) == ["popul", "TVnews", "vote"] and df["vote"].tolist() == ["1", "0"]
     assert list(read_table(b"'a',b\n1,2\n3,4\n").columns) == ["'a'", "b"]
+
+
+@pytest.mark.parametrize("bad", ["1.5", "a", "", " 2x"])
+def test_a_coded_table_with_a_cell_that_is_not_an_integer_code_is_refused(tmp_path, bad):
+    (tmp_path / "t.csv").write_text("a,b\n0,1\n1,0\n" + f"1,{bad}\n" + " 2 ,1\n")
+    (tmp_path / "t-domain.json").write_text('{"a": 3, "b": 2}')
+    with pytest.raises(DataError, match="only integer codes"):
+        load_pgm(tmp_path / "t.csv")
+    (tmp_path / "t.csv").write_text("a,b\n0,1\n1,0\n 2 ,1\n")
+    assert load_pgm(tmp_path / "t.csv").codes[:, 0].tolist() == [0, 1, 2]
