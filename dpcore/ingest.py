@@ -436,8 +436,9 @@ class Role:
     @classmethod
     def parse(cls, name: str, value) -> Role:
         """A user's role choice: a Role, a dict (as :meth:`to_dict`) or text: ``categorical``, ``numeric``,
-        ``integer``, ``real``, ``date``/``datetime`` (optionally ``date:%d/%m/%Y`` or ``date:%Y-%m:month``),
-        ``excluded``.  Always ``source="declared"``."""
+        ``integer``, ``real`` (optionally with how the release writes the numbers, ``real:# kg``, ``integer:$,.2``:
+        :data:`dpcore.domain.NUMBER_STYLES`), ``date``/``datetime`` (optionally ``date:%d/%m/%Y`` or
+        ``date:%Y-%m:month``), ``excluded``.  Always ``source="declared"``."""
         if isinstance(value, Role):
             return replace(value, name=name, source="declared", stats=None)
         if isinstance(value, dict):
@@ -453,9 +454,9 @@ class Role:
         if key in ("categorical", "category", "categories"):
             return cls(name, "categorical")
         if key in ("numeric", "number", "real", "float"):
-            return cls(name, "numeric", integer=False)
+            return cls(name, "numeric", integer=False, style=rest.strip())
         if key in ("integer", "int"):
-            return cls(name, "numeric", integer=True)
+            return cls(name, "numeric", integer=True, style=rest.strip())
         if key in ("date", "datetime", "time", "timestamp"):
             fmt, gran = rest, None
             if rest and rest.rsplit(":", 1)[-1].strip() in ("year", "month", "day"):
@@ -494,6 +495,9 @@ class ColumnStats:
     #: Exact statistics only: the smallest count of a present value (None when unknown or noisy).  Never part of
     #: the noisy vector or of :meth:`to_dict`.
     rarest: int | None = None
+    #: Exact statistics only: the number style most cells are written in (:func:`dpcore.domain.written_style`; ""
+    #: when unknown).  Never part of the noisy vector or of :meth:`to_dict`.
+    style: str = field(default="", init=False)
 
     def vector(self) -> np.ndarray:
         return np.array([getattr(self, s) for s in STATISTICS], dtype=np.int64)
@@ -592,12 +596,15 @@ def exact_stats(df: pd.DataFrame, columns=None) -> list[ColumnStats]:
     out = []
     for name in list(df.columns) if columns is None else list(columns):
         found = _distinct_present(df[name])
-        stats, fmts = column_counts(df[name], found, written_style(*found))
+        style = written_style(*found)
+        stats, fmts = column_counts(df[name], found, style)
         best = max(DATE_FORMATS, key=lambda f: fmts[f])  # first format wins ties: ISO before day/month orders
         stats["date"] = fmts[best]
         counts = found[1]
         rarest = int(counts.min()) if len(counts) else None
-        out.append(ColumnStats(str(name), len(df), date_format=best if fmts[best] else None, rarest=rarest, **stats))
+        exact = ColumnStats(str(name), len(df), date_format=best if fmts[best] else None, rarest=rarest, **stats)
+        exact.style = style
+        out.append(exact)
     return out
 
 
@@ -760,7 +767,8 @@ def propose_roles(df: pd.DataFrame, columns=None) -> list[Role]:
         role = decide_role(st)
         if one_row_could_flip(st, st.rarest):
             role = replace(role, reason=f"{FRAGILE_NOTE}" + (f"; {role.reason}" if role.reason else ""))
-        out.append(replace(role, source="inferred", stats=st.to_dict()))
+        style = st.style if role.role == "numeric" else ""  # how its numbers are written, confirmed with the role
+        out.append(replace(role, source="inferred", stats=st.to_dict(), style=style))
     return out
 
 

@@ -133,7 +133,11 @@ st.data_editor(
             help="categorical: a list of values; integer / real: numbers cut in bins between bounds; date: dates in "
             "the format given; excluded: left out of every release.",
         ),
-        "format": st.column_config.TextColumn("date format", help="Dates only: how they are written, e.g. %d/%m/%Y."),
+        "format": st.column_config.TextColumn(
+            "format",
+            help="Dates: how they are written, e.g. %d/%m/%Y. Integer / real: how the release writes the numbers, "
+            "e.g. $,.2 for $1,234.50, % for 63.5%, dc for 73,4, # kg for 54.6 kg (empty: plain).",
+        ),
         "values": st.column_config.TextColumn(
             "values", help="Categorical, optional: the public value list, separated by ' | '.", width="medium"
         ),

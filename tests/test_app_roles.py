@@ -390,3 +390,27 @@ def test_a_declared_complete_proposal_comes_back_with_no_other_and_no_empty_cell
     for c in summary["columns"]:
         assert c["empty_share"] == 0, c
         assert c["other_share"] in (None, 0), c
+
+
+def test_a_declared_number_role_keeps_how_its_numbers_are_written(at):
+    """The roles table proposes how a column's numbers are written in its format field, as it does a date's format:
+    prices "$1,234.50" propose "$,.2".  Declaring the role keeps that format, and the release writes the prices so
+    (declaring a number's role used to drop it: prices came back plain)."""
+    rng = np.random.default_rng(0)
+    n = 600
+    df = pd.DataFrame({"price": [f"${v:,.2f}" for v in 1000 + rng.gamma(2.0, 900.0, n)],
+                       "kind": rng.choice(["a", "b"], n)})  # fmt: skip
+    upload(at, "prices.csv", to_csv_bytes(df))
+    assert table_of(at).at["price", "role"] == "real" and table_of(at).at["price", "format"] == "$,.2"
+    edit(at, "price", role="integer")  # declares the role; the format field keeps "$,.2"
+    assert roles.declarations(at.session_state[state.SCHEMA_TABLE]).roles["price"] == {
+        "role": "numeric", "integer": True, "style": "$,.2"}  # fmt: skip
+    discover(at, epsilon=1.0)
+    assert at.session_state[state.DATASET][1].domain["price"].style == "$,.2"
+    run = release(at, "projection")
+    schema = {e["name"]: e for e in run["card"]["data"]["schema"]}
+    assert schema["price"]["style"] == "$,.2" and schema["price"]["integer"]
+    rows = pd.read_csv(run["artifacts"]["synthetic.csv"], dtype=str, keep_default_na=False)
+    assert rows["price"].str.fullmatch(r"\$[\d,]+\.00|").all() and (rows["price"] != "").mean() > 0.9
+    edit(at, "price", format="")  # an emptied format writes plain numbers
+    assert "style" not in roles.declarations(at.session_state[state.SCHEMA_TABLE]).roles["price"]

@@ -135,3 +135,35 @@ def test_the_owners_proposal_carries_a_unit_style_and_a_declared_one_is_written(
     entries["engine"] = {"name": "engine", "kind": "numeric", "lower": 0, "upper": 3000, "style": "# CC"}
     back = declared_release(df, list(entries.values()), tmp_path)
     assert back["engine"].str.fullmatch(r"\d+ CC").all()
+
+
+def test_roles_text_keeps_commas_inside_a_format_or_a_style():
+    from dpcore.cli.common import parse_roles
+
+    assert parse_roles("price=integer:$,.2,n=integer,d=date:%b %d, %Y,w=real:# kg,g=integer:,") == {
+        "price": "integer:$,.2", "n": "integer", "d": "date:%b %d, %Y", "w": "real:# kg", "g": "integer:,",
+    }  # fmt: skip
+    assert parse_roles("a=numeric,,b=excluded,") == {"a": "numeric", "b": "excluded"}
+
+
+def test_confirming_the_proposed_roles_keeps_how_the_numbers_are_written(tmp_path, capsys):
+    """`dpcore info` proposes each number column's style with its role (``weight=real:# kg``); a release with those
+    roles confirmed spends nothing on roles and writes the numbers so.  Before, confirming the roles dropped the
+    styles: units, prices and decimal commas came back plain."""
+    from dpcore.cli import main
+
+    df = _measures(2000, np.random.default_rng(5))
+    df["price"] = [f"${v:,.2f}" for v in np.random.default_rng(6).gamma(2.0, 900.0, len(df)) + 1000]
+    df.to_csv(tmp_path / "t.csv", index=False)
+    capsys.readouterr()
+    assert main(["info", str(tmp_path / "t.csv")]) == 0
+    line = next(x for x in capsys.readouterr().out.splitlines() if x.strip().startswith("--roles"))
+    roles = line.split('"')[1]
+    for part in ("weight=real:# kg", "ram=integer:#GB", "stay=integer:# days", "price=real:$,.2", "sex=categorical"):
+        assert part in roles, roles
+    out = tmp_path / "o.csv"
+    argv = ["release", "--data", str(tmp_path / "t.csv"), "--roles", roles, "--epsilon", "1", "--seed", "0"]
+    assert main([*argv, "--out", str(out), "--workspace", str(tmp_path / "ws"), "--quiet"]) == 0
+    rows = pd.read_csv(out, dtype=str, keep_default_na=False)
+    assert rows["weight"].str.fullmatch(r"-?[\d.]+ kg|").all() and rows["ram"].str.fullmatch(r"\d+GB|").all()
+    assert rows["price"].str.fullmatch(r"\$[\d,]+\.\d\d|").all() and (rows["price"] != "").mean() > 0.9

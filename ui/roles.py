@@ -103,9 +103,9 @@ def _set_declared(row: dict, fields: set[str]) -> None:
 
 
 def role_of(role: Role) -> tuple[str, str]:
-    """(role text of the table, date format) of an engine Role."""
+    """(role text of the table, its format: a date's format, or how numbers are written) of an engine Role."""
     if role.role == "numeric":
-        return ("integer" if role.integer else "real"), ""
+        return ("integer" if role.integer else "real"), role.style
     if role.role == "datetime":
         return "date", role.format or ""
     return role.role, ""
@@ -113,7 +113,7 @@ def role_of(role: Role) -> tuple[str, str]:
 
 def _role_of_attribute(attr: Attribute) -> tuple[str, str]:
     if attr.kind == "numeric":
-        return ("integer" if attr.integer else "real"), ""
+        return ("integer" if attr.integer else "real"), attr.style
     if attr.kind == "datetime":
         return "date", attr.format or ""
     return "categorical", ""
@@ -320,7 +320,8 @@ def role_spec(row: dict) -> dict:
     """The engine's role object of a row (:meth:`dpcore.ingest.Role.parse` takes it)."""
     role = row.get("role") if row.get("role") in FIELDS else "categorical"
     if role in ("integer", "real"):
-        return {"role": "numeric", "integer": role == "integer"}
+        style = str(row.get("format") or "").strip()  # how the numbers are written ("$,.2", "# kg"); empty: plain
+        return {"role": "numeric", "integer": role == "integer", **({"style": style} if style else {})}
     if role == "date":
         return {"role": "datetime", "format": str(row.get("format") or "").strip() or "%Y-%m-%d"}
     return {"role": role}
@@ -349,7 +350,7 @@ def _entry(row: dict, spec: dict) -> dict | None:
     base = json.loads(row["base"]) if row.get("base") else None
     if base is not None:
         base_role, base_fmt = _role_of_attribute(Attribute.from_dict(base))
-        if base_role != row.get("role") or (base_role == "date" and base_fmt != spec.get("format")):
+        if base_role != row.get("role") or base_fmt != (spec.get("format") or spec.get("style") or ""):
             base = None  # the user chose another role: the schema's values and bounds are for the old one
     entry: dict = {"name": row["column"], "kind": kind}
     if kind == "categorical":
@@ -370,6 +371,8 @@ def _entry(row: dict, spec: dict) -> dict | None:
             entry["bins"] = bins
         if kind == "numeric":
             entry["integer"] = spec.get("integer", False)
+            if spec.get("style"):
+                entry["style"] = spec["style"]
         else:
             entry["format"] = spec.get("format")
         if base is not None:
@@ -423,7 +426,7 @@ def declared_domain(table: pd.DataFrame) -> Domain | None:
         base = Attribute.from_dict(json.loads(row["base"]))
         role, fmt = _role_of_attribute(base)
         have = declared_fields(row)
-        if role != row.get("role") or (role == "date" and fmt != (row.get("format") or fmt)):
+        if role != row.get("role") or fmt != (row.get("format") or ("" if role != "date" else fmt)):
             return None
         if not all(f in have for f in FIELDS[role]):
             return None
@@ -505,7 +508,8 @@ def _same_role(spec: dict, attr: dict) -> bool:
     if spec["role"] != attr["kind"]:
         return False
     if spec["role"] == "numeric":
-        return bool(spec.get("integer", False)) == bool(attr.get("integer", False))
+        same_style = spec.get("style", "") == attr.get("style", "")
+        return bool(spec.get("integer", False)) == bool(attr.get("integer", False)) and same_style
     if spec["role"] == "datetime":
         return spec.get("format") == attr.get("format")
     return True

@@ -101,13 +101,19 @@ def load_schema_arg(domain):
 
 
 def parse_roles(text: str | None) -> dict | None:
-    """``--roles "age=numeric,id=excluded"``: the user's confirmed roles (public choices)."""
+    """``--roles "age=numeric,id=excluded"``: the user's confirmed roles (public choices).  A role's format or
+    number style may hold commas (``date:%b %d, %Y``, ``integer:$,.2``): a piece with no ``=`` continues the one
+    before it."""
     if not text:
         return None
+    items: list[str] = []
+    for piece in text.split(","):
+        if "=" not in piece and items and ":" in items[-1].rsplit("=", 1)[1]:
+            items[-1] += "," + piece
+        elif piece.strip():
+            items.append(piece)
     out = {}
-    for item in text.split(","):
-        if not item.strip():
-            continue
+    for item in items:
         if "=" not in item:
             raise DPCoreError(f"--roles takes COLUMN=ROLE pairs separated by commas, got {item.strip()!r}.")
         col, role = item.rsplit("=", 1)

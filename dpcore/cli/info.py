@@ -40,9 +40,10 @@ def _print_dataset(ds) -> None:
 
 
 def role_option(role) -> str:
-    """A role as ``--roles`` takes it back: categorical, integer, real, date:FORMAT or excluded."""
+    """A role as ``--roles`` takes it back: categorical, integer, real (with ``:STYLE`` when its numbers are written
+    in one: ``real:# kg``), date:FORMAT or excluded."""
     if role.role == "numeric":
-        return "integer" if role.integer else "real"
+        return ("integer" if role.integer else "real") + (f":{role.style}" if role.style else "")
     if role.role == "datetime":
         return f"date:{role.format}"
     return role.role

@@ -72,7 +72,9 @@ def add_parser(sub) -> None:
         default=None,
         metavar="COL=ROLE,...",
         help="confirm column roles (public choices, free): categorical, numeric, integer, real, "
-        "datetime, excluded; unconfirmed roles are decided privately",
+        "datetime, excluded; date:FORMAT (date:%%d/%%m/%%Y) and integer:STYLE or real:STYLE (real:$,.2, "
+        "real:# kg: how the release writes the numbers; `dpcore info FILE` proposes them); unconfirmed roles are "
+        "decided privately",
     )
     p.add_argument(
         "--columns",
