@@ -312,6 +312,7 @@ def edit_cell_until(page, editor, row: int, right: int, text: str, shows: str, t
             page.get_by_test_id("stMetricValue").filter(has_text=shows).wait_for(timeout=20_000)
             return
         except sync_api.TimeoutError:
+            shot(page, f"edit_cell_missed_{attempt}")  # what the page showed when the typing went nowhere
             if attempt == tries - 1:
                 raise
             page.keyboard.press("Escape")
