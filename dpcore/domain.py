@@ -783,12 +783,10 @@ def parse_numbers(column: pd.Series, style: str = "") -> pd.Series:
         vals = _clock_values(text, style)
     else:
         comma = decimal_comma(style)
-        first, second = (_comma_decimal_values, _point_values) if comma else (_point_values, _comma_decimal_values)
-        vals = first(text)
-        for read in (second, lambda t: _unit_values(t, comma)):
-            rest = np.isnan(vals)
-            if rest.any():
-                vals[rest] = read(text[rest])
+        vals = _decimal_values(text, comma)
+        rest = np.isnan(vals)
+        if rest.any():
+            vals[rest] = _unit_values(text[rest], comma)
     return pd.Series(np.append(vals, np.nan)[codes], index=column.index)  # code -1 (missing) reads the NaN
 
 
@@ -870,9 +868,24 @@ def _clock_values(text: pd.Series, style: str) -> np.ndarray:
     return out
 
 
+def _decimal_values(text: pd.Series, comma: bool) -> np.ndarray:
+    """Cells read as numbers with a decimal comma first when ``comma``, else with a decimal point first, each cell
+    the other way when the first does not read it (NaN where neither does)."""
+    first, second = (_comma_decimal_values, _point_values) if comma else (_point_values, _comma_decimal_values)
+    vals = first(text)
+    rest = np.isnan(vals)
+    if rest.any():
+        vals[rest] = second(text[rest])
+    return vals
+
+
+def _point_values(text: pd.Series) -> np.ndarray:
+    return _point_decimal(text).to_numpy(dtype=float, copy=True)
+
+
 def _unit_values(text: pd.Series, comma: bool) -> np.ndarray:
-    """Cells written as a number and a listed unit (NaN where a cell is not one): the number read with a decimal
-    comma first when ``comma``, else with a decimal point first (as :func:`parse_numbers` reads cells without)."""
+    """Cells written as a number and a listed unit (NaN where a cell is not one), the number read as
+    :func:`_decimal_values` reads a cell without one."""
     out = np.full(len(text), np.nan)
     text = text.astype(str)
     maybe = text.str.rstrip().str.endswith(_UNIT_ENDS).to_numpy(dtype=bool)  # most text ends in no unit: skip it
@@ -882,18 +895,8 @@ def _unit_values(text: pd.Series, comma: bool) -> np.ndarray:
     ok = np.zeros(len(text), dtype=bool)
     ok[np.flatnonzero(maybe)] = parts["unit"].isin(_STYLE_OF_UNIT.keys()).to_numpy(dtype=bool)
     if ok.any():
-        body = parts["body"][ok[maybe]]
-        first, second = (_comma_decimal_values, _point_values) if comma else (_point_values, _comma_decimal_values)
-        vals = first(body)
-        rest = np.isnan(vals)
-        if rest.any():
-            vals[rest] = second(body[rest])
-        out[ok] = vals
+        out[ok] = _decimal_values(parts["body"][ok[maybe]], comma)
     return out
-
-
-def _point_values(text: pd.Series) -> np.ndarray:
-    return _point_decimal(text).to_numpy(dtype=float, copy=True)
 
 
 def _style_parts(style: str) -> tuple[str, bool, bool, bool]:
@@ -950,10 +953,8 @@ def style_votes(texts, counts) -> np.ndarray:
         elif (k := _CLOCK.match(cell)) is not None:
             chosen.append("h:mm:ss" if k["s"] else "h:mm")
         elif c is None and (u := _UNIT_SUFFIX.match(cell)) is not None and u["unit"] in _STYLE_OF_UNIT:
-            b = u["body"]
-            if (n := _DECORATED_NUMBER.match(b)) is not None and not n["sym"] and not n["pct"]:
-                chosen.append(_STYLE_OF_UNIT[u["unit"]])
-            elif (n := _COMMA_DECIMAL.match(b)) is not None and not n["sym"] and not n["post"]:
+            n = _DECORATED_NUMBER.match(u["body"]) or _COMMA_DECIMAL.match(u["body"])  # a plain number, either way
+            if n is not None and not n["sym"] and not n.groupdict().get("pct") and not n.groupdict().get("post"):
                 chosen.append(_STYLE_OF_UNIT[u["unit"]])
         elif c is not None and not (c["sym"] and c["post"]):  # a decimal comma or '.' groups, not a decimal point
             if c["grp"] == ".":
@@ -988,9 +989,6 @@ def styled_numbers(values: pd.Series, style: str) -> pd.Series:
 
     def written(x: float) -> str:
         sign = "-" if x < 0 else ""
-        if unit is not None:
-            one = unit in _PLURAL_UNITS and abs(x) == 1
-            return sign + format(abs(int(x)) if x.is_integer() else abs(x)) + gap + (unit[:-1] if one else unit)
         if style in CLOCK_UNITS:
             t = int(round(abs(x)))
             sign = sign if t else ""
@@ -1000,6 +998,8 @@ def styled_numbers(values: pd.Series, style: str) -> pd.Series:
         digits = format(abs(int(x)) if x.is_integer() and not cents else abs(x), spec)  # 7, not 7.0
         if comma:  # swap the separators: 1,234.5 -> 1.234,5
             digits = digits.replace(",", "\x00").replace(".", ",").replace("\x00", ".")
+        if unit is not None:  # "54.6 kg", "8GB", "1 day"
+            return sign + digits + gap + (unit[:-1] if unit in _PLURAL_UNITS and abs(x) == 1 else unit)
         return sign + sym + digits + ("%" if percent else "")
 
     out = np.full(len(values), None, dtype=object)
