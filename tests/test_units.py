@@ -144,6 +144,11 @@ def test_roles_text_keeps_commas_inside_a_format_or_a_style():
         "price": "integer:$,.2", "n": "integer", "d": "date:%b %d, %Y", "w": "real:# kg", "g": "integer:,",
     }  # fmt: skip
     assert parse_roles("a=numeric,,b=excluded,") == {"a": "numeric", "b": "excluded"}
+    # a trailing comma ends the list, after a date format or a style too; a style that ends with a comma keeps it
+    assert parse_roles("d=date:%Y,") == {"d": "date:%Y"}
+    assert parse_roles("d=date:%Y-%m:month, ") == {"d": "date:%Y-%m:month"}
+    assert parse_roles("w=real:# kg,") == {"w": "real:# kg"}
+    assert parse_roles("n=integer:$,") == {"n": "integer:$,"}
 
 
 def test_confirming_the_proposed_roles_keeps_how_the_numbers_are_written(tmp_path, capsys):

@@ -100,6 +100,23 @@ def load_schema_arg(domain):
         raise DomainError(f"The schema file {domain} is not valid JSON ({exc}).") from None
 
 
+def _without_trailing_comma(role: str) -> str:
+    """``role`` without a comma that ended the list (``d=date:%Y,``, ``w=real:# kg,``): a piece with no ``=``
+    continues the one before it, so a trailing comma joins the last role.  A date format never ends with a comma;
+    a number style may (``,``, ``$,``), so there only a comma that leaves a known style is dropped."""
+    from ..domain import NUMBER_STYLES
+
+    head, sep, rest = role.partition(":")
+    if not sep or not rest.endswith(","):
+        return role
+    key = head.strip().lower()
+    if key in ("date", "datetime", "time", "timestamp"):
+        return f"{head}:{rest.rstrip(', ')}"
+    if rest.strip() not in NUMBER_STYLES and rest.rstrip(", ").strip() in NUMBER_STYLES:
+        return f"{head}:{rest.rstrip(', ')}"
+    return role
+
+
 def parse_roles(text: str | None) -> dict | None:
     """``--roles "age=numeric,id=excluded"``: the user's confirmed roles (public choices).  A role's format or
     number style may hold commas (``date:%b %d, %Y``, ``integer:$,.2``): a piece with no ``=`` continues the one
@@ -117,7 +134,7 @@ def parse_roles(text: str | None) -> dict | None:
         if "=" not in item:
             raise DPCoreError(f"--roles takes COLUMN=ROLE pairs separated by commas, got {item.strip()!r}.")
         col, role = item.rsplit("=", 1)
-        out[col.strip()] = role.strip()
+        out[col.strip()] = _without_trailing_comma(role.strip())
     return out
 
 
