@@ -19,13 +19,14 @@ from dpcore.discovery import (
     DiscoveryPlan,
     ValueTask,
     discover_values,
+    discovered_bins,
     discovery_cost,
     partition_threshold,
 )
 from dpcore.domain import Attribute
 from dpcore.errors import BudgetError
 from dpcore.privacy.samplers import Randomness
-from dpcore.tabular import _integer_edges, _isolate_points, prepare_table
+from dpcore.tabular import _ceiling_edges, _integer_edges, _isolate_points, prepare_table
 
 
 def _hours(n: int, seed: int = 0) -> pd.DataFrame:
@@ -137,7 +138,8 @@ def test_on_a_large_table_the_frequent_value_comes_back_as_itself_and_a_small_ta
     prep = prepare_table(small, epsilon=1.0, delta=1 / 6000**2, noise=Randomness(1), ledger=None, roles=roles)
     assert "points" not in prep.discovery_report
     attr = prep.domain["hours"]
-    assert attr.edges == _integer_edges(attr.edges[0], attr.edges[-1], len(attr.edges) - 1)
+    lo, hi, bins = attr.edges[0], attr.edges[-1], discovered_bins(len(small))
+    assert attr.edges == (_ceiling_edges(lo, hi, bins) or _integer_edges(lo, hi, bins))
 
 
 def _coded(n: int, seed: int = 0) -> pd.DataFrame:
