@@ -86,7 +86,7 @@ from .discovery import (
     sliver_read,
     split_column_rho,
 )
-from .domain import Attribute, Domain, _has_time, _normalise_source
+from .domain import CLOCK_UNITS, Attribute, Domain, _has_time, _normalise_source
 from .errors import BudgetError, DataError, DomainError
 from .ingest import Role, confirmed, header_role, private_roles, propose_roles
 from .mechanisms.base import SpendRecord
@@ -682,9 +682,13 @@ def _build_attribute(
         if log_from is not None and prov.get("upper") != found_source:
             log_from = None  # a declared upper bound: the user's range, binned evenly
         log_base = _log_edges(float(lower), float(upper), float(log_from), nbins, role.integer) if log_from else None
-        ceiling = (
+        ceiling = (  # not for times of day or durations: minutes and seconds have no round ceiling (24:00 is 1,440)
             _ceiling_edges(float(lower), float(upper), nbins)
-            if role.integer and not edges and prov.get("upper") == "dp" and math.frexp(float(upper) + 1.0)[0] == 0.5
+            if role.integer
+            and not edges
+            and style not in CLOCK_UNITS
+            and prov.get("upper") == "dp"
+            and math.frexp(float(upper) + 1.0)[0] == 0.5
             else None
         )
         if not edges and role.integer:

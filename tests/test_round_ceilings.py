@@ -99,3 +99,20 @@ def test_scores_up_to_100_come_back_at_most_100_but_for_the_noise_of_one_bin(tmp
     assert len(score) >= 0.9 * n
     assert (score > 100).sum() <= 3 * sigma, (sigma, (score > 100).mean())
     assert score.between(90, 100).mean() >= 0.5 * df["score"].between(90, 100).mean()  # the top stays near the top
+
+
+def test_a_discovered_bound_gets_its_ceiling_and_a_time_of_day_a_declared_bound_or_a_real_number_does_not():
+    from dpcore.ingest import Role
+    from dpcore.tabular import _build_attribute
+
+    def edges(role: Role, found: dict, source: str = "dp") -> tuple:
+        return tuple(_build_attribute(role, None, found, source, 10).edges)
+
+    found = {"lower": 0.0, "upper": 127.0}
+    assert 101.0 in edges(Role("score", "numeric", integer=True), found)
+    # minutes of a clock (24:00 is 1,440), a bound read off the data (not private: exact already), real numbers
+    assert 1001.0 not in edges(Role("t", "numeric", integer=True, style="h:mm"), {"lower": 0.0, "upper": 2047.0})
+    assert 101.0 not in edges(Role("score", "numeric", integer=True), found, source="inferred")
+    assert 101.0 not in edges(Role("score", "numeric", integer=False), found) and 100.0 not in edges(
+        Role("score", "numeric", integer=False), found
+    )
