@@ -506,6 +506,19 @@ def _ceiling_edges(lower: float, upper: float, nbins: int) -> tuple[float, ...] 
     return tuple(edges)
 
 
+def ceiling_of(attr: Attribute) -> int | None:
+    """The round number a discovered whole-number attribute's bins end at (:func:`_ceiling_edges`), or None.
+    Public: the released schema."""
+    if attr.kind != "numeric" or not attr.integer or attr.style in CLOCK_UNITS:
+        return None
+    if attr.field_sources.get("upper") != "dp" or len(attr.edges) < 3:
+        return None
+    last = math.floor(attr.edges[-1])
+    if last < CEILING_MIN_UPPER or math.frexp(float(last) + 1.0)[0] != 0.5:
+        return None
+    return next((r for r in round_ceilings(last) if float(r) + 1.0 in attr.edges), None)
+
+
 #: Above this many rows a real-numbered column releases no frequent values: partition selection draws noise for
 #: every distinct value, and a continuous column on 1,000,000 rows has a million (~10 s of cryptographic draws).
 REAL_POINTS_MAX_ROWS = 200_000
@@ -978,6 +991,9 @@ def prepare_table(
                 f"at this budget on {len(df):,} rows. Declare the roles, value sets and bounds (free: dpcore schema "
                 "FILE proposes them), choose fewer columns, or raise ε."
             )
+    ceilings = {a.name: c for a in attrs if (c := ceiling_of(a)) is not None}
+    if ceilings:
+        report["ceilings"] = ceilings
     domain = Domain(tuple(attrs))
     codes, clipped = domain.encode(df)
     dataset = Dataset(codes, domain, name or str(df.attrs.get("name", "data")), clipped, df.attrs.get("source_digest"))
@@ -1095,6 +1111,14 @@ def discovery_warnings(report: dict, n: int) -> list[str]:
             + ", ".join(blocks[:8])
             + f". Their range was found over blocks of {DATE_BLOCK_YEARS} years, so it may reach up to "
             f"{DATE_BLOCK_YEARS - 1} years past the real dates at an end. Declare their bounds (free) for exact ranges."
+        )
+    ceilings = report.get("ceilings") or {}
+    if ceilings:
+        out.append(
+            "Bins that end at a round number inside a range found as a power of two (0-127, 0-255, ...): "
+            + ", ".join(f"{c} at {r:,}" for c, r in list(ceilings.items())[:8])
+            + ". Scores, percentages and ages often end there; the values past it are measured in a bin of their "
+            "own, which the release leaves nearly empty where the data has none. Declare the bounds for exact ranges."
         )
     coarse = [c for c, b in bounds.items() if b.get("coarse")]
     if coarse:

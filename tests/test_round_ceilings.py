@@ -75,7 +75,7 @@ def _scores(n: int, seed: int) -> pd.DataFrame:
     )
 
 
-def test_scores_up_to_100_come_back_at_most_100_but_for_the_noise_of_one_bin(tmp_path, monkeypatch):
+def test_scores_up_to_100_come_back_at_most_100_but_for_the_noise_of_one_bin(tmp_path, monkeypatch, capsys):
     """1,000 students, nothing declared, ε = 1 (a seeded demo; too few rows for the bounds' refinement): the score
     is located as [16, 127] or so; its bins end at 100, and the rows released above 100 are what the noise of the
     one bin past it leaves, under 3σ of that bin's one-way measurement (σ from the run's report, ~3.7% of the rows)
@@ -99,6 +99,7 @@ def test_scores_up_to_100_come_back_at_most_100_but_for_the_noise_of_one_bin(tmp
     assert len(score) >= 0.9 * n
     assert (score > 100).sum() <= 3 * sigma, (sigma, (score > 100).mean())
     assert score.between(90, 100).mean() >= 0.5 * df["score"].between(90, 100).mean()  # the top stays near the top
+    assert "score at 100" in capsys.readouterr().err  # the release says where the bins end, and why
 
 
 def test_a_discovered_bound_gets_its_ceiling_and_a_time_of_day_a_declared_bound_or_a_real_number_does_not():
