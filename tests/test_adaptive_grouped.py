@@ -130,6 +130,21 @@ def test_each_pair_is_measured_once_whichever_version_a_round_chose():
         assert res.spends[0].rho == pytest.approx(zcdp_rho(budget), rel=1e-12)
 
 
+def test_whole_rounds_choose_among_the_pairs_measured_whole_first():
+    """``whole_rounds`` = 2 of 3 rounds with a cap that groups x × y (121 cells > 40): the first two rounds take
+    the whole pairs x × c and y × c, though x* × y* scores far higher (test above: without it, seed 0 takes it
+    second); the third takes x* × y*.  The spend is the planned ρ."""
+    ds = _correlated(1000, 3)
+    wl = Workload(ds.domain, ((0, 1), (0, 2), (1, 2)))
+    budget = Budget(1.0, 1.0 / 1000**2)
+    params = AdaptiveProjection.validate_params({"rounds": 3, "max_cells_ordered": 40, "whole_rounds": 2, **FAST})
+    for seed in range(3):
+        res = AdaptiveProjection().run(ds, wl, budget, params, RunContext.seeded(seed))
+        picks = next(n for n in res.notes if n.startswith("Selected")).split(": ", 1)[1].split(" (*")[0].split(", ")
+        assert set(picks[:2]) == {"x × c", "y × c"} and picks[2] == "x* × y*", picks
+        assert res.spends[0].rho == pytest.approx(zcdp_rho(budget), rel=1e-12)
+
+
 def _correlated(n: int, seed: int) -> Dataset:
     rng = np.random.default_rng(seed)
     z = rng.normal(size=n)
@@ -260,6 +275,32 @@ def test_where_every_whole_pair_gets_a_round_fine_numbers_do_not_take_them():
         _, params, wl, _ = default_release_plan(dom, n, budget)
         assert "max_cells_ordered" not in params and "coarser_candidates" not in params
         assert all(8 in m for m in wl.marginals if len(m) == 2)
+
+
+def test_numbers_in_no_whole_pair_get_rounds_of_their_own_after_the_whole_pairs():
+    """1,000 students (five categories, three scores of ten bins) at ε = 0.5: every pair that fits whole gets a
+    round, all of them the categories', and no score is in any -- the scores came back unrelated to each other
+    (reading × writing Spearman 0.96 → 0.0).  The scores' grouped pairs now get rounds of their own after the whole
+    pairs' (``whole_rounds``), each with a whole pair's ρ, taken from the one-way share (at least 30%)."""
+    from dpcore.release import uncovered_rounds
+
+    cats = [Attribute(name, "categorical", values=tuple("abcde"[:k]), missing=True)
+            for name, k in (("gender", 2), ("race", 5), ("education", 4), ("lunch", 2), ("prep", 2))]  # fmt: skip
+    dom = Domain([*cats, _numeric("math", 10), _numeric("reading", 10), _numeric("writing", 10)])
+    n, budget = 1000, Budget(0.5, 1e-6)
+    r, f, floor, cap = default_rounds(dom.shape, n, zcdp_rho(budget), default_max_pairs(len(dom)), range(5, 8))
+    whole = [(a, b) for a in range(8) for b in range(a + 1, 8) if dom.shape[a] * dom.shape[b] <= n / floor]
+    assert cap is None and 2 <= r == len(whole) and all(b < 5 for _, b in whole)
+    cls, params, wl, note = default_release_plan(dom, n, budget)
+    extra = uncovered_rounds(r, f, 3)
+    assert extra >= 1 and params["whole_rounds"] == r and params["rounds"] == r + extra
+    assert params["max_cells_ordered"] == int(n / floor)
+    assert (1 - params["one_way_fraction"]) / params["rounds"] == pytest.approx((1 - f) / r, abs=1e-4)
+    assert params["one_way_fraction"] >= 0.3
+    assert {m for m in wl.marginals if len(m) == 2} == set(whole) | {(5, 6), (5, 7), (6, 7)}
+    assert f"the last {extra} among the grouped pairs of numbers" in note
+    assert uncovered_rounds(9, 0.47, 3) == 2 and uncovered_rounds(5, 0.6154, 6) == 1
+    assert uncovered_rounds(4, 0.35, 6) == 0  # no room: the one-way marginals keep 30%
 
 
 @pytest.mark.parametrize("seed", range(5))

@@ -268,6 +268,19 @@ class AdaptiveProjection(Mechanism):
                 advanced=True,
             ),
             Param(
+                "whole_rounds",
+                "int",
+                0,
+                "With max_cells_ordered: rounds that choose among the candidates measured whole (no value grouped) "
+                "while any is left, before the rounds that choose among every candidate -- the same exponential "
+                "mechanism over fewer candidates, the same ρ. The default sets it where the numbers are in no pair "
+                "that fits whole: the whole pairs keep their rounds and the numbers' grouped pairs get rounds of "
+                "their own.",
+                0,
+                100_000,
+                advanced=True,
+            ),
+            Param(
                 "round_iterations",
                 "int",
                 30,
@@ -422,6 +435,10 @@ class AdaptiveProjection(Mechanism):
         focus = None if params.get("focus") is None else int(params["focus"])  # in range: checked by plan()
         focused = None if focus is None else np.array([focus in c and len(c) > 1 for c in candidates.marginals])
         focus_rounds = _focus_rounds(params)
+        whole_rounds = int(params.get("whole_rounds") or 0)
+        if focused is None and whole_rounds and candidates is not workload:  # the candidates measured ungrouped
+            focused = np.array([_ungrouped(maps) for maps in candidates.value_maps])
+            focus_rounds = whole_rounds
         free: list[tuple[int, ...]] = []  # the pairs chosen among all candidates (after the outcome's rounds)
         penalty = math.sqrt(2.0 / math.pi) * plan["sigma_counts"] * candidates.sizes  # public expected noise L1
         returned = None
@@ -763,6 +780,11 @@ class _TrueMarginals:
             float(np.abs(self.true(j) - self.model(j, records, weights)).max())
             for j in range(self.workload.n_marginals)
         )
+
+
+def _ungrouped(maps) -> bool:
+    """Whether a candidate's value maps keep every value its own group (a marginal measured whole)."""
+    return all(len(np.unique(m)) == len(m) for m in maps)
 
 
 def _focus_rounds(params: dict) -> int:
