@@ -557,6 +557,21 @@ def _isolate_points(edges: tuple[float, ...], points, half: float = 0.5) -> tupl
     return tuple(sorted(out))
 
 
+def _whole_bins(edges: tuple[float, ...]) -> tuple[float, ...]:
+    """Whole-number bin edges without a bin that holds no whole number: a released value p next to a whole edge
+    p + 1 left [p + 0.5, p + 1) -- scores with 100 released beside the round ceiling's 101 got a bin [100.5, 101),
+    whose rows (noise) decoded to 101.  Such a bin joins the next (the last bin, closed, always holds its upper
+    edge).  Post-processing of released values."""
+    out = list(edges)
+    i = 1
+    while i < len(out) - 1:
+        if math.ceil(out[i - 1]) > math.ceil(out[i]) - 1:  # [out[i-1], out[i]) holds no whole number
+            del out[i]
+        else:
+            i += 1
+    return tuple(out)
+
+
 def _places(x: float) -> int:
     """The decimal places ``x`` is written with (0.05: 2; 2^-10: 10; at most 15)."""
     return next((d for d in range(16) if round(x, d) == x), 15)
@@ -711,7 +726,7 @@ def _build_attribute(
                 else (log_base or ceiling or _integer_edges(float(lower), float(upper), nbins))
             )
             if found.get("points") or zero:  # released frequent values: a bin of their own (post-processing)
-                edges = _isolate_points(edges, tuple(found.get("points") or ()) + ((0.0,) if zero else ()))
+                edges = _whole_bins(_isolate_points(edges, tuple(found.get("points") or ()) + ((0.0,) if zero else ())))
         elif not edges and (found.get("points") or zero):  # real numbers: the bin decodes to the value itself
             edges, points = _real_point_edges(
                 float(lower), float(upper), nbins, found.get("points") or (), zero, core=core, base=log_base, rims=rims

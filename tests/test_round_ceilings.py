@@ -117,3 +117,17 @@ def test_a_discovered_bound_gets_its_ceiling_and_a_time_of_day_a_declared_bound_
     assert 101.0 not in edges(Role("score", "numeric", integer=False), found) and 100.0 not in edges(
         Role("score", "numeric", integer=False), found
     )
+
+
+def test_a_released_value_beside_a_whole_edge_leaves_no_bin_without_a_whole_number():
+    """A frequent value p released beside a whole edge p + 1 left [p + 0.5, p + 1): no whole number in it, and its
+    rows (noise) decoded to p + 1 -- with the round ceiling, 100 released on a large table of scores gave
+    [100.5, 101) and 101s.  Such a bin joins the next; every whole number still lands in exactly one bin."""
+    from dpcore.tabular import _isolate_points, _whole_bins
+
+    for edges, points in ((_ceiling_edges(0.0, 127.0, 20), [100.0]), ((0.0, 10.0, 20.0, 30.0), [19.0, 9.0, 29.0])):
+        out = _whole_bins(_isolate_points(edges, points))
+        held = _held(out, 0, 127 if len(edges) > 4 else 30)
+        assert all(held), out
+        assert all({int(p)} in held for p in points), out  # each released value alone in its bin
+    assert _whole_bins((0.0, 10.0, 20.0, 30.0)) == (0.0, 10.0, 20.0, 30.0)
