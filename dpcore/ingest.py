@@ -77,6 +77,8 @@ from .domain import (
 from .errors import BudgetError, DataError
 
 ROLES = ("categorical", "numeric", "datetime", "excluded")
+#: The words a user's role text may name a date column with (``date:%d/%m/%Y``): :meth:`Role.parse`.
+DATE_ROLE_WORDS = ("date", "datetime", "time", "timestamp")
 #: The strftime formats a date column may have (day/month orders with '-', '/', '.'; with or without
 #: time; ISO first; English month names as spreadsheets and statistics packages write them: 01-Jan-2020,
 #: Jan-1-1995, January 1, 2020).  A cell counts as a date in a format only if it has that format's exact shape.
@@ -457,7 +459,7 @@ class Role:
             return cls(name, "numeric", integer=False, style=rest.strip())
         if key in ("integer", "int"):
             return cls(name, "numeric", integer=True, style=rest.strip())
-        if key in ("date", "datetime", "time", "timestamp"):
+        if key in DATE_ROLE_WORDS:
             fmt, gran = rest, None
             if rest and rest.rsplit(":", 1)[-1].strip() in ("year", "month", "day"):
                 fmt, _, gran = rest.rpartition(":")

@@ -506,15 +506,22 @@ def _ceiling_edges(lower: float, upper: float, nbins: int) -> tuple[float, ...] 
     return tuple(edges)
 
 
+def _ceiling_eligible(integer: bool, style: str | None, upper_source: str | None, upper: float) -> bool:
+    """Whether a numeric column's bins may end at a round ceiling (:func:`_ceiling_edges`): whole numbers, not
+    times of day or durations (minutes have no round ceiling: 24:00 is 1,440), an upper bound discovered under DP
+    as the end of a power-of-two bin (2^(j+1) - 1).  Public: the role and the released bound."""
+    return integer and style not in CLOCK_UNITS and upper_source == "dp" and math.frexp(float(upper) + 1.0)[0] == 0.5
+
+
 def ceiling_of(attr: Attribute) -> int | None:
     """The round number a discovered whole-number attribute's bins end at (:func:`_ceiling_edges`), or None.
     Public: the released schema."""
-    if attr.kind != "numeric" or not attr.integer or attr.style in CLOCK_UNITS:
-        return None
-    if attr.field_sources.get("upper") != "dp" or len(attr.edges) < 3:
+    if attr.kind != "numeric" or len(attr.edges) < 3:
         return None
     last = math.floor(attr.edges[-1])
-    if last < CEILING_MIN_UPPER or math.frexp(float(last) + 1.0)[0] != 0.5:
+    if last < CEILING_MIN_UPPER or not _ceiling_eligible(
+        attr.integer, attr.style, attr.field_sources.get("upper"), last
+    ):
         return None
     return next((r for r in round_ceilings(last) if float(r) + 1.0 in attr.edges), None)
 
@@ -710,16 +717,12 @@ def _build_attribute(
         if log_from is not None and prov.get("upper") != found_source:
             log_from = None  # a declared upper bound: the user's range, binned evenly
         log_base = _log_edges(float(lower), float(upper), float(log_from), nbins, role.integer) if log_from else None
-        ceiling = (  # not for times of day or durations: minutes and seconds have no round ceiling (24:00 is 1,440)
-            _ceiling_edges(float(lower), float(upper), nbins)
-            if role.integer
-            and not edges
-            and style not in CLOCK_UNITS
-            and prov.get("upper") == "dp"
-            and math.frexp(float(upper) + 1.0)[0] == 0.5
-            else None
-        )
         if not edges and role.integer:
+            ceiling = (
+                _ceiling_edges(float(lower), float(upper), nbins)
+                if core is None and log_base is None and _ceiling_eligible(True, style, prov.get("upper"), upper)
+                else None
+            )
             edges = (
                 _rim_edges(float(lower), float(upper), core, nbins, True, rims)
                 if core is not None

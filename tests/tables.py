@@ -251,3 +251,19 @@ def declared_release(
     argv = ["release", "--data", str(data), "--schema", str(schema), "--epsilon", str(epsilon), "--seed", str(seed)]
     assert main([*argv, "--out", str(out), "--workspace", str(folder / "ws"), "--quiet"]) == 0
     return pd.read_csv(out, dtype=str, keep_default_na=False)
+
+
+def refused_release(argv: list[str], folder, capsys) -> str:
+    """``dpcore release`` with ``argv`` (and --out, --workspace in ``folder``) refused before anything is read or
+    charged: exit 2, no traceback, no output, no ledger entry.  Returns what it printed on stderr."""
+    from dpcore.cli import main
+
+    assert main([*argv, "--out", str(folder / "o.csv"), "--workspace", str(folder / "ws"), "--quiet"]) == 2
+    err = capsys.readouterr().err
+    assert "Traceback" not in err and not (folder / "o.csv").exists()
+    if (folder / "ws").exists():  # nothing charged
+        from dpcore.privacy.ledger import Ledger
+        from dpcore.workspace import Workspace
+
+        assert not Ledger(Workspace(folder / "ws")).entries()
+    return err

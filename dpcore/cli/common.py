@@ -105,12 +105,13 @@ def _without_trailing_comma(role: str) -> str:
     continues the one before it, so a trailing comma joins the last role.  A date format never ends with a comma;
     a number style may (``,``, ``$,``), so there only a comma that leaves a known style is dropped."""
     from ..domain import NUMBER_STYLES
+    from ..ingest import DATE_ROLE_WORDS
 
     head, sep, rest = role.partition(":")
     if not sep or not rest.endswith(","):
         return role
     key = head.strip().lower()
-    if key in ("date", "datetime", "time", "timestamp"):
+    if key in DATE_ROLE_WORDS:
         return f"{head}:{rest.rstrip(', ')}"
     if rest.strip() not in NUMBER_STYLES and rest.rstrip(", ").strip() in NUMBER_STYLES:
         return f"{head}:{rest.rstrip(', ')}"
