@@ -99,7 +99,7 @@ def add_parser(sub) -> None:
         type=float,
         default=None,
         help="share of ε (and δ) that private schema discovery may spend (default: fitted to the table, the "
-        "smallest of 20/30/40/50%% whose plan keeps something)",
+        "smallest of 20/30/40/50/60%% whose plan keeps something)",
     )
     p.add_argument(
         "--numeric",
