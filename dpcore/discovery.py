@@ -1684,6 +1684,9 @@ def discover_values(df: pd.DataFrame, tasks: list[ValueTask], rho_values: float,
             and hi + (1.0 if t.integer else 0.0) >= LOG_SPAN * max(float(how["log_from"]), lo)  # whole: 2^k - 1
         ):
             fields["log_from"] = max(float(how["log_from"]), lo)  # where the log-spaced bins start (post-processing)
+        reached = (how.get("reached") or (None, None))[0]
+        if t.kind == "numeric" and t.need_lower and reached is not None and lo == 0.0 < float(reached) < hi:
+            fields["reached_from"] = float(reached)  # where the located rows began: the reach gets one bin
         if core is not None and (core[0], core[1]) != (lower, upper) and lo <= core[0] <= core[1] <= hi:
             fields["core"] = (float(core[0]), float(core[1]))  # where the bins go (post-processing)
             if fields_rims:  # the deep zoom's outer levels, outside in: a bin for each end each one trimmed
