@@ -87,7 +87,9 @@ clears T, and the range grows one bin at a time while some run just past an end 
 64 years, and the anchor is the run with the most rows over its threshold rather than the most σ: birth years spread
 over seventy years on 3,000 rows hold ~30 rows a year, and the 32 years around the mode had won over the 64 that
 hold them). A positive range that spans three octaves above :data:`ZERO_REACH` reaches down to 0 (its thin low bins
-are together a real share; mirrored for negative ranges).  A bulk that ends at the bin around zero
+are together a real share; mirrored for negative ranges); where it stays at 0 (no refinement moved it back up)
+the column releases where its rows were located (``reached_from``), and the reach gets one bin of its own
+(:func:`dpcore.tabular._reach_edges`).  A bulk that ends at the bin around zero
 (a zero-inflated amount) reaches past it to the best such run on that side (:func:`_beyond_zero`: a real column's
 bins next to zero are empty, so growing one bin at a time never crossed to the rest), and when the bin around
 zero clears T the column releases ``zero``: 0 then gets a bin of its own, [-2^lo, 2^lo), decoding to exactly 0

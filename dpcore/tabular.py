@@ -599,6 +599,28 @@ def _log_edges(lower: float, upper: float, start: float, nbins: int, integer: bo
     return tuple(sorted(set(edges)))
 
 
+def _reach_edges(
+    lower: float, upper: float, start: float, nbins: int, integer: bool, rounded: bool
+) -> tuple[float, ...] | None:
+    """Bin edges of a range reached down to ``lower`` (0) from where its rows were located (``start``:
+    :func:`dpcore.discovery.bounds_from_noisy` takes [16, 127] to [0, 127]): one bin [lower, start) and
+    ``nbins`` - 1 over [start, upper] (whole numbers: :func:`_integer_edges`, or :func:`_ceiling_edges` where
+    ``rounded``).  Equal bins over [0, 127] put 0-10 and 11-21 in two bins no histogram bin vouched for: on
+    1,000-1,500-row tables at ε = 1 (σ over 3% of the rows, where the end bins are left as measured) adults' ages
+    came back 6-13% under 18 from the noise of two cells; the reach's one cell keeps one cell's noise, and rows of a
+    column that does reach down (incomes from 0) still have a bin.  None when ``start`` is not inside the range or
+    too few bins.  Post-processing of the released bounds."""
+    if not lower < start < upper or nbins < 3:
+        return None
+    k = nbins - 1
+    if integer:
+        start = float(math.ceil(start))
+        body = (_ceiling_edges(start, upper, k) if rounded else None) or _integer_edges(start, upper, k)
+    else:
+        body = tuple(float(e) for e in np.linspace(start, upper, k + 1))
+    return tuple(sorted({float(lower), *(float(e) for e in body)}))
+
+
 def _rim_edges(lower: float, upper: float, core, nbins: int, integer: bool, rims) -> tuple[float, ...]:
     """:func:`_core_edges` with a deep zoom's ``rims`` (:func:`dpcore.discovery.deep_zoom`: intervals around the
     core, outside in -- the sliver widened by a sub-bin a side): each rim's ends are edges too, so the rows between
@@ -717,12 +739,15 @@ def _build_attribute(
         if log_from is not None and prov.get("upper") != found_source:
             log_from = None  # a declared upper bound: the user's range, binned evenly
         log_base = _log_edges(float(lower), float(upper), float(log_from), nbins, role.integer) if log_from else None
+        rounded = _ceiling_eligible(role.integer, style, prov.get("upper"), upper)
+        reach = found.get("reached_from") if from_data and not edges and core is None and log_base is None else None
+        if reach is not None and prov.get("lower") == found_source:
+            log_base = _reach_edges(float(lower), float(upper), float(reach), nbins, role.integer, rounded)
         if not edges and role.integer:
             ceiling = (
-                _ceiling_edges(float(lower), float(upper), nbins)
-                if core is None and log_base is None and _ceiling_eligible(True, style, prov.get("upper"), upper)
+                _ceiling_edges(float(lower), float(upper), nbins) if core is None and log_base is None and rounded
                 else None
-            )
+            )  # fmt: skip
             edges = (
                 _rim_edges(float(lower), float(upper), core, nbins, True, rims)
                 if core is not None
