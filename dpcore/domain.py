@@ -535,7 +535,8 @@ class Attribute:
 
     def _round_in_bins(self, vals, lo, hi, last) -> np.ndarray:
         """Values drawn within their bins, to three significant digits of the narrowest bin (public: from the
-        edges), not 16 digits of float noise; rounding never moves a value out of its bin."""
+        edges), not 16 digits of float noise -- or to the decimals the column's style writes (".1": 4.8, not 4.827);
+        rounding moves a value out of its bin only where the bin holds no number with that many decimals."""
         edges = np.asarray(self.edges, dtype=float)
         widths = np.diff(edges)
         real = widths > 1e-9 * max(1.0, float(np.abs(edges).max()))  # not a sliver of float error between two edges
@@ -543,6 +544,9 @@ class Attribute:
         if not (math.isfinite(width) and width > 0):
             return vals
         decimals = int(np.clip(2 - math.floor(math.log10(width) + 1e-9), 0, 12))  # 0.0999999999 is a tenth
+        written = style_decimals(self.style)
+        if written is not None:
+            decimals = written
         scale = 10.0**decimals
         out = np.round(vals * scale) / scale
         over = (out > hi) | ((out >= hi) & ~last)
@@ -836,15 +840,18 @@ _UNIT_ENDS = tuple(_STYLE_OF_UNIT)
 #: "%" a percent sign after (the number as written: 63.5%), a currency sign before -- "$", "€" or "£" --,
 #: grouped or not, as drawn or with two decimals (".2": "$1,234.50"), and a decimal comma ("dc": "1234,5"), its
 #: thousands grouped with '.' (".dc": "1.234,5"), clock times or durations (:data:`CLOCK_UNITS`: "13:05",
-#: "01:23:45"), and a number with a unit after it (:data:`UNIT_STYLES`: "54.6 kg", "8GB").  A fixed public list:
+#: "01:23:45"), a number with a unit after it (:data:`UNIT_STYLES`: "54.6 kg", "8GB"), and a plain number, grouped
+#: or not, with one to three decimals (:data:`DECIMAL_STYLES`: ".1" writes "4.9" and "88.0").  A fixed public list:
 #: the roles' exponential mechanism chooses among it (:func:`dpcore.ingest.private_roles`).  New entries go at the
 #: end (a declared style keeps its meaning).
+DECIMAL_STYLES = tuple(g + f".{d}" for g in ("", ",") for d in (1, 2, 3))
 NUMBER_STYLES = (
     ("", ",", "%")
     + tuple(c + g + d for c in "$€£" for g in ("", ",") for d in ("", ".2"))
     + (DECIMAL_COMMA, ".dc")
     + ("h:mm", "h:mm:ss")
     + UNIT_STYLES
+    + DECIMAL_STYLES
 )
 #: Clock times and durations ("08:15", "1:23:45"), read under a clock style only, as a number of minutes ("h:mm")
 #: or seconds ("h:mm:ss") that the schema bins like any other number, and written back the same way ("13:05").
@@ -899,12 +906,19 @@ def _unit_values(text: pd.Series, comma: bool) -> np.ndarray:
     return out
 
 
-def _style_parts(style: str) -> tuple[str, bool, bool, bool]:
-    """(currency sign, grouped, two decimals, percent) of a :data:`NUMBER_STYLES` entry."""
+def _style_parts(style: str) -> tuple[str, bool, int | None, bool]:
+    """(currency sign, grouped, decimals -- None: as drawn --, percent) of a :data:`NUMBER_STYLES` entry."""
     if style not in NUMBER_STYLES:
         raise DomainError(f"A number style must be one of {[s for s in NUMBER_STYLES if s]} or empty, not {style!r}.")
     sym = style[0] if style and style[0] in "$€£" else ""
-    return sym, "," in style or style == ".dc", style.endswith(".2"), style == "%"
+    decimals = int(style[-1]) if len(style) >= 2 and style[-2] == "." and style[-1].isdigit() else None
+    return sym, "," in style or style == ".dc", decimals, style == "%"
+
+
+def style_decimals(style: str | None) -> int | None:
+    """The decimals a :data:`NUMBER_STYLES` entry writes ("$,.2": 2, ".1": 1), None where it writes a number as
+    drawn."""
+    return _style_parts(style)[2] if style else None
 
 
 def decimal_comma(style: str | None) -> bool:
@@ -915,7 +929,9 @@ def decimal_comma(style: str | None) -> bool:
 def style_votes(texts, counts) -> np.ndarray:
     """For each of :data:`NUMBER_STYLES`, how many cells are written in it: a cell votes for the style it is
     written in -- its currency sign and percent sign as written, grouped if it holds a thousands comma, with a
-    currency sign two decimals only if it has exactly two -- and a plain number for "" alone.  An amount under
+    currency sign two decimals only if it has exactly two -- and a plain number for "" (or "," grouped) alone, or, with
+    one to three decimals, for the plain style with that many (:data:`DECIMAL_STYLES`: "4.9" and "88.0" vote ".1",
+    "1,234.56" votes ",.2"; more decimals, as drawn: "").  An amount under
     1,000 with a currency sign and no comma votes for the grouped style too (`$80.00` is how `$,.2` writes 80):
     a column's amounts over 1,000 decide the grouping.  A cell that is a number only with a decimal comma
     ("73,4", "0,125", "1.234,5", "1.234.567") votes "dc", or ".dc" if grouped with '.', and under 1,000 ungrouped
@@ -936,7 +952,9 @@ def style_votes(texts, counts) -> np.ndarray:
             cell = _ACCOUNTING.sub(r"-\1\2", cell)
         m = _DECORATED_NUMBER.match(cell)
         if m is not None and not m["sym"] and not m["pct"]:  # the common case: a plain number, grouped or not
-            votes[1 if "," in m["num"] else 0] += count
+            places = len(m["num"].split(".", 1)[1]) if "." in m["num"] else 0
+            grouped = "," if "," in m["num"] else ""
+            votes[index[grouped + f".{places}"] if 1 <= places <= 3 else (1 if grouped else 0)] += count
             continue
         chosen: list[str] = []  # distinct styles: a cell votes for each at most once
         c = None if m is not None else _COMMA_DECIMAL.match(cell)
@@ -978,11 +996,12 @@ def written_style(texts, counts) -> str:
 
 def styled_numbers(values: pd.Series, style: str) -> pd.Series:
     """Numbers (floats or whole numbers; missing stays empty) written in ``style``: "-$1,234.50", "63.5%",
-    "12,000", "1.234,5", "13:05", "54.6 kg", "1 day".  Without two decimals a number keeps the digits it was drawn
-    with (whole numbers none); a clock style writes minutes or seconds rounded to the unit."""
-    sym, grouped, cents, percent = _style_parts(style)
+    "12,000", "1.234,5", "13:05", "54.6 kg", "1 day", "4.9" (".1").  A style without decimals writes a number with
+    the digits it was drawn with (whole numbers none); a clock style writes minutes or seconds rounded to the unit."""
+    sym, grouped, decimals, percent = _style_parts(style)
+    cents = decimals is not None
     comma = decimal_comma(style)
-    spec = ("," if grouped else "") + (".2f" if cents else "")
+    spec = ("," if grouped else "") + (f".{decimals}f" if cents else "")
 
     unit = _UNIT_OF_STYLE.get(style)
     gap = " " if style.startswith("# ") else ""

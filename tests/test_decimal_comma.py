@@ -52,7 +52,7 @@ def test_only_cells_a_decimal_point_cannot_read_vote_for_a_decimal_comma():
     v = _votes(["73,4", "1.234,5", "1234,5", "1 234,5", "1.234.567", "1,234", "1.234", "12"])
     # "73,4" is written the same with '.' groups or none (under 1,000): it votes for both, like "$80.00"
     assert v["dc"] == 3 and v[".dc"] == 3  # dc: 73,4 / 1234,5 / 1 234,5; .dc: 73,4 / 1.234,5 / 1.234.567
-    assert v[","] == 1 and v[""] == 2  # "1,234" and "1.234" vote as they always did; "12" plain
+    assert v[","] == 1 and v[".3"] == 1 and v[""] == 1  # "1,234", "1.234" read with a point (3 decimals); "12"
     assert sum(v.values()) == 9
     # a column of a European scale: its unambiguous cells decide, its "1.234" cells then read as thousands
     column = ["1.234,50"] * 30 + ["1.234"] * 10 + ["980,00"] * 20

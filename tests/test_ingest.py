@@ -314,18 +314,21 @@ def test_numbers_with_grouped_thousands_and_timestamps_with_a_utc_offset_keep_th
     out = prep.to_table(np.asarray(prep.dataset.codes[:200]), np.random.default_rng(0))
     assert out["seen"].dropna().str.match(r"^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\+0000$").all()
     assert out["utc"].dropna().str.match(r"^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}Z$").all()
-    # Numbers come back rounded to three significant digits of the narrowest bin, never out of their bin.
+    # Numbers come back with the decimals their style writes (",.2", as the file), never out of their bin; under a
+    # style without decimals, rounded to three significant digits of the narrowest bin.
     attr = prep.domain["income"]
+    codes = np.asarray(prep.dataset.codes[:200, prep.domain.names.index("income")])
+    assert proposed["income"].style == ",.2" and out["income"].dropna().str.fullmatch(r"[\d,]+\.\d\d").all()
+    assert out["income"].dropna().str.contains(",").any()  # written as the file
+    vals = parse_numbers(out["income"].dropna()).to_numpy(dtype=float)
+    assert np.allclose(vals, np.round(vals, 2))
+    assert np.array_equal(attr.encode(pd.Series(vals))[0], codes[~out["income"].isna().to_numpy()])
     width = float(np.min(np.diff(attr.edges)))
     decimals = max(0, 2 - int(np.floor(np.log10(width))))
-    assert proposed["income"].style == "," and out["income"].dropna().str.contains(",").any()  # written as the file
-    vals = parse_numbers(out["income"].dropna()).to_numpy(dtype=float)
+    drawn = replace(attr, style=",").decode(codes, "values", np.random.default_rng(0))
+    vals = parse_numbers(drawn.dropna()).to_numpy(dtype=float)
     assert np.allclose(vals, np.round(vals, decimals))
-    codes_back = attr.encode(pd.Series(vals))[0]
-    assert np.array_equal(
-        codes_back,
-        np.asarray(prep.dataset.codes[:200, prep.domain.names.index("income")])[~out["income"].isna().to_numpy()],
-    )
+    assert np.array_equal(attr.encode(pd.Series(vals))[0], codes[~drawn.isna().to_numpy()])
 
 
 def test_codes_with_leading_zeros_stay_categories_as_written():

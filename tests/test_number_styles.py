@@ -27,7 +27,8 @@ def _votes(cells: list[str]) -> np.ndarray:
 
 def test_each_cell_votes_for_the_style_it_is_written_in():
     v = dict(zip(NUMBER_STYLES, _votes(["$1,234.50", "$12.00", "$7", "1,200", "63.5%", "12", "3.25", "-$3.10"])))
-    assert v["$.2"] == 2 and v["$"] == 1 and v[","] == 1 and v["%"] == 1 and v[""] == 2
+    assert v["$.2"] == 2 and v["$"] == 1 and v[","] == 1 and v["%"] == 1 and v[""] == 1
+    assert v[".2"] == 1  # a plain number with two decimals: the plain style with two
     # an amount under 1,000 is written the same grouped or not: it votes for both ($12.00, -$3.10, $7)
     assert v["$,.2"] == 3 and v["$,"] == 1
     assert sum(v.values()) == 8 + 3  # text that is not a number votes for nothing
@@ -70,7 +71,7 @@ def test_accounting_negatives_in_parentheses_are_negative_numbers_in_the_amounts
     got = parse_numbers(pd.Series(cells, dtype=object)).to_numpy()
     np.testing.assert_array_equal(got, [-1234.0, -80.0, -80.0, -12.5, -7.0, -1234.5] + [np.nan] * 4)
     v = dict(zip(NUMBER_STYLES, _votes(["$(80.00)", "$1,200.00", "(1,234.00)"])))
-    assert v["$,.2"] == 2 and v["$.2"] == 1 and v[","] == 1
+    assert v["$,.2"] == 2 and v["$.2"] == 1 and v[",.2"] == 1
 
 
 def test_a_style_is_part_of_a_numeric_attribute_and_its_json():
