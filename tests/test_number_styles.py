@@ -185,3 +185,33 @@ def test_a_declared_style_outside_the_list_is_refused_with_the_list(tmp_path, ca
     argv = ["release", "--data", str(tmp_path / "t.csv"), "--schema", str(tmp_path / "s.json"), "--epsilon", "1"]
     err = refused_release(argv, tmp_path, capsys)
     assert "number style must be one of" in err and "'$,.2'" in err and "Traceback" not in err
+
+
+def test_plain_numbers_vote_for_their_decimals_and_are_written_with_them():
+    """A plain number with one to three decimals votes for the plain style with that many ("4.9" and "88.0": ".1";
+    "1,234.56": ",.2"); whole numbers and longer decimals vote plain, written as drawn."""
+    v = dict(zip(NUMBER_STYLES, _votes(["4.9", "88.0", "1,234.56", "12", "0.12345", "-3.25", "1,200"])))
+    assert v[".1"] == 2 and v[",.2"] == 1 and v[".2"] == 1 and v[""] == 2 and v[","] == 1 and sum(v.values()) == 7
+    vals = pd.Series([4.827, 88.0, -3.0, np.nan, 1234.5])
+    assert styled_numbers(vals, ".1").tolist() == ["4.8", "88.0", "-3.0", None, "1234.5"]
+    assert styled_numbers(vals, ",.3").tolist() == ["4.827", "88.000", "-3.000", None, "1,234.500"]
+    assert np.allclose(parse_numbers(styled_numbers(vals, ",.2")).to_numpy(), [4.83, 88, -3, np.nan, 1234.5],
+                       equal_nan=True)  # fmt: skip
+
+
+def test_a_release_writes_readings_with_the_decimals_of_the_table(tmp_path):
+    """3,000 readings written with one decimal ("36.4", "72.0") and nothing declared, ε = 1: they come back with
+    one decimal (were "36.41", "72"), inside the card's bounds and each in the bin it was drawn in."""
+    rng = np.random.default_rng(5)
+    n = 3000
+    df = pd.DataFrame({"temp_c": [f"{v:.1f}" for v in rng.normal(36.8, 0.4, n)],
+                       "weight_kg": [f"{v:.1f}" for v in rng.normal(75, 14, n).clip(35, 160)],
+                       "ward": rng.choice(["A", "B", "C"], n)})  # fmt: skip
+    card, rows = seeded_release(df, tmp_path, epsilon=1.0, seed=0)
+    schema = {a["name"]: a for a in card["data"]["schema"]}
+    for col in ("temp_c", "weight_kg"):
+        assert schema[col]["style"] == ".1", schema[col]
+        cells = rows[col][rows[col] != ""]
+        assert len(cells) > 0.9 * n and cells.str.fullmatch(r"\d+\.\d").all(), cells.head()
+        edges = schema[col]["edges"]
+        assert parse_numbers(cells).between(edges[0], edges[-1]).all()
