@@ -841,10 +841,11 @@ _UNIT_ENDS = tuple(_STYLE_OF_UNIT)
 #: grouped or not, as drawn or with two decimals (".2": "$1,234.50"), and a decimal comma ("dc": "1234,5"), its
 #: thousands grouped with '.' (".dc": "1.234,5"), clock times or durations (:data:`CLOCK_UNITS`: "13:05",
 #: "01:23:45"), a number with a unit after it (:data:`UNIT_STYLES`: "54.6 kg", "8GB"), and a plain number, grouped
-#: or not, with one to three decimals (:data:`DECIMAL_STYLES`: ".1" writes "4.9" and "88.0").  A fixed public list:
+#: or not, or a percentage, with one to three decimals (:data:`DECIMAL_STYLES`: ".1" writes "4.9" and "88.0", "%.1"
+#: "63.5%").  A fixed public list:
 #: the roles' exponential mechanism chooses among it (:func:`dpcore.ingest.private_roles`).  New entries go at the
 #: end (a declared style keeps its meaning).
-DECIMAL_STYLES = tuple(g + f".{d}" for g in ("", ",") for d in (1, 2, 3))
+DECIMAL_STYLES = tuple(g + f".{d}" for g in ("", ",", "%") for d in (1, 2, 3))
 NUMBER_STYLES = (
     ("", ",", "%")
     + tuple(c + g + d for c in "$€£" for g in ("", ",") for d in ("", ".2"))
@@ -912,7 +913,7 @@ def _style_parts(style: str) -> tuple[str, bool, int | None, bool]:
         raise DomainError(f"A number style must be one of {[s for s in NUMBER_STYLES if s]} or empty, not {style!r}.")
     sym = style[0] if style and style[0] in "$€£" else ""
     decimals = int(style[-1]) if len(style) >= 2 and style[-2] == "." and style[-1].isdigit() else None
-    return sym, "," in style or style == ".dc", decimals, style == "%"
+    return sym, "," in style or style == ".dc", decimals, style.startswith("%")
 
 
 def style_decimals(style: str | None) -> int | None:
@@ -929,15 +930,15 @@ def decimal_comma(style: str | None) -> bool:
 def style_votes(texts, counts) -> np.ndarray:
     """For each of :data:`NUMBER_STYLES`, how many cells are written in it: a cell votes for the style it is
     written in -- its currency sign and percent sign as written, grouped if it holds a thousands comma, with a
-    currency sign two decimals only if it has exactly two -- and a plain number for "" (or "," grouped) alone, or, with
-    one to three decimals, for the plain style with that many (:data:`DECIMAL_STYLES`: "4.9" and "88.0" vote ".1",
-    "1,234.56" votes ",.2"; more decimals, as drawn: "").  An amount under
-    1,000 with a currency sign and no comma votes for the grouped style too (`$80.00` is how `$,.2` writes 80):
-    a column's amounts over 1,000 decide the grouping.  A cell that is a number only with a decimal comma
-    ("73,4", "0,125", "1.234,5", "1.234.567") votes "dc", or ".dc" if grouped with '.', and under 1,000 ungrouped
-    both; a cell that reads with a decimal point too ("1,234", "1.234") votes as it always did (",", ""), so a
-    column is read with a decimal comma only where its unambiguous cells say so.  A number with a listed unit
-    after it votes for that unit's style ("54.6 kg", "54.6kg": "# kg"; "1 day": "# days").
+    currency sign two decimals only if it has exactly two -- and a plain number for "" (or "," grouped) alone, or,
+    with one to three decimals, for the plain style with that many (:data:`DECIMAL_STYLES`: "4.9" and "88.0" vote
+    ".1", "1,234.56" votes ",.2"; more decimals, as drawn: ""), a percentage likewise ("63.5%": "%.1", "7%": "%").
+    An amount under 1,000 with a currency sign and no comma votes for the grouped style too (`$80.00` is how
+    `$,.2` writes 80): a column's amounts over 1,000 decide the grouping.  A cell that is a number only with a
+    decimal comma ("73,4", "0,125", "1.234,5", "1.234.567") votes "dc", or ".dc" if grouped with '.', and under
+    1,000 ungrouped both; a cell that reads with a decimal point too ("1,234", "1.234") votes as a point reads it
+    (",", ".3"), so a column is read with a decimal comma only where its unambiguous cells say so.  A number with
+    a listed unit after it votes for that unit's style ("54.6 kg", "54.6kg": "# kg"; "1 day": "# days").
     ``texts`` are distinct cells (text; numbers vote plain), ``counts`` how many cells hold each.  A cell votes for
     each style at most once: one cell changed moves each vote by at most 1."""
     votes = np.zeros(len(NUMBER_STYLES))
@@ -961,8 +962,8 @@ def style_votes(texts, counts) -> np.ndarray:
         if m is not None and m["sym"] != "¥" and not (m["sym"] and m["pct"]):
             num = m["num"]
             decimals = len(num.split(".", 1)[1]) if "." in num else 0
-            if m["pct"]:
-                chosen.append("%")
+            if m["pct"]:  # "63.5%": the percent style with its decimals (one to three; else as drawn)
+                chosen.append("%" + (f".{decimals}" if 1 <= decimals <= 3 else ""))
             else:
                 style = m["sym"] + ("," if "," in num else "") + (".2" if decimals == 2 else "")
                 chosen.append(style)

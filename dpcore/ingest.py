@@ -805,7 +805,7 @@ STYLE_FALSE_RATE = 0.01
 def style_head_start(epsilon: float) -> float:
     """Cells' worth of head start for plain in the style choice at ε (public): with no cell written in another
     style, each of the other K - 1 styles of the list wins with probability at most exp(-ε·h/2) ≤ STYLE_FALSE_RATE /
-    (K - 1).  A column's cells must outnumber it in one style for that style to be likely (K = 72 at ε = 0.03: ~590
+    (K - 1).  A column's cells must outnumber it in one style for that style to be likely (K = 75 at ε = 0.03: ~590
     cells)."""
     return 2.0 * math.log((len(NUMBER_STYLES) - 1) / STYLE_FALSE_RATE) / epsilon
 

@@ -136,7 +136,8 @@ st.data_editor(
         "format": st.column_config.TextColumn(
             "format",
             help="Dates: how they are written, e.g. %d/%m/%Y. Integer / real: how the release writes the numbers, "
-            "e.g. $,.2 for $1,234.50, % for 63.5%, dc for 73,4, # kg for 54.6 kg, .1 for 4.9 (empty: plain, as drawn).",
+            "e.g. $,.2 for $1,234.50, %.1 for 63.5%, dc for 73,4, # kg for 54.6 kg, .1 for 4.9 "
+            "(empty: plain, as drawn).",
         ),
         "values": st.column_config.TextColumn(
             "values", help="Categorical, optional: the public value list, separated by ' | '.", width="medium"

@@ -27,7 +27,7 @@ def _votes(cells: list[str]) -> np.ndarray:
 
 def test_each_cell_votes_for_the_style_it_is_written_in():
     v = dict(zip(NUMBER_STYLES, _votes(["$1,234.50", "$12.00", "$7", "1,200", "63.5%", "12", "3.25", "-$3.10"])))
-    assert v["$.2"] == 2 and v["$"] == 1 and v[","] == 1 and v["%"] == 1 and v[""] == 1
+    assert v["$.2"] == 2 and v["$"] == 1 and v[","] == 1 and v["%.1"] == 1 and v["%"] == 0 and v[""] == 1
     assert v[".2"] == 1  # a plain number with two decimals: the plain style with two
     # an amount under 1,000 is written the same grouped or not: it votes for both ($12.00, -$3.10, $7)
     assert v["$,.2"] == 3 and v["$,"] == 1
@@ -189,9 +189,12 @@ def test_a_declared_style_outside_the_list_is_refused_with_the_list(tmp_path, ca
 
 def test_plain_numbers_vote_for_their_decimals_and_are_written_with_them():
     """A plain number with one to three decimals votes for the plain style with that many ("4.9" and "88.0": ".1";
-    "1,234.56": ",.2"); whole numbers and longer decimals vote plain, written as drawn."""
-    v = dict(zip(NUMBER_STYLES, _votes(["4.9", "88.0", "1,234.56", "12", "0.12345", "-3.25", "1,200"])))
-    assert v[".1"] == 2 and v[",.2"] == 1 and v[".2"] == 1 and v[""] == 2 and v[","] == 1 and sum(v.values()) == 7
+    "1,234.56": ",.2"), a percentage for the percent style with that many ("63.5%": "%.1"); whole numbers and
+    longer decimals vote plain (or "%"), written as drawn."""
+    v = dict(zip(NUMBER_STYLES, _votes(["4.9", "88.0", "1,234.56", "12", "0.12345", "-3.25", "1,200", "63.5%", "7%"])))
+    assert v[".1"] == 2 and v[",.2"] == 1 and v[".2"] == 1 and v[""] == 2 and v[","] == 1 and sum(v.values()) == 9
+    assert v["%.1"] == 1 and v["%"] == 1  # a percentage likewise
+    assert styled_numbers(pd.Series([63.47, 7.0]), "%.1").tolist() == ["63.5%", "7.0%"]
     vals = pd.Series([4.827, 88.0, -3.0, np.nan, 1234.5])
     assert styled_numbers(vals, ".1").tolist() == ["4.8", "88.0", "-3.0", None, "1234.5"]
     assert styled_numbers(vals, ",.3").tolist() == ["4.827", "88.000", "-3.000", None, "1,234.500"]
