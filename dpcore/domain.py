@@ -543,10 +543,10 @@ class Attribute:
         width = float(widths[real].min()) if np.any(real) else 0.0
         if not (math.isfinite(width) and width > 0):
             return vals
-        decimals = int(np.clip(2 - math.floor(math.log10(width) + 1e-9), 0, 12))  # 0.0999999999 is a tenth
         written = style_decimals(self.style)
-        if written is not None:
-            decimals = written
+        decimals = (
+            written if written is not None else int(np.clip(2 - math.floor(math.log10(width) + 1e-9), 0, 12))
+        )  # 0.0999999999 is a tenth
         scale = 10.0**decimals
         out = np.round(vals * scale) / scale
         over = (out > hi) | ((out >= hi) & ~last)

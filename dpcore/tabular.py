@@ -738,31 +738,33 @@ def _build_attribute(
         log_from = found.get("log_from") if from_data and not edges and core is None else None
         if log_from is not None and prov.get("upper") != found_source:
             log_from = None  # a declared upper bound: the user's range, binned evenly
-        log_base = _log_edges(float(lower), float(upper), float(log_from), nbins, role.integer) if log_from else None
+        # The layout the discovery's findings call for, where no core takes precedence: log-spaced bins, or one bin
+        # for a reach down to 0 and the rest over where the rows were located.
+        base = _log_edges(float(lower), float(upper), float(log_from), nbins, role.integer) if log_from else None
         rounded = _ceiling_eligible(role.integer, style, prov.get("upper"), upper)
-        reach = found.get("reached_from") if from_data and not edges and core is None and log_base is None else None
+        reach = found.get("reached_from") if from_data and not edges and core is None and base is None else None
         if reach is not None and prov.get("lower") == found_source:
-            log_base = _reach_edges(float(lower), float(upper), float(reach), nbins, role.integer, rounded)
+            base = _reach_edges(float(lower), float(upper), float(reach), nbins, role.integer, rounded)
         if not edges and role.integer:
             ceiling = (
-                _ceiling_edges(float(lower), float(upper), nbins) if core is None and log_base is None and rounded
+                _ceiling_edges(float(lower), float(upper), nbins) if core is None and base is None and rounded
                 else None
             )  # fmt: skip
             edges = (
                 _rim_edges(float(lower), float(upper), core, nbins, True, rims)
                 if core is not None
-                else (log_base or ceiling or _integer_edges(float(lower), float(upper), nbins))
+                else (base or ceiling or _integer_edges(float(lower), float(upper), nbins))
             )
             if found.get("points") or zero:  # released frequent values: a bin of their own (post-processing)
                 edges = _whole_bins(_isolate_points(edges, tuple(found.get("points") or ()) + ((0.0,) if zero else ())))
         elif not edges and (found.get("points") or zero):  # real numbers: the bin decodes to the value itself
             edges, points = _real_point_edges(
-                float(lower), float(upper), nbins, found.get("points") or (), zero, core=core, base=log_base, rims=rims
+                float(lower), float(upper), nbins, found.get("points") or (), zero, core=core, base=base, rims=rims
             )
         if not edges and core is not None:  # no point inside the bounds: the core's bins alone
             edges = _rim_edges(float(lower), float(upper), core, nbins, role.integer, rims)
-        if not edges and log_base is not None:
-            edges = log_base
+        if not edges and base is not None:
+            edges = base
         if edges:
             return Attribute(
                 role.name, "numeric", edges=edges, integer=role.integer, unparsable=unparsable,

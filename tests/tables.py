@@ -267,3 +267,14 @@ def refused_release(argv: list[str], folder, capsys) -> str:
 
         assert not Ledger(Workspace(folder / "ws")).entries()
     return err
+
+
+def whole_numbers_per_bin(edges, lower: int, upper: int) -> list[set[int]]:
+    """The whole numbers of [lower, upper] each bin of ``edges`` holds (bins [a, b), the last closed); every one of
+    them must fall in some bin."""
+    e = np.asarray(edges, dtype=float)
+    values = np.arange(lower, upper + 1)
+    idx = np.searchsorted(e, values, side="right") - 1
+    idx[values == e[-1]] = len(e) - 2
+    assert (idx >= 0).all() and (idx <= len(e) - 2).all()
+    return [set(values[idx == i].tolist()) for i in range(len(e) - 1)]

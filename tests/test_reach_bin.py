@@ -14,14 +14,7 @@ import pytest
 
 from dpcore.tabular import _reach_edges
 
-
-def _held(edges, lower: int, upper: int) -> list[set[int]]:
-    """The whole numbers of [lower, upper] each bin of ``edges`` holds (bins [a, b), the last closed)."""
-    e = np.asarray(edges, dtype=float)
-    values = np.arange(lower, upper + 1)
-    idx = np.searchsorted(e, values, side="right") - 1
-    idx[values == e[-1]] = len(e) - 2
-    return [set(values[idx == i].tolist()) for i in range(len(e) - 1)]
+from .tables import whole_numbers_per_bin
 
 
 @pytest.mark.parametrize("upper,start,bins,rounded", [(127, 16, 10, True), (127, 16, 10, False), (255, 32, 10, True),
@@ -29,7 +22,7 @@ def _held(edges, lower: int, upper: int) -> list[set[int]]:
 def test_the_reach_is_one_bin_and_the_located_range_keeps_the_others(upper, start, bins, rounded):
     edges = _reach_edges(0.0, float(upper), float(start), bins, True, rounded)
     assert edges is not None
-    held = _held(edges, 0, upper)
+    held = whole_numbers_per_bin(edges, 0, upper)
     assert all(held) and sum(len(h) for h in held) == upper + 1, edges  # every number in exactly one bin
     assert len(held) == bins  # as many bins as before: a pair's cells are capped
     assert held[0] == set(range(start)), edges  # 0 .. start - 1: the reach, one bin

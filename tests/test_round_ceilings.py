@@ -14,6 +14,8 @@ import pytest
 
 from dpcore.tabular import CEILING_MERGE_SHARE, _ceiling_edges, round_ceilings
 
+from .tables import whole_numbers_per_bin
+
 
 def test_the_round_numbers_inside_a_power_of_two_range_are_its_ceilings():
     assert round_ceilings(127) == (100,)
@@ -26,23 +28,13 @@ def test_the_round_numbers_inside_a_power_of_two_range_are_its_ceilings():
     assert all(r > (u + 1) // 2 for u in (2**k - 1 for k in range(3, 30)) for r in round_ceilings(u))
 
 
-def _held(edges, lower: int, upper: int) -> list[set[int]]:
-    """The whole numbers of [lower, upper] each bin of ``edges`` holds (bins [a, b), the last closed)."""
-    e = np.asarray(edges, dtype=float)
-    values = np.arange(lower, upper + 1)
-    idx = np.searchsorted(e, values, side="right") - 1
-    idx[values == e[-1]] = len(e) - 2
-    assert (idx >= 0).all() and (idx <= len(e) - 2).all()
-    return [set(values[idx == i].tolist()) for i in range(len(e) - 1)]
-
-
 @pytest.mark.parametrize("lower,upper,bins", [(32, 127, 10), (0, 127, 10), (16, 127, 10), (0, 255, 10),
                                               (256, 1023, 20), (90, 127, 10), (0, 4095, 20),
                                               (64, 127, 10), (4096, 8191, 10), (0, 2047, 10)])  # fmt: skip
 def test_every_number_lands_in_one_bin_and_a_bin_ends_at_the_round_ceiling(lower, upper, bins):
     edges = _ceiling_edges(float(lower), float(upper), bins)
     assert edges is not None
-    held = _held(edges, lower, upper)
+    held = whole_numbers_per_bin(edges, lower, upper)
     assert all(held), edges  # no empty bin
     assert sum(len(h) for h in held) == upper - lower + 1  # each number once
     assert len(held) <= bins  # never more bins: a pair's cells are capped
@@ -127,7 +119,7 @@ def test_a_released_value_beside_a_whole_edge_leaves_no_bin_without_a_whole_numb
 
     for edges, points in ((_ceiling_edges(0.0, 127.0, 20), [100.0]), ((0.0, 10.0, 20.0, 30.0), [19.0, 9.0, 29.0])):
         out = _whole_bins(_isolate_points(edges, points))
-        held = _held(out, 0, 127 if len(edges) > 4 else 30)
+        held = whole_numbers_per_bin(out, 0, 127 if len(edges) > 4 else 30)
         assert all(held), out
         assert all({int(p)} in held for p in points), out  # each released value alone in its bin
     assert _whole_bins((0.0, 10.0, 20.0, 30.0)) == (0.0, 10.0, 20.0, 30.0)
