@@ -132,8 +132,10 @@ class Attribute:
     other: bool = False  # categorical: one code for the values not listed
     unparsable: str = "reject"  # numeric/datetime: "reject" or "missing" for cells that do not parse
     provenance: tuple[tuple[str, str], ...] = ()
-    #: numeric, not integer: values whose bin decodes to the value itself (a frequent value with a bin of its own,
-    #: ``[p - h, p + h)``: 17.5 comes back as 17.5, not as a draw between 17.45 and 17.55)
+    #: numeric: values whose bin decodes to the value itself (a frequent value with a bin of its own,
+    #: ``[p - h, p + h)``: 17.5 comes back as 17.5, not as a draw between 17.45 and 17.55; a whole number's bin
+    #: holds it alone).  Released under DP (frequent values) or declared; the bins between two points hold the
+    #: values not released (:func:`dpcore.mechanisms.decouple.gap_codes`)
     points: tuple[float, ...] = ()
     #: categorical: listed values a public vocabulary, or the gaps between released range labels, added to a
     #: discovered set (:mod:`dpcore.vocabularies`), not released from the data; measured like every value, and
@@ -248,13 +250,15 @@ class Attribute:
         if self.integer and math.floor(edges[-1]) < math.ceil(edges[0]):
             raise DomainError(f"Attribute {name!r}: integer bounds [{edges[0]:g}, {edges[-1]:g}] hold no whole number.")
         points = tuple(sorted({float(p) for p in self.points}))
-        if points and self.integer:
-            raise DomainError(f"Attribute {name!r}: points are for real numbers (a whole number's bin holds it).")
         if any(not (math.isfinite(p) and edges[0] <= p <= edges[-1]) for p in points):
             raise DomainError(f"Attribute {name!r}: every point must lie within the bounds.")
         bins_of = np.clip(np.searchsorted(edges, points, side="right") - 1, 0, len(edges) - 2)
         if len(set(bins_of.tolist())) != len(points):
             raise DomainError(f"Attribute {name!r}: each point needs a bin of its own.")
+        last = len(edges) - 2
+        alone = (whole_span(edges[i], edges[i + 1], i == last) == (p, p) for p, i in zip(points, bins_of))
+        if self.integer and not all(alone):
+            raise DomainError(f"Attribute {name!r}: a whole number's point must be the only whole number of its bin.")
         object.__setattr__(self, "points", points)
         object.__setattr__(self, "edges", edges)
         object.__setattr__(self, "lower", edges[0])

@@ -86,7 +86,7 @@ from .discovery import (
     sliver_read,
     split_column_rho,
 )
-from .domain import CLOCK_UNITS, Attribute, Domain, _has_time, _normalise_source
+from .domain import CLOCK_UNITS, Attribute, Domain, _has_time, _normalise_source, whole_span
 from .errors import BudgetError, DataError, DomainError
 from .ingest import Role, confirmed, header_role, private_roles, propose_roles
 from .mechanisms.base import SpendRecord
@@ -564,6 +564,21 @@ def _isolate_points(edges: tuple[float, ...], points, half: float = 0.5) -> tupl
     return tuple(sorted(out))
 
 
+def _whole_points(edges: tuple[float, ...], released) -> tuple[float, ...]:
+    """The released whole numbers that are each the only whole number of their bin among ``edges``: the attribute's
+    ``points``, so the fit can tell the bins between them (the values not released) from theirs
+    (:func:`dpcore.mechanisms.decouple.gap_codes`).  Post-processing of released values."""
+    last = len(edges) - 2
+    out = []
+    for p in sorted({float(v) for v in released}):
+        if not (edges[0] <= p <= edges[-1]) or not float(p).is_integer():
+            continue
+        i = min(max(int(np.searchsorted(edges, p, side="right")) - 1, 0), last)
+        if whole_span(edges[i], edges[i + 1], i == last) == (p, p):
+            out.append(p)
+    return tuple(out)
+
+
 def _whole_bins(edges: tuple[float, ...]) -> tuple[float, ...]:
     """Whole-number bin edges without a bin that holds no whole number: a released value p next to a whole edge
     p + 1 left [p + 0.5, p + 1) -- scores with 100 released beside the round ceiling's 101 got a bin [100.5, 101),
@@ -756,7 +771,9 @@ def _build_attribute(
                 else (base or ceiling or _integer_edges(float(lower), float(upper), nbins))
             )
             if found.get("points") or zero:  # released frequent values: a bin of their own (post-processing)
-                edges = _whole_bins(_isolate_points(edges, tuple(found.get("points") or ()) + ((0.0,) if zero else ())))
+                released = tuple(found.get("points") or ()) + ((0.0,) if zero else ())
+                edges = _whole_bins(_isolate_points(edges, released))
+                points = _whole_points(edges, released)
         elif not edges and (found.get("points") or zero):  # real numbers: the bin decodes to the value itself
             edges, points = _real_point_edges(
                 float(lower), float(upper), nbins, found.get("points") or (), zero, core=core, base=base, rims=rims

@@ -281,15 +281,17 @@ def test_a_whole_number_bin_that_holds_one_number_is_labelled_with_it():
 
 
 def test_points_in_a_schema_are_checked_with_a_message():
-    """A schema's ``points`` (values a real column's bins decode to) must be numbers inside the bounds, each in a
-    bin of its own, on a real numeric attribute: anything else is refused with what to fix."""
+    """A schema's ``points`` (values a column's bins decode to) must be numbers inside the bounds, each in a bin of
+    its own -- a whole-number column's the only whole number of its bin -- on a numeric attribute: anything else is
+    refused with what to fix."""
     base = {"name": "x", "kind": "numeric", "edges": [0, 0.95, 1.05, 10]}
     assert Attribute.from_dict({**base, "points": [1.0]}).points == (1.0,)
+    assert Attribute.from_dict({**base, "integer": True, "points": [1.0]}).points == (1.0,)  # 1 alone in its bin
     for bad, said in (
         ({**base, "points": [20.0]}, "within the bounds"),
         ({**base, "points": [1.0, 1.01]}, "bin of its own"),
         ({**base, "points": "1"}, "must be a list"),
-        ({**base, "integer": True, "points": [1.0]}, "real numbers"),
+        ({**base, "edges": [0, 0.5, 2.5, 10], "integer": True, "points": [1.0]}, "only whole number of its bin"),
         ({"name": "c", "kind": "categorical", "values": ["a"], "points": [1.0]}, "numeric"),
     ):
         with pytest.raises(DomainError, match=said):

@@ -92,6 +92,11 @@ EMPTY_SPECIAL_PARAM = Param(
 )
 
 
+class Gap(int):
+    """The code of a bin between two of a number's points (:func:`gap_codes`): tested against STRUCTURAL_Z like a
+    missing or '(other)' cell, and named as such in the run's note."""
+
+
 class Word(int):
     """The code of a value a public vocabulary added to a discovered category set (:mod:`dpcore.vocabularies`):
     tested against WORD_Z instead of STRUCTURAL_Z."""
@@ -107,6 +112,22 @@ def special_codes(domain) -> dict[int, tuple[int, ...]]:
         if codes:
             out[a] = codes
     return out
+
+
+def gap_codes(attr) -> tuple[Gap, ...]:
+    """A number's bins that lie between two of its points (released frequent values, :attr:`Attribute.points`)
+    and hold none: they hold the values not released, each under the release's threshold, so a column whose
+    values are a few round numbers (discounts of 0, 5, 10 and 20%) has nothing there -- and noise left 5% of a
+    3,000-row table's discounts at 1-4, 6-9 and 11-19.  Like a missing or '(other)' cell, each is fitted as empty
+    where its one-way measurement is under STRUCTURAL_Z·σ; a bin holding a real share of rows (the body of a
+    continuous column between two frequent values) stays.  The bins beyond the outermost points are left to
+    :func:`outer_chains`.  Public: the schema."""
+    if attr.kind != "numeric" or len(attr.points) < 2:
+        return ()
+    edges = np.asarray(attr.edges, dtype=float)
+    held = np.clip(np.searchsorted(edges, attr.points, side="right") - 1, 0, len(edges) - 2)
+    lo, hi = int(held.min()), int(held.max())
+    return tuple(Gap(i) for i in range(lo + 1, hi) if i not in set(held.tolist()))
 
 
 def _power_of_two(x: float) -> bool:
@@ -180,12 +201,12 @@ def _prefix(chain: list[int]) -> list[int]:
 
 def empty_chains(domain) -> dict[int, tuple]:
     """Every attribute's codes that noise alone may fill, for :func:`chain_zeros`: its missing and '(other)' codes
-    (bare codes, :func:`special_codes`) and a discovered number's end bins (tuples, from the outside in:
-    :func:`outer_chains`).  Public: the schema."""
+    (bare codes, :func:`special_codes`), a number's bins between its points (bare codes, :func:`gap_codes`) and a
+    discovered number's end bins (tuples, from the outside in: :func:`outer_chains`).  Public: the schema."""
     out: dict[int, tuple] = {}
     special = special_codes(domain)
     for a, attr in enumerate(domain.attributes):
-        links = tuple(special.get(a, ())) + outer_chains(attr)
+        links = tuple(special.get(a, ())) + gap_codes(attr) + outer_chains(attr)
         if links:
             out[a] = links
     return out
@@ -229,25 +250,32 @@ def empty_notes(zeros: dict, domain, filled: int = 0) -> list[str]:
     """The run's note on the cells fitted as empty."""
     if not zeros:
         return []
-    parts, ends, words = [], False, False
+    parts, ends, words, gaps = [], False, False, False
     for a, codes in sorted(zeros.items()):
         attr = domain.attributes[a]
         names = attr.labels()
+        between = set(gap_codes(attr))
         words = words or any(c < len(attr.values) and attr.values[c] in attr.vocabulary for c in codes)
-        ends = ends or (
-            attr.kind != "categorical"
-            and any(c != attr.other_code and not (attr.missing and c == attr.n_regular) for c in codes)
-        )
+        gaps = gaps or bool(between & set(codes))
+        special = {attr.other_code, attr.n_regular if attr.missing else None} | between
+        ends = ends or (attr.kind != "categorical" and any(c not in special for c in codes))
         labels = ["missing" if attr.missing and c == attr.n_regular else names[c] for c in sorted(codes)]
         parts.append(f"{attr.name}: {', '.join(labels)}")
+    kinds = [
+        text
+        for flag, text in (
+            (gaps, "a number's values between the values released as frequent"),
+            (
+                ends,
+                "a discovered number's values past where its power-of-two bounds vouch for rows: together under 1σ",
+            ),
+            (words, f"a value a public vocabulary added: under {WORD_Z:g}σ"),
+        )
+        if flag
+    ]
     return [
         f"Cells measured under {STRUCTURAL_Z:g}σ"
-        + (
-            " (a discovered number's values past where its power-of-two bounds vouch for rows: together under 1σ)"
-            if ends
-            else ""
-        )
-        + (f" (a value a public vocabulary added: under {WORD_Z:g}σ)" if words else "")
+        + (f" ({'; '.join(kinds)})" if kinds else "")
         + " were fitted as empty (post-processing), so noise does not fill them with rows the data may not have: "
         + "; ".join(parts)
         + (f" ({filled:,} cells left there by the fit took a value from a similar row)." if filled else ".")
