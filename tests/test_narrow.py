@@ -31,7 +31,10 @@ def _temperatures(n: int, seed: int = 0) -> np.ndarray:
 
 def test_narrow_ranges_are_away_from_zero_within_three_octaves_and_not_short_scales():
     assert narrow_range(32.0, 64.0, False) and narrow_range(512.0, 2048.0, False)
-    assert narrow_range(16.0, 127.0, True) and narrow_range(1024.0, 2047.0, True)
+    assert narrow_range(32.0, 127.0, True) and narrow_range(1024.0, 2047.0, True)
+    # adults' ages located as [16, 127] span three octaves from 16 (127 + 1 = 8 · 16): the reach's ranges, which
+    # stay coarse-binned by the averaged look whether the three octaves below hold rows (reached) or not
+    assert not narrow_range(16.0, 127.0, True) and not narrow_range(-127.0, -16.0, True)
     assert narrow_range(-64.0, -16.0, False)  # mirrored
     assert not narrow_range(8.0, 64.0, False)  # three octaves: its low bins are not far from zero
     assert not narrow_range(0.0, 127.0, True) and not narrow_range(-4.0, 4.0, False)

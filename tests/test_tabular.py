@@ -503,8 +503,8 @@ def test_amounts_over_many_powers_of_two_get_bins_spaced_in_log():
     range is located from 2^10 and reached down to 0, [0, 2^20]; twenty equal bins of 52,429 put 60% of the rows in
     the first (1-way TVD 0.22 on that column).  A range spanning LOG_SPAN or more gets bins spaced evenly in log
     from where its rows were located (and [0, 2^10) below): no bin then holds a third of the rows.  Ages 18-90
-    ([16, 127]: 3 octaves) keep equal bins up to the round ceiling 100 (and one bin past it, and one for the reach
-    below 16)."""
+    ([16, 127]: 3 octaves) keep equal bins up to the round ceiling 100 (and one bin past it; no reach below 16,
+    where no one is: :data:`dpcore.discovery.REACH_SHARE`)."""
     from dpcore.discovery import LOG_SPAN
     from dpcore.tabular import _log_edges, prepare_table
 
@@ -521,12 +521,13 @@ def test_amounts_over_many_powers_of_two_get_bins_spaced_in_log():
     age = prep.domain.attributes[prep.domain.names.index("age")]
     widths = np.diff(np.asarray(age.edges))
     assert age.edges[-2] == 101 and widths[1:-1].max() <= 2 * np.median(widths)  # equal bins up to 100, one past it
-    assert age.edges[:2] == (0, 16)  # and one below 16, where the range was reached down to 0 from
+    assert age.edges[0] == 16  # the three octaves below 16 hold no one: not reached down to 0
     # Whole amounts located over exactly six powers of two ([2^10, 2^16 - 1]: the upper bound one below 2^16) too.
     paid_amounts = np.floor(np.exp(rng.uniform(np.log(1024), np.log(65535), n)))  # each power of two a sixth
     whole_amounts = pd.DataFrame({"paid": paid_amounts.astype(int), "group": rng.choice(["a", "b"], n)})
     paid = prepare_table(whole_amounts, epsilon=1.0, delta=1e-8, noise=Randomness(4)).domain.attributes[0]
-    assert paid.integer and paid.edges[-1] + 1 >= LOG_SPAN * paid.edges[1] > 0, paid.edges
+    assert paid.integer and paid.edges[-1] + 1 >= LOG_SPAN * paid.edges[0] > 0, paid.edges  # nothing below 1,024:
+    assert paid.edges[0] == 1024 and np.allclose(np.diff(np.log(paid.edges)), np.log(64) / 20, rtol=0.2)  # no reach
     geo = _log_edges(0.0, 2.0**20, 1024.0, 20, False)
     assert geo[0] == 0 and geo[1] == 1024 and geo[-1] == 2**20 and len(geo) == 21
     ratios = np.diff(np.log(geo[1:]))
