@@ -278,3 +278,20 @@ def whole_numbers_per_bin(edges, lower: int, upper: int) -> list[set[int]]:
     idx[values == e[-1]] = len(e) - 2
     assert (idx >= 0).all() and (idx <= len(e) - 2).all()
     return [set(values[idx == i].tolist()) for i in range(len(e) - 1)]
+
+
+def shop_orders(n: int, seed: int, discounts, weights, stars_and_price: bool = False) -> pd.DataFrame:
+    """A shop's orders: a category, a quantity (1-6), a discount drawn from ``discounts`` with ``weights`` (a few
+    round whole numbers), optionally a 1-5 star rating and a price, and a 10% return flag."""
+    rng = np.random.default_rng(seed)
+    cols = {
+        "category": rng.choice(["toys", "books", "garden", "food"], n),
+        "quantity": np.minimum(rng.geometric(0.5, n), 6),
+    }
+    if stars_and_price:
+        cols["stars"] = rng.choice([1, 2, 3, 4, 5], n, p=[0.05, 0.07, 0.18, 0.35, 0.35])
+    cols["discount"] = rng.choice(list(discounts), n, p=list(weights))
+    if stars_and_price:
+        cols["price"] = rng.lognormal(3, 0.8, n).round(2)
+    cols["returned"] = rng.choice(["no", "yes"], n, p=[0.9, 0.1])
+    return pd.DataFrame(cols)

@@ -22,6 +22,8 @@ from dpcore.mechanisms.decouple import STRUCTURAL_Z, Gap, empty_chains, empty_no
 from dpcore.mechanisms.projection_adaptive import AdaptiveProjection, structural_zeros
 from dpcore.workload import Workload
 
+from .tables import shop_orders
+
 FAST = {"scip": "off", "max_iterations": 60, "round_iterations": 10}
 
 #: A discovered discount's bins (the orders table's at ε = 1): 0, 5, 10 and 20 released as points, 15 not.
@@ -120,14 +122,7 @@ def test_a_released_discount_keeps_its_points_on_the_card_and_its_rows_on_them(t
     binom.ppf(1 - 1e-4, gaps, Φ(-2)) of them hold any (before the rule most did: 5% of the rows in the gaps)."""
     from dpcore.cli import main
 
-    rng = np.random.default_rng(7)
-    n = 3000
-    df = pd.DataFrame({
-        "category": rng.choice(["toys", "books", "garden", "food"], n),
-        "quantity": np.minimum(rng.geometric(0.5, n), 6),
-        "discount": rng.choice([0, 5, 10, 15, 20], n, p=[0.4, 0.15, 0.15, 0.15, 0.15]),
-        "returned": rng.choice(["no", "yes"], n, p=[0.9, 0.1]),
-    })  # fmt: skip
+    df = shop_orders(3000, 7, (0, 5, 10, 15, 20), (0.4, 0.15, 0.15, 0.15, 0.15))
     df.to_csv(tmp_path / "orders.csv", index=False)
     empty_gaps, holding = 0, 0
     for seed in range(3):

@@ -28,6 +28,8 @@ from dpcore.errors import BudgetError
 from dpcore.privacy.samplers import Randomness
 from dpcore.tabular import _ceiling_edges, _integer_edges, _isolate_points, prepare_table
 
+from .tables import shop_orders
+
 
 def _hours(n: int, seed: int = 0) -> pd.DataFrame:
     """Hours a week (47% at 40, the rest spread 1-99), a count with a one-row outlier value, and a category."""
@@ -236,16 +238,7 @@ def test_under_5000_rows_a_whole_number_column_with_few_values_comes_back_as_tho
     drawn over whole numbers from 0 to 31."""
     from dpcore.cli import main
 
-    rng = np.random.default_rng(41)
-    n = 4000
-    df = pd.DataFrame({
-        "category": rng.choice(["toys", "books", "garden", "food"], n),
-        "quantity": np.minimum(rng.geometric(0.5, n), 6),
-        "stars": rng.choice([1, 2, 3, 4, 5], n, p=[0.05, 0.07, 0.18, 0.35, 0.35]),
-        "discount": rng.choice([0, 10, 20, 30], n, p=[0.6, 0.2, 0.15, 0.05]),
-        "price": rng.lognormal(3, 0.8, n).round(2),
-        "returned": rng.choice(["no", "yes"], n, p=[0.9, 0.1]),
-    })  # fmt: skip
+    df = shop_orders(4000, 41, (0, 10, 20, 30), (0.6, 0.2, 0.15, 0.05), stars_and_price=True)
     df.to_csv(tmp_path / "shop.csv", index=False)
     args = [
         "release",
