@@ -847,18 +847,30 @@ def _wants_points(role: Role, spec: ColumnSpec | None, n: int) -> bool:
 #: too since 2026-11-28: a discount of 0/5/10/15/20 on 3,000 rows came back over every whole number from 0 to 20).
 FEW_VALUES_SHARE = 0.05
 
+#: ... or whose noisy distinct count is within its σ of that share while its noisy mode (the most frequent value's
+#: count, released with the role) holds at least this share of the rows: a column of a few round values has a large
+#: mode, a many-valued vital sign a small one.
+FEW_VALUES_MODE = 0.1
+
 
 def _few_values(role: Role, n: int) -> bool:
     """Whether a numeric column's role was decided privately from counts saying it has few distinct values:
     its noisy ``distinct`` at most FEW_VALUES_SHARE·n, with noise (σ) no larger than that share -- on smaller or
     wider tables the count cannot tell five values from fifty (Pima at ε = 1, σ ≈ 11% of the rows: whole-number
     columns read as real got points and nothing else).  Post-processing of the released role statistics, so the
-    choice costs nothing.  A declared or confirmed role carries no such count: False."""
+    choice costs nothing.  A declared or confirmed role carries no such count: False.  Within σ over the share,
+    the column's noisy mode decides (FEW_VALUES_MODE)."""
     stats = role.stats or {}
     if role.source != "dp" or "distinct" not in stats:
         return False
-    share = FEW_VALUES_SHARE * n
-    return float(stats.get("noise_sigma", math.inf)) <= share and float(stats["distinct"]) <= share
+    share, sigma, distinct = FEW_VALUES_SHARE * n, float(stats.get("noise_sigma", math.inf)), float(stats["distinct"])
+    if sigma > share:
+        return False
+    # A column of five round values read its distinct count over the share in 11% of draws at σ ≈ 4% of 3,000 rows
+    # (Φ(-145/118)), and its values came back spread over every whole number between them (40% of its rows off
+    # them); within σ of the share its large mode says it is one (a σ of slack alone gave a many-valued heart rate
+    # frequent values too, and the other columns lost the budget they took).
+    return distinct <= share or (distinct <= share + sigma and float(stats.get("mode", 0.0)) >= FEW_VALUES_MODE * n)
 
 
 def _task(role: Role, spec: ColumnSpec | None, n: int = 0) -> ValueTask:

@@ -199,7 +199,7 @@ def test_under_5000_rows_a_real_column_with_few_values_releases_them():
     150 with probability ≈ Φ(145 / 118) ≈ 0.9)."""
     from scipy.stats import binom, norm
 
-    from dpcore.tabular import FEW_VALUES_SHARE, _few_values
+    from dpcore.tabular import FEW_VALUES_MODE, FEW_VALUES_SHARE, _few_values
 
     rng = np.random.default_rng(7)
     n = 3000
@@ -216,7 +216,9 @@ def test_under_5000_rows_a_real_column_with_few_values_releases_them():
         roles = {r.name: r for r in prep.roles}
         assert not _few_values(roles["score"], n) and not prep.domain["score"].points
         stats, share = roles["price"].stats, FEW_VALUES_SHARE * n
-        assert (stats["noise_sigma"] <= share and stats["distinct"] <= share) == _few_values(roles["price"], n)
+        sd, big_mode = stats["noise_sigma"], stats["mode"] >= FEW_VALUES_MODE * n
+        expected = sd <= share and (stats["distinct"] <= share or (stats["distinct"] <= share + sd and big_mode))
+        assert expected == _few_values(roles["price"], n)
         if _few_values(roles["price"], n):
             fired += 1
             points = prep.domain["price"].points
@@ -264,7 +266,7 @@ def test_few_values_needs_a_private_role_whose_count_can_tell():
     the share it is compared with never releases points on a small table; a whole-number column with few values
     does (since 2026-11-28), a whole-number column with many does not."""
     from dpcore.ingest import Role
-    from dpcore.tabular import FEW_VALUES_SHARE, _few_values
+    from dpcore.tabular import FEW_VALUES_MODE, FEW_VALUES_SHARE, _few_values
 
     n = 3000
     share = FEW_VALUES_SHARE * n
@@ -272,6 +274,13 @@ def test_few_values_needs_a_private_role_whose_count_can_tell():
     assert _few_values(Role("p", "numeric", source="dp", stats=stats), n)
     assert not _few_values(Role("p", "numeric", source="dp", stats={**stats, "noise_sigma": share * 2}), n)
     assert not _few_values(Role("p", "numeric", source="dp", stats={**stats, "distinct": share + 1}), n)
+    # within σ over the share, a large mode says few values (a discount of five round values: 40% of the rows at 0);
+    # a small one (a many-valued vital sign) does not, and nothing past σ over the share does
+    big, small = FEW_VALUES_MODE * n, FEW_VALUES_MODE * n / 4
+    assert _few_values(Role("p", "numeric", source="dp", stats={**stats, "distinct": share + 1, "mode": big}), n)
+    assert not _few_values(Role("p", "numeric", source="dp", stats={**stats, "distinct": share + 1, "mode": small}), n)
+    past = {**stats, "distinct": share + stats["noise_sigma"] + 1, "mode": big}
+    assert not _few_values(Role("p", "numeric", source="dp", stats=past), n)
     assert _few_values(Role("p", "numeric", integer=True, source="dp", stats=stats), n)
     assert not _few_values(Role("p", "numeric", integer=True, source="dp", stats={**stats, "distinct": 400.0}), n)
     assert not _few_values(Role("p", "numeric", source="declared"), n)
