@@ -130,9 +130,8 @@ def gap_codes(attr) -> tuple[Gap, ...]:
     if attr.kind != "numeric" or len(attr.points) < 2:
         return ()
     edges = np.asarray(attr.edges, dtype=float)
-    held = np.clip(np.searchsorted(edges, attr.points, side="right") - 1, 0, len(edges) - 2)
-    lo, hi = int(held.min()), int(held.max())
-    return tuple(Gap(i) for i in range(lo + 1, hi) if i not in set(held.tolist()))
+    held = {int(i) for i in np.clip(np.searchsorted(edges, attr.points, side="right") - 1, 0, len(edges) - 2)}
+    return tuple(Gap(i) for i in range(min(held) + 1, max(held)) if i not in held)
 
 
 def _power_of_two(x: float) -> bool:
