@@ -251,40 +251,37 @@ def chain_zeros(chains: dict, measure) -> dict[int, set[int]]:
     Post-processing of the noisy answers and their public σ."""
     out: dict[int, set[int]] = {}
     for pool in getattr(chains, "pools", ()):
-        _pooled_chains(pool, measure, out)
+        _read_chain(pool, measure, out, pooled=True)
     for a, links in chains.items():
         for link in links:
-            chain = isinstance(link, tuple)
-            total = 0.0
-            for code in link if chain else (link,):
-                got = measure(a, int(code))
-                if got is None:
-                    break
-                share, sd = got
-                if chain:
-                    total += max(share, 0.0)  # a negative share (noise) must not make room for a real bin
-                    if sd > OUTER_SIGMA_SHARE or total >= sd:
-                        break
-                elif share >= (WORD_Z if isinstance(link, Word) else STRUCTURAL_Z) * sd:
-                    break
-                out.setdefault(a, set()).add(int(code))
+            if isinstance(link, tuple):
+                _read_chain(((a, link),), measure, out, pooled=False)
+                continue
+            got = measure(a, int(link))
+            if got is not None and got[0] < (WORD_Z if isinstance(link, Word) else STRUCTURAL_Z) * got[1]:
+                out.setdefault(a, set()).add(int(link))
     return out
 
 
-def _pooled_chains(pool, measure, out: dict[int, set[int]]) -> None:
-    """A battery's end chain (:func:`battery_pools`: (attribute, codes) per item) read on the sum of its items'
-    shares (:func:`chain_zeros`), where every item's σ is over OUTER_SIGMA_SHARE (else each is read alone)."""
+def _read_chain(members, measure, out: dict[int, set[int]], pooled: bool) -> None:
+    """An end chain read from the outside in (:func:`chain_zeros`) on the sum of its members' shares ((attribute,
+    codes) each: one column's chain, or a battery's, :func:`battery_pools`): each step's codes are emptied while
+    the positive parts of the summed shares stay together under the sum's σ.  One column is read where its σ is at
+    most OUTER_SIGMA_SHARE, a battery where every item's is over it (else each is read alone).  The items' noises
+    are independent (one-way measurements; on a chosen workload nearly: marginals holding two items share a cell
+    of many)."""
     total = 0.0
-    for step in range(len(pool[0][1])):
-        got = [measure(a, int(chain[step])) for a, chain in pool]
-        if any(g is None for g in got) or min(g[1] for g in got) <= OUTER_SIGMA_SHARE:
+    for step in range(len(members[0][1])):
+        got = [measure(a, int(chain[step])) for a, chain in members]
+        if any(g is None for g in got):
             break
-        # the items' noises are independent (one-way measurements; on a chosen workload nearly: marginals holding
-        # two items share a cell of many)
-        total += max(sum(g[0] for g in got), 0.0)
+        noisy = min(g[1] for g in got) > OUTER_SIGMA_SHARE
+        if noisy != pooled:
+            break
+        total += max(sum(g[0] for g in got), 0.0)  # a negative share (noise) must not make room for a real bin
         if total >= math.sqrt(sum(g[1] ** 2 for g in got)):
             break
-        for a, chain in pool:
+        for a, chain in members:
             out.setdefault(a, set()).add(int(chain[step]))
 
 
