@@ -26,17 +26,13 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from .domain import Domain
+from .domain import MISSING_TOKENS, Domain
 from .errors import DataError, DomainError
 
 #: Cells read as missing: pandas' defaults but ``None`` (an empty cell, ``NA``, ``N/A``, ``NULL``, ``NaN``...) and
 #: ``?``, the UCI convention (the bundled Adult sample uses it).  ``None`` is read as text: a category of its own
 #: in many tables (sleep disorders "None", "Insomnia"; allergies "None", "Pollen"), a missing cell in numbers and
 #: dates and wherever a schema does not list it (:data:`dpcore.domain.NONE_TEXT`).
-MISSING_TOKENS = [
-    "", "#N/A", "#N/A N/A", "#NA", "-1.#IND", "-1.#QNAN", "-NaN", "-nan", "1.#IND", "1.#QNAN", "<NA>", "N/A", "NA",
-    "NULL", "NaN", "n/a", "nan", "null", "?",
-]  # fmt: skip
 DELIMITERS = [",", ";", "\t", "|"]
 #: Hard cap on rows read, to keep a hostile upload from exhausting memory.
 MAX_ROWS = 20_000_000
@@ -220,7 +216,7 @@ def read_table(source, filename: str | None = None, min_columns: int = 2) -> pd.
                     sep=delim,
                     header=0,
                     names=names or None,
-                    na_values=MISSING_TOKENS,
+                    na_values=[""],  # the other missing texts are read by _read_missing_marks
                     keep_default_na=False,
                     dtype=str,
                     skipinitialspace=True,
@@ -247,10 +243,46 @@ def read_table(source, filename: str | None = None, min_columns: int = 2) -> pd.
         df.attrs["renamed"] = renamed
         if len(df) > MAX_ROWS:
             raise DataError(f"{name}: more than {MAX_ROWS:,} rows; sample the table first.")
+        _read_missing_marks(df)
     df = validate_table(df, name, min_columns)
     df.attrs["source_digest"] = digest
     df.attrs["name"] = Path(str(name)).stem[:80] or "table"
     return df
+
+
+#: ``df.attrs`` key of a table read from CSV: how many rows hold each missing-value text (:func:`missing_marks`).
+MISSING_MARKS = "missing_marks"
+
+
+def _read_missing_marks(df: pd.DataFrame) -> None:
+    """Make the cells holding a missing-value text ("?", "NA", "NULL"...: :data:`MISSING_TOKENS`) missing, and keep
+    in ``df.attrs`` how many rows hold each, the empty cell included.  Exact counts, private: read only by the
+    exponential mechanism choosing how a release writes missing cells (:func:`dpcore.ingest.private_roles`), or
+    for the data owner's eyes (:func:`dpcore.ingest.propose_roles`)."""
+    n = len(df)
+    texts = [t for t in MISSING_TOKENS if t]
+    holds: dict[str, np.ndarray] = {"": np.zeros(n, dtype=bool)}
+    for c in df.columns:
+        col = df[c]
+        holds[""] |= col.isna().to_numpy()
+        hit = col.isin(texts).to_numpy()
+        if not hit.any():
+            continue
+        where = np.flatnonzero(hit)
+        vals = col.to_numpy()[where]
+        for t in pd.unique(vals):
+            holds.setdefault(str(t), np.zeros(n, dtype=bool))[where[vals == t]] = True
+        df[c] = col.mask(hit)
+    df.attrs[MISSING_MARKS] = {"rows": n, "counts": {t: int(h.sum()) for t, h in holds.items() if h.any()}}
+
+
+def missing_marks(df: pd.DataFrame) -> dict[str, int] | None:
+    """Rows holding each missing-value text ("" for an empty cell) of a table read from CSV (private, exact), or
+    None where the table was not read so (built in memory, Parquet) or has lost or gained rows since."""
+    marks = df.attrs.get(MISSING_MARKS)
+    if not isinstance(marks, dict) or marks.get("rows") != len(df):
+        return None
+    return dict(marks.get("counts") or {})
 
 
 def table_digest(df: pd.DataFrame) -> str:

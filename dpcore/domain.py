@@ -56,6 +56,13 @@ from .errors import DomainError
 MISSING_LABEL = "(missing)"
 #: Label of the code holding every value a categorical attribute does not list (``other=True``).
 OTHER_LABEL = "(other)"
+#: The texts a CSV cell may hold for "no value": read as missing (:func:`dpcore.data.read_table`).  A release writes
+#: a missing cell empty, or as the one of them its schema names (:attr:`Attribute.missing_text`): "?" as UCI's
+#: files write it, "NA" as R does, "NULL" as databases do.
+MISSING_TOKENS = (
+    "", "#N/A", "#N/A N/A", "#NA", "-1.#IND", "-1.#QNAN", "-NaN", "-nan", "1.#IND", "1.#QNAN", "<NA>", "N/A", "NA",
+    "NULL", "NaN", "n/a", "nan", "null", "?",
+)  # fmt: skip
 KINDS = ("categorical", "numeric", "datetime")
 #: Every provenance a field can have.
 PROVENANCE = ("declared", "dp", "inferred")
@@ -88,6 +95,7 @@ _FIELDS_SET_BY = {
     "upper": ("upper",),
     "edges": ("lower", "upper"),
     "style": ("kind",),
+    "missing_text": ("kind",),
 }
 
 
@@ -149,6 +157,9 @@ class Attribute:
     #: numeric: how its numbers are written (:data:`NUMBER_STYLES`: "" plain, "$,.2" a currency sign, thousands
     #: grouped, two decimals; chosen under DP with the roles, :func:`dpcore.ingest.private_roles`, or declared)
     style: str = ""
+    #: how the release writes a missing cell: "" (empty) or one of :data:`MISSING_TOKENS` ("?", "NA", "NULL"...) as
+    #: the source file wrote them (chosen under DP with the roles, :func:`dpcore.ingest.private_roles`, or declared)
+    missing_text: str = ""
 
     def __post_init__(self) -> None:
         if not isinstance(self.name, str) or not self.name:
@@ -190,6 +201,11 @@ class Attribute:
             if not isinstance(self.style, str) or self.kind != "numeric":
                 raise DomainError(f"Attribute {self.name!r}: a style is for numeric attributes.")
             _style_parts(self.style)
+        if not isinstance(self.missing_text, str) or self.missing_text not in MISSING_TOKENS:
+            raise DomainError(
+                f"Attribute {self.name!r}: missing_text must be one of {list(MISSING_TOKENS)} (how a missing cell is "
+                f"written), not {self.missing_text!r}."
+            )
         if self.vocabulary and self.kind != "categorical":
             raise DomainError(f"Attribute {self.name!r}: vocabulary values are for categorical attributes.")
         if self.hours:
@@ -620,6 +636,8 @@ class Attribute:
                 d["hours"] = list(self.hours)
         if self.kind != "categorical" and self.unparsable != "reject":
             d["unparsable"] = self.unparsable
+        if self.missing_text:
+            d["missing_text"] = self.missing_text
         return d
 
     @classmethod
@@ -666,6 +684,7 @@ ATTRIBUTE_KEYS = frozenset(
         "vocabulary",
         "hours",
         "style",
+        "missing_text",
     }
 )
 

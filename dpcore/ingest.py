@@ -65,6 +65,7 @@ import pandas as pd
 
 from .domain import (
     LEADING_ZERO,
+    MISSING_TOKENS,
     NONE_TEXT,
     NUMBER_STYLES,
     _canonical_text,
@@ -133,6 +134,8 @@ SENSITIVITY = {"present": 1, "numeric": 1, "non_integer": 1, "date": 1, "distinc
 DATE_FORMAT_SHARE = 0.25
 #: The number styles' draws come from a stream derived from the run's (:meth:`Randomness.derived`) with this tag.
 STYLE_STREAM = 1
+#: The missing-value text's draw (:func:`missing_text_choice`) comes from the stream derived with this tag.
+MISSING_TEXT_STREAM = 2
 
 # ---- the rule's public thresholds
 #: Below this fraction of non-missing cells a column is "empty".
@@ -783,18 +786,69 @@ class PrivateRoles:
     rho: float
     sigma: float
     epsilon_format: float
+    #: how the release writes the roles' missing cells ("" empty, or one of MISSING_TOKENS), chosen under DP
+    missing_text: str = ""
+
+
+#: Part of the roles' format share (:data:`DATE_FORMAT_SHARE`) spent on the table's one missing-value text choice
+#: (:func:`missing_text_choice`); the columns' date formats and number styles share the rest.
+MISSING_TEXT_SHARE = 0.25
 
 
 def role_noise(rho: float, n_columns: int, format_share: float = DATE_FORMAT_SHARE) -> tuple[float, float]:
     """(σ of the discrete Gaussian on the counts, ε of each column's date-format choice and of its number-style
-    choice) for ``n_columns`` columns at ρ-zCDP: ρ·(1 - share) = 7p/(2σ²) and ρ·share = 2p·ε_f²/8 (two choices
-    a column)."""
+    choice) for ``n_columns`` columns at ρ-zCDP: ρ·(1 - share) = 7p/(2σ²) and ρ·share·(1 - MISSING_TEXT_SHARE) =
+    2p·ε_f²/8 (two choices a column); the rest of the share is the table's missing-value text
+    (:func:`missing_text_epsilon`)."""
     if rho <= 0 or n_columns < 1:
         raise BudgetError("Deciding roles privately needs ρ > 0 and at least one column.")
     l2_squared = sum(SENSITIVITY[s] ** 2 for s in STATISTICS) * n_columns
     sigma = math.sqrt(l2_squared / (2.0 * rho * (1.0 - format_share)))
-    eps_format = math.sqrt(8.0 * rho * format_share / (2 * n_columns))
+    eps_format = math.sqrt(8.0 * rho * format_share * (1.0 - MISSING_TEXT_SHARE) / (2 * n_columns))
     return sigma, eps_format
+
+
+def missing_text_epsilon(rho: float, format_share: float = DATE_FORMAT_SHARE) -> float:
+    """ε of the table's one missing-value text choice at the roles' ρ: ε²/8 = ρ·share·MISSING_TEXT_SHARE."""
+    return math.sqrt(8.0 * rho * format_share * MISSING_TEXT_SHARE)
+
+
+#: How unlikely a missing-value text other than the empty cell may be chosen for a table that writes none (each of
+#: the others at most this / their number).
+MISSING_TEXT_FALSE_RATE = 0.01
+
+
+def missing_text_head_start(epsilon: float) -> float:
+    """Rows' worth of head start for the empty cell in the choice of a table's missing-value text at ε (public):
+    with no row holding another text, each of the K - 1 others wins with probability at most exp(-ε·h/2) ≤
+    MISSING_TEXT_FALSE_RATE / (K - 1) (K = 19: ~500 rows at ε = 0.03, ~300 at ε = 0.05)."""
+    return 2.0 * math.log((len(MISSING_TOKENS) - 1) / MISSING_TEXT_FALSE_RATE) / epsilon
+
+
+def exact_missing_text(df: pd.DataFrame) -> str:
+    """The missing-value text most rows hold, the empty cell winning ties: exact, **NOT private** (for the data
+    owner's eyes and ``schema_from_data``)."""
+    from .data import missing_marks
+
+    marks = missing_marks(df) or {}
+    best = max(MISSING_TOKENS, key=lambda t: marks.get(t, 0))  # the first of equals: "" leads the list
+    return best if marks.get(best, 0) > 0 else ""
+
+
+def missing_text_choice(df: pd.DataFrame, epsilon: float, noise) -> str:
+    """How the release writes a missing cell, chosen by the exponential mechanism at ``epsilon`` among
+    :data:`~dpcore.domain.MISSING_TOKENS`: each text's score is the number of rows holding it in some cell
+    (:func:`dpcore.data.missing_marks`; one changed row moves each score by at most 1: sensitivity 1), the empty
+    cell given :func:`missing_text_head_start`.  "" without a draw for a table not read from CSV (built in memory,
+    Parquet: its missing cells carry no text) -- a public fact about how the table came, not about its rows."""
+    from .data import missing_marks
+
+    marks = missing_marks(df)
+    if marks is None:
+        return ""
+    scores = np.array([float(marks.get(t, 0)) for t in MISSING_TOKENS])
+    scores[0] += missing_text_head_start(epsilon)  # MISSING_TOKENS[0] is the empty cell
+    return MISSING_TOKENS[noise.derived(MISSING_TEXT_STREAM).exponential_mechanism(scores, epsilon, 1.0)]
 
 
 #: How unlikely a style other than plain may be chosen for a column with no styled cell at all (each of the others
@@ -849,4 +903,5 @@ def private_roles(df: pd.DataFrame, rho: float, noise, columns=None) -> PrivateR
     roles = [
         replace(decide_role(st), source="dp", stats=st.to_dict(), style=style) for st, style in zip(released, styles)
     ]
-    return PrivateRoles(roles, released, float(rho), sigma, eps_format)
+    missing_text = missing_text_choice(df, missing_text_epsilon(rho), noise)
+    return PrivateRoles(roles, released, float(rho), sigma, eps_format, missing_text)

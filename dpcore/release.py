@@ -90,9 +90,10 @@ class Release:
         df = self.decoded_rows(numeric)
         if df is None:
             return self._answers_table().to_csv(index=False).encode()
-        from .output import csv_separator
+        from .output import csv_separator, with_missing_text
 
-        return df.to_csv(index=False, sep=csv_separator(self.workload.domain)).encode()
+        domain = self.workload.domain
+        return with_missing_text(domain, df).to_csv(index=False, sep=csv_separator(domain)).encode()
 
     def write_synthetic_csv(self, path, numeric: str | None = None) -> None:
         """Write the synthetic rows (or the released answers) as CSV to ``path``, a chunk at a time, so a

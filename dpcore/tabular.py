@@ -88,7 +88,7 @@ from .discovery import (
 )
 from .domain import CLOCK_UNITS, Attribute, Domain, _has_time, _normalise_source, whole_span
 from .errors import BudgetError, DataError, DomainError
-from .ingest import Role, confirmed, header_role, private_roles, propose_roles
+from .ingest import Role, confirmed, exact_missing_text, header_role, private_roles, propose_roles
 from .mechanisms.base import SpendRecord
 from .output import to_table as _to_table
 from .privacy.ledger import DEFAULT_LEDGER, new_run_id, resolve_ledger
@@ -116,6 +116,7 @@ SCHEMA_FROM_DATA_NOTE = (
 #: The settings a schema entry may give besides its provenance fields.
 _SETTINGS = (
     "bins", "edges", "points", "integer", "granularity", "format", "other", "out_of_bounds", "unparsable", "style",
+    "missing_text",
 )  # fmt: skip
 
 
@@ -152,7 +153,7 @@ def _spec_from_attribute(attr: Attribute, keep_inferred: bool) -> ColumnSpec:
     spec = ColumnSpec(attr.name, sources=dict(usable))
     if "kind" in usable:
         spec.kind = attr.kind
-        for key in ("integer", "granularity", "format", "style"):
+        for key in ("integer", "granularity", "format", "style", "missing_text"):
             val = getattr(attr, key)
             if val not in (None, False, ""):
                 spec.settings[key] = val
@@ -699,10 +700,17 @@ def _real_point_edges(
 
 
 def _build_attribute(
-    role: Role, spec: ColumnSpec | None, found: dict, found_source: str, bins: int, found_bins: int | None = None
+    role: Role,
+    spec: ColumnSpec | None,
+    found: dict,
+    found_source: str,
+    bins: int,
+    found_bins: int | None = None,
+    missing_text: str = "",
 ) -> Attribute:
     """The attribute of a kept column: declared fields win, the rest from ``found``.  A numeric column whose bounds
-    come from the data (discovered or inferred) and that declares no bins gets ``found_bins`` (default: ``bins``)."""
+    come from the data (discovered or inferred) and that declares no bins gets ``found_bins`` (default: ``bins``).
+    ``missing_text``: how its missing cells are written where the schema does not say (chosen with the roles)."""
     spec = spec if (spec is not None and spec.kind == role.role) else None
     settings = dict(spec.settings) if spec else {}
     prov = {"kind": role.source}
@@ -718,6 +726,7 @@ def _build_attribute(
         missing=bool(settings.get("missing", True)),  # a declared "missing": false: no missing code to fill
         source="mixed",
         out_of_bounds=settings.get("out_of_bounds", "clip"),
+        missing_text=str(settings.get("missing_text", missing_text)),
     )
     if role.role == "categorical":
         values = pick("values")
@@ -968,8 +977,10 @@ def prepare_table(
     spends: list[SpendRecord] = []
     report: dict = {}
     run_id = None
+    missing_text = ""  # how the decided roles' missing cells are written (chosen with them)
     if schema_from_data:
         decided = {r.name: r for r in propose_roles(df, undecided)} if undecided else {}
+        missing_text = exact_missing_text(df) if undecided else ""
         found_source = "inferred"
     else:
         if to_discover:
@@ -982,6 +993,7 @@ def prepare_table(
             assert plan is not None  # undecided columns are among those to discover
             pr = private_roles(df, plan.rho_roles, noise, undecided)
             decided = {r.name: r for r in pr.roles}
+            missing_text = pr.missing_text
             report["roles"] = {"columns": len(undecided), "sigma": pr.sigma, "epsilon_format": pr.epsilon_format}
             if fitted_share and plan.joint:
                 # The share was fitted before the roles were known; with them released, the value sets and
@@ -1043,7 +1055,11 @@ def prepare_table(
                 )
 
     fine = discovered_bins(len(df), bins)  # public: n and the setting
-    attrs = [_build_attribute(r, specs.get(r.name), found.get(r.name, {}), found_source, bins, fine) for r in kept]
+    texts = {name: missing_text for name in decided}  # a role the user gave writes missing cells as declared
+    attrs = [
+        _build_attribute(r, specs.get(r.name), found.get(r.name, {}), found_source, bins, fine, texts.get(r.name, ""))
+        for r in kept
+    ]
     # Post-processing of released values (free): a category set that discovery left empty carries nothing but
     # "(other)" -- an identifier, free text or a continuous column at this budget.  Leave it out, and say so.
     empty = {

@@ -11,8 +11,16 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from dpcore.data import read_table
 from dpcore.domain import NUMBER_STYLES, Attribute, DomainError, parse_numbers, style_votes, styled_numbers
-from dpcore.ingest import _distinct_present, private_roles, role_noise, style_head_start
+from dpcore.ingest import (
+    DATE_FORMAT_SHARE,
+    MISSING_TEXT_SHARE,
+    _distinct_present,
+    private_roles,
+    role_noise,
+    style_head_start,
+)
 from dpcore.privacy.samplers import Randomness
 
 from .tables import declared_release, seeded_release
@@ -157,7 +165,9 @@ def test_the_owners_proposal_carries_the_style_and_a_declared_one_is_written(tmp
 
 def test_the_roles_draws_add_up_to_their_rho(monkeypatch):
     """Every draw of the roles step, the styles' stream included: one discrete Gaussian vector over the 7p counts
-    (L2 sensitivity sqrt(7p): 7p/(2σ²)) and two exponential mechanisms a column (ε²/8 each) make ρ."""
+    (L2 sensitivity sqrt(7p): 7p/(2σ²)), two exponential mechanisms a column and, for a table read from CSV, one
+    for its missing-value text (ε²/8 each) make ρ.  A table built in memory has no such text to choose: its draws
+    spend ρ less that share (charged, not drawn)."""
     seen: list[float] = []
     original = Randomness.exponential_mechanism
 
@@ -169,9 +179,14 @@ def test_the_roles_draws_add_up_to_their_rho(monkeypatch):
     monkeypatch.setattr(Randomness, "exponential_mechanism", counted)
     df = pd.DataFrame({"price": ["$1.00", "$2.50"] * 50, "day": ["2024-01-02"] * 100, "n": range(100)})
     rho = 0.2
+    pr = private_roles(read_table(df.to_csv(index=False).encode(), filename="t.csv"), rho, Randomness(0))
+    assert len(seen) == 2 * 3 + 1
+    assert math.isclose(sum(seen) + 7 * 3 / (2 * pr.sigma**2), rho, rel_tol=1e-12)
+    seen.clear()
     pr = private_roles(df, rho, Randomness(0))
     assert len(seen) == 2 * 3
-    assert math.isclose(sum(seen) + 7 * 3 / (2 * pr.sigma**2), rho, rel_tol=1e-12)
+    drawn = rho * (1 - DATE_FORMAT_SHARE * MISSING_TEXT_SHARE)
+    assert math.isclose(sum(seen) + 7 * 3 / (2 * pr.sigma**2), drawn, rel_tol=1e-12)
 
 
 def test_a_declared_style_outside_the_list_is_refused_with_the_list(tmp_path, capsys):

@@ -384,6 +384,8 @@ def _entry(row: dict, spec: dict) -> dict | None:
                 entry["edges"] = list(base["edges"])  # the schema's own bins, not equal-width ones
                 if base.get("points"):  # and the values its bins decode to
                     entry["points"] = list(base["points"])
+    if base is not None and base.get("missing_text"):  # how the schema writes its missing cells ("?", "NA")
+        entry["missing_text"] = base["missing_text"]
     entry["source"] = {f: DECLARED for f in ("kind", "values", "lower", "upper") if f in entry}
     if NO_MISSING in have:
         entry["missing"] = False

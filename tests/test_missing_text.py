@@ -1,0 +1,173 @@
+"""Missing cells written as the source wrote them (issue 23, "a synthetic CSV in the shape of the original"): a file
+that marks a missing value "?" (UCI's Adult) or "NA" (R) gets it back, not an empty cell.  The text is chosen under
+DP with the roles -- one exponential mechanism for the table, each candidate scored by the rows holding it
+(sensitivity 1) -- or declared in the schema; writing it is post-processing."""
+
+from __future__ import annotations
+
+import json
+import math
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from dpcore.cli import main
+from dpcore.data import bundled_adult_domain, missing_marks, read_table
+from dpcore.domain import MISSING_TOKENS, Attribute, DomainError
+from dpcore.ingest import (
+    MISSING_TEXT_FALSE_RATE,
+    exact_missing_text,
+    missing_text_choice,
+    missing_text_epsilon,
+    missing_text_head_start,
+    private_roles,
+)
+from dpcore.privacy.samplers import Randomness
+
+from .tables import declared_release, seeded_release
+
+
+def _csv(df: pd.DataFrame) -> pd.DataFrame:
+    return read_table(df.to_csv(index=False).encode(), filename="t.csv")
+
+
+def _clinic(n: int, seed: int, marker: str, share: float) -> pd.DataFrame:
+    """A clinic extract whose unrecorded smoking status and cholesterol are written ``marker`` in ``share`` of the
+    rows (the same rows: an unrecorded visit)."""
+    rng = np.random.default_rng(seed)
+    unrecorded = rng.random(n) < share
+    smoker = rng.choice(["never", "former", "current"], n, p=[0.5, 0.3, 0.2]).astype(object)
+    chol = rng.integers(120, 300, n).astype(object)
+    smoker[unrecorded] = marker
+    chol[unrecorded] = marker
+    return pd.DataFrame(
+        {"age": rng.integers(20, 90, n), "sex": rng.choice(["F", "M"], n), "smoker": smoker, "cholesterol": chol}
+    )
+
+
+def test_marked_cells_are_read_as_missing_and_their_rows_counted():
+    df = pd.DataFrame({"a": ["x", "?", "?", "y", "NA"], "b": ["?", "?", "1", "", "2"], "c": ["1", "2", "3", "4", "5"]})
+    back = _csv(df)
+    assert back["a"].isna().tolist() == [False, True, True, False, True]
+    assert back["b"].isna().tolist() == [True, True, False, True, False]
+    # rows holding each text: row 1 holds "?" twice and counts once; the empty cell is row 3's
+    assert missing_marks(back) == {"?": 3, "NA": 1, "": 1}
+
+
+def test_a_table_not_read_from_csv_or_cut_since_has_no_marks():
+    df = pd.DataFrame({"a": ["x", None, "y"], "b": [1, 2, 3]})
+    assert missing_marks(df) is None  # built in memory: its missing cells carry no text
+    back = _csv(pd.DataFrame({"a": ["x", "?", "y", "z"], "b": ["1", "2", "3", "4"]}))
+    assert missing_marks(back) == {"?": 1}
+    assert missing_marks(back.iloc[:3]) is None  # rows dropped: the counts are no longer this table's
+    assert missing_marks(back[["a"]]) == {"?": 1}  # columns chosen: the same rows
+
+
+def test_one_changed_row_moves_each_score_by_at_most_one():
+    """Replace-one neighbours: each text's score (rows holding it in some cell) moves by at most 1 -- the
+    sensitivity the exponential mechanism is run with -- whatever the changed row holds, in any number of cells."""
+    rng = np.random.default_rng(4)
+    texts = ["?", "NA", "", "NULL", "x", "y"]
+    for _ in range(60):
+        cells = rng.choice(texts, size=(40, 5))
+        df = pd.DataFrame(cells, columns=list("abcde"))
+        other = df.copy()
+        other.iloc[int(rng.integers(40))] = rng.choice(texts, size=5)
+        before, after = missing_marks(_csv(df)), missing_marks(_csv(other))
+        for t in MISSING_TOKENS:
+            assert abs(before.get(t, 0) - after.get(t, 0)) <= 1
+
+
+def test_the_head_start_bounds_a_text_no_row_holds():
+    """With no row holding any text, the exponential mechanism's probability of each non-empty text is at most
+    MISSING_TEXT_FALSE_RATE / (K - 1) (computed exactly from its scores, not sampled)."""
+    for eps in (0.005, 0.03, 0.3):
+        h = missing_text_head_start(eps)
+        weights = np.exp(eps * np.array([h] + [0.0] * (len(MISSING_TOKENS) - 1)) / 2)
+        p_other = weights[1:] / weights.sum()
+        assert p_other.max() <= MISSING_TEXT_FALSE_RATE / (len(MISSING_TOKENS) - 1) + 1e-15
+        assert math.isclose(p_other.sum(), MISSING_TEXT_FALSE_RATE, rel_tol=0.02)
+
+
+def test_the_choice_follows_the_rows_and_stays_empty_without_them():
+    eps = missing_text_epsilon(0.02)
+    marked = _csv(_clinic(3000, 0, "NA", 0.4))
+    plain = _csv(_clinic(3000, 0, "", 0.4))
+    picks = [missing_text_choice(marked, eps, Randomness(s)) for s in range(40)]
+    # 1,200 rows hold "NA" against a head start of ~1,100 rows at this ε: "NA" in about 2 draws of 3 or more
+    assert picks.count("NA") >= 20
+    assert all(missing_text_choice(plain, eps, Randomness(s)) == "" for s in range(40))
+    assert exact_missing_text(marked) == "NA" and exact_missing_text(plain) == ""
+    assert missing_text_choice(_clinic(3000, 0, "NA", 0.4), eps, Randomness(0)) == ""  # in memory: no draw
+
+
+def test_private_roles_report_the_text():
+    pr = private_roles(_csv(_clinic(4000, 1, "?", 0.5)), 0.05, Randomness(2))
+    assert pr.missing_text == "?"
+
+
+def test_an_undeclared_release_writes_missing_cells_as_the_file_does(tmp_path):
+    df = _clinic(4000, 3, "NA", 0.5)
+    card, out = seeded_release(df, tmp_path, epsilon=1.0, seed=0)
+    schema = {a["name"]: a for a in card["data"]["schema"]}
+    assert schema["smoker"]["missing_text"] == "NA"
+    assert Attribute.from_dict(schema["smoker"]).field_sources["kind"] == "dp"  # chosen with the roles, under DP
+    assert (out["smoker"] == "NA").mean() > 0.3 and (out["smoker"] == "").sum() == 0
+    assert (out["cholesterol"] == "NA").mean() > 0.3
+    back = read_table(tmp_path / "synth.csv")  # read back, the text is missing again
+    assert back["smoker"].isna().mean() > 0.3
+
+
+def test_the_bundled_adult_comes_back_with_its_question_marks(tmp_path):
+    """The demo table writes a missing workclass, occupation and country as "?" (UCI's codebook, declared)."""
+    assert {a.name for a in bundled_adult_domain().attributes if a.missing_text == "?"} == {
+        "workclass", "occupation", "native-country",
+    }  # fmt: skip
+    out = tmp_path / "adult.csv"
+    argv = ["release", "--data", "adult", "--epsilon", "1", "--seed", "0", "--out", str(out)]
+    assert main([*argv, "--workspace", str(tmp_path / "ws"), "--quiet"]) == 0
+    rows = pd.read_csv(out, dtype=str, keep_default_na=False)
+    assert (rows["occupation"] == "?").sum() > 0 and (rows["occupation"] == "").sum() == 0
+
+
+def test_a_declared_text_is_written_and_a_bad_one_refused(tmp_path, capsys):
+    df = _clinic(1500, 5, "", 0.3)
+    attrs = [
+        {"name": "sex", "kind": "categorical", "values": ["F", "M"]},
+        {"name": "smoker", "kind": "categorical", "values": ["never", "former", "current"], "missing_text": "NULL"},
+    ]
+    out = declared_release(df, attrs, tmp_path)
+    assert (out["smoker"] == "NULL").mean() > 0.15 and (out["smoker"] == "").sum() == 0
+    with pytest.raises(DomainError, match="missing_text must be one of"):
+        Attribute("smoker", "categorical", ("a",), missing=True, missing_text="unknown")
+    bad = [{**attrs[1], "missing_text": "unknown"}]
+    (tmp_path / "bad.json").write_text(json.dumps({"attributes": bad}))
+    (tmp_path / "t.csv").write_text(df.to_csv(index=False))
+    argv = ["release", "--data", str(tmp_path / "t.csv"), "--schema", str(tmp_path / "bad.json"), "--epsilon", "1"]
+    assert main([*argv, "--out", str(tmp_path / "o.csv"), "--workspace", str(tmp_path / "ws2"), "--quiet"]) != 0
+    assert "missing_text must be one of" in capsys.readouterr().err
+
+
+@pytest.mark.filterwarnings("ignore::dpcore.errors.DPCoreWarning")  # the discovery's notes on a small table
+def test_the_library_keeps_missing_cells_as_nan(tmp_path):
+    """In memory a missing cell is NaN whatever the text: only the CSV writes it."""
+    from dpcore import Synthesizer
+
+    df = _csv(_clinic(2000, 6, "?", 0.5))
+    synth = Synthesizer(epsilon=1.0, seed=0, workspace=tmp_path / "ws").fit(df)
+    rows = synth.sample()
+    assert rows["smoker"].isna().mean() > 0.3 and not (rows["smoker"] == "?").any()
+
+
+def test_the_app_keeps_a_declared_text_when_a_column_is_edited():
+    """The Data page's roles table: a declared schema's column edited there (its value list) keeps its text."""
+    from dpcore.domain import Domain
+    from ui import roles
+
+    smoker = Attribute("smoker", "categorical", ("never", "current"), missing=True, missing_text="NA")
+    table = roles.roles_table(["smoker", "sex"], [], Domain((smoker, Attribute("sex", "categorical", ("F", "M")))))
+    edited = roles.fold_edits(table, {"edited_rows": {0: {"values": "never | current | former"}}})
+    entry = {e["name"]: e for e in roles.declarations(edited).entries}["smoker"]
+    assert entry["values"] == ["never", "current", "former"] and entry["missing_text"] == "NA"
+    assert roles.declared_domain(table)["smoker"].missing_text == "NA"  # unedited: the schema as declared
