@@ -790,27 +790,16 @@ class PrivateRoles:
     missing_text: str = ""
 
 
-#: Part of the roles' format share (:data:`DATE_FORMAT_SHARE`) spent on the table's one missing-value text choice
-#: (:func:`missing_text_choice`); the columns' date formats and number styles share the rest.
-MISSING_TEXT_SHARE = 0.25
-
-
 def role_noise(rho: float, n_columns: int, format_share: float = DATE_FORMAT_SHARE) -> tuple[float, float]:
-    """(σ of the discrete Gaussian on the counts, ε of each column's date-format choice and of its number-style
-    choice) for ``n_columns`` columns at ρ-zCDP: ρ·(1 - share) = 7p/(2σ²) and ρ·share·(1 - MISSING_TEXT_SHARE) =
-    2p·ε_f²/8 (two choices a column); the rest of the share is the table's missing-value text
-    (:func:`missing_text_epsilon`)."""
+    """(σ of the discrete Gaussian on the counts, ε of each column's date-format choice, of its number-style choice
+    and of the table's one missing-value text choice) for ``n_columns`` columns at ρ-zCDP: ρ·(1 - share) = 7p/(2σ²)
+    and ρ·share = (2p + 1)·ε_f²/8 (two choices a column, one for the table: :func:`missing_text_choice`)."""
     if rho <= 0 or n_columns < 1:
         raise BudgetError("Deciding roles privately needs ρ > 0 and at least one column.")
     l2_squared = sum(SENSITIVITY[s] ** 2 for s in STATISTICS) * n_columns
     sigma = math.sqrt(l2_squared / (2.0 * rho * (1.0 - format_share)))
-    eps_format = math.sqrt(8.0 * rho * format_share * (1.0 - MISSING_TEXT_SHARE) / (2 * n_columns))
+    eps_format = math.sqrt(8.0 * rho * format_share / (2 * n_columns + 1))
     return sigma, eps_format
-
-
-def missing_text_epsilon(rho: float, format_share: float = DATE_FORMAT_SHARE) -> float:
-    """ε of the table's one missing-value text choice at the roles' ρ: ε²/8 = ρ·share·MISSING_TEXT_SHARE."""
-    return math.sqrt(8.0 * rho * format_share * MISSING_TEXT_SHARE)
 
 
 #: How unlikely a missing-value text other than the empty cell may be chosen for a table that writes none (each of
@@ -821,7 +810,7 @@ MISSING_TEXT_FALSE_RATE = 0.01
 def missing_text_head_start(epsilon: float) -> float:
     """Rows' worth of head start for the empty cell in the choice of a table's missing-value text at ε (public):
     with no row holding another text, each of the K - 1 others wins with probability at most exp(-ε·h/2) ≤
-    MISSING_TEXT_FALSE_RATE / (K - 1) (K = 19: ~500 rows at ε = 0.03, ~300 at ε = 0.05)."""
+    MISSING_TEXT_FALSE_RATE / (K - 1) (K = 19: ~1,300 rows at ε = 0.012, ~500 at ε = 0.03)."""
     return 2.0 * math.log((len(MISSING_TOKENS) - 1) / MISSING_TEXT_FALSE_RATE) / epsilon
 
 
@@ -903,5 +892,5 @@ def private_roles(df: pd.DataFrame, rho: float, noise, columns=None) -> PrivateR
     roles = [
         replace(decide_role(st), source="dp", stats=st.to_dict(), style=style) for st, style in zip(released, styles)
     ]
-    missing_text = missing_text_choice(df, missing_text_epsilon(rho), noise)
+    missing_text = missing_text_choice(df, eps_format, noise)  # one choice more at the columns' ε (role_noise)
     return PrivateRoles(roles, released, float(rho), sigma, eps_format, missing_text)

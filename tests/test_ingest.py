@@ -15,7 +15,6 @@ from dpcore.ingest import (
     CONSTANT_REASON,
     DATE_FORMAT_SHARE,
     DATE_FORMATS,
-    MISSING_TEXT_SHARE,
     PRESENT_Z,
     SENSITIVITY,
     STATISTICS,
@@ -26,7 +25,6 @@ from dpcore.ingest import (
     decide_role,
     exact_stats,
     identifier_header,
-    missing_text_epsilon,
     private_roles,
     propose_roles,
     role_noise,
@@ -180,13 +178,11 @@ def test_a_count_of_values_held_once_would_move_by_two():
 def test_role_noise_accounts_to_rho():
     for rho, p in [(0.01, 1), (0.3, 15), (2.0, 400)]:
         sigma, eps_f = role_noise(rho, p)
-        eps_m = missing_text_epsilon(rho)
         l2_squared = sum(SENSITIVITY[s] ** 2 for s in STATISTICS) * p
         # each column: a date format and a number style, each chosen by an exponential mechanism at ε_f (ε²/8-zCDP);
-        # the table: its missing-value text, one more exponential mechanism at ε_m
-        assert math.isclose(l2_squared / (2 * sigma**2) + 2 * p * eps_f**2 / 8 + eps_m**2 / 8, rho, rel_tol=1e-12)
-        assert math.isclose(2 * p * eps_f**2 / 8 + eps_m**2 / 8, DATE_FORMAT_SHARE * rho, rel_tol=1e-12)
-        assert math.isclose(eps_m**2 / 8, MISSING_TEXT_SHARE * DATE_FORMAT_SHARE * rho, rel_tol=1e-12)
+        # the table: its missing-value text, one more exponential mechanism at ε_f
+        assert math.isclose(l2_squared / (2 * sigma**2) + (2 * p + 1) * eps_f**2 / 8, rho, rel_tol=1e-12)
+        assert math.isclose((2 * p + 1) * eps_f**2 / 8, DATE_FORMAT_SHARE * rho, rel_tol=1e-12)
     with pytest.raises(BudgetError):
         role_noise(0.0, 3)
 

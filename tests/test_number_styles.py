@@ -14,8 +14,6 @@ import pytest
 from dpcore.data import read_table
 from dpcore.domain import NUMBER_STYLES, Attribute, DomainError, parse_numbers, style_votes, styled_numbers
 from dpcore.ingest import (
-    DATE_FORMAT_SHARE,
-    MISSING_TEXT_SHARE,
     _distinct_present,
     private_roles,
     role_noise,
@@ -185,7 +183,7 @@ def test_the_roles_draws_add_up_to_their_rho(monkeypatch):
     seen.clear()
     pr = private_roles(df, rho, Randomness(0))
     assert len(seen) == 2 * 3
-    drawn = rho * (1 - DATE_FORMAT_SHARE * MISSING_TEXT_SHARE)
+    drawn = rho - pr.epsilon_format**2 / 8
     assert math.isclose(sum(seen) + 7 * 3 / (2 * pr.sigma**2), drawn, rel_tol=1e-12)
 
 
