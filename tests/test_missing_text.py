@@ -172,3 +172,11 @@ def test_the_app_keeps_a_declared_text_when_a_column_is_edited():
     entry = {e["name"]: e for e in roles.declarations(edited).entries}["smoker"]
     assert entry["values"] == ["never", "current", "former"] and entry["missing_text"] == "NA"
     assert roles.declared_domain(table)["smoker"].missing_text == "NA"  # unedited: the schema as declared
+
+
+def test_the_data_page_says_how_a_missing_cell_is_written():
+    from ui import datasource
+
+    shown = datasource.domain_table(bundled_adult_domain()).set_index("attribute")["values or bounds"]
+    assert shown["native-country"].endswith("; a missing cell written ?")  # after a long list cut at 300 characters
+    assert "missing cell" not in shown["age"]

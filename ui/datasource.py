@@ -723,14 +723,15 @@ def domain_table(domain: Domain) -> pd.DataFrame:
         else:
             kind = f"date ({a.format})"
             shown = f"{d['lower']} to {d['upper']}, {a.bins} bins"
+        shown = shown[:300]
+        if a.missing and a.missing_text:  # how the release's CSV writes a missing cell, as the file did
+            shown += f"; a missing cell written {a.missing_text}"
         src = a.field_sources
         if len(set(src.values())) == 1:
             source = next(iter(src.values()))
         else:
             source = ", ".join(f"{'role' if f == 'kind' else f}: {s}" for f, s in src.items())
-        rows.append(
-            {"attribute": a.name, "kind": kind, "size": a.size, "source": source, "values or bounds": shown[:300]}
-        )
+        rows.append({"attribute": a.name, "kind": kind, "size": a.size, "source": source, "values or bounds": shown})
     return pd.DataFrame(rows)
 
 
