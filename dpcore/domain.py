@@ -869,6 +869,9 @@ _UNIT_ENDS = tuple(_STYLE_OF_UNIT)
 #: the roles' exponential mechanism chooses among it (:func:`dpcore.ingest.private_roles`).  New entries go at the
 #: end (a declared style keeps its meaning).
 DECIMAL_STYLES = tuple(g + f".{d}" for g in ("", ",", "%") for d in (1, 2, 3))
+#: A decimal comma with one to three decimals, ungrouped or grouped with '.' ("dc.1" writes "73,4", ".dc.2"
+#: "32.346,26"): added 2026-11-29, after DECIMAL_STYLES.
+DECIMAL_COMMA_STYLES = tuple(g + DECIMAL_COMMA + f".{d}" for g in ("", ".") for d in (1, 2, 3))
 NUMBER_STYLES = (
     ("", ",", "%")
     + tuple(c + g + d for c in "$€£" for g in ("", ",") for d in ("", ".2"))
@@ -876,6 +879,7 @@ NUMBER_STYLES = (
     + ("h:mm", "h:mm:ss")
     + UNIT_STYLES
     + DECIMAL_STYLES
+    + DECIMAL_COMMA_STYLES
 )
 #: Clock times and durations ("08:15", "1:23:45"), read under a clock style only, as a number of minutes ("h:mm")
 #: or seconds ("h:mm:ss") that the schema bins like any other number, and written back the same way ("13:05").
@@ -936,7 +940,7 @@ def _style_parts(style: str) -> tuple[str, bool, int | None, bool]:
         raise DomainError(f"A number style must be one of {[s for s in NUMBER_STYLES if s]} or empty, not {style!r}.")
     sym = style[0] if style and style[0] in "$€£" else ""
     decimals = int(style[-1]) if len(style) >= 2 and style[-2] == "." and style[-1].isdigit() else None
-    return sym, "," in style or style == ".dc", decimals, style.startswith("%")
+    return sym, "," in style or style.startswith(".dc"), decimals, style.startswith("%")
 
 
 def style_decimals(style: str | None) -> int | None:
@@ -947,29 +951,41 @@ def style_decimals(style: str | None) -> int | None:
 
 def decimal_comma(style: str | None) -> bool:
     """Whether a :data:`NUMBER_STYLES` entry writes a decimal comma (and so reads "1,234" as 1.234)."""
-    return bool(style) and str(style).endswith(DECIMAL_COMMA)
+    return bool(style) and DECIMAL_COMMA in str(style)
 
 
 def style_votes(texts, counts) -> np.ndarray:
-    """For each of :data:`NUMBER_STYLES`, how many cells are written in it: a cell votes for the style it is
-    written in -- its currency sign and percent sign as written, grouped if it holds a thousands comma, with a
-    currency sign two decimals only if it has exactly two -- and a plain number for "" (or "," grouped) alone, or,
+    """For each of :data:`NUMBER_STYLES`, how many cells are written in it (:func:`_style_votes`)."""
+    return _style_votes(texts, counts)[0]
+
+
+def _style_votes(texts, counts) -> tuple[np.ndarray, int]:
+    """For each of :data:`NUMBER_STYLES`, how many cells are written in it, and how many cells voted at all: a cell
+    votes for the style it is written in -- its currency sign and percent sign as written, grouped if it holds a
+    thousands comma, with a currency sign two decimals only if it has exactly two -- and a plain number for "" (or
+    "," grouped) alone, or,
     with one to three decimals, for the plain style with that many (:data:`DECIMAL_STYLES`: "4.9" and "88.0" vote
     ".1", "1,234.56" votes ",.2"; more decimals, as drawn: ""), a percentage likewise ("63.5%": "%.1", "7%": "%").
     An amount under 1,000 with a currency sign and no comma votes for the grouped style too (`$80.00` is how
     `$,.2` writes 80): a column's amounts over 1,000 decide the grouping.  A cell that is a number only with a
     decimal comma ("73,4", "0,125", "1.234,5", "1.234.567") votes "dc", or ".dc" if grouped with '.', and under
-    1,000 ungrouped both; a cell that reads with a decimal point too ("1,234", "1.234") votes as a point reads it
-    (",", ".3"), so a column is read with a decimal comma only where its unambiguous cells say so.  A number with
+    1,000 ungrouped both -- with one to three decimals, the styles with that many (:data:`DECIMAL_COMMA_STYLES`:
+    "73,4" votes "dc.1" and ".dc.1"); a cell that reads with a decimal point too ("1,234", "1.234") votes as a point
+    reads it (",", ".3"), so a column is read with a decimal comma only where its unambiguous cells say so; a whole
+    number written plain ("68") votes for plain and for every decimal-comma style, in which it reads and is written
+    alike (R's ``write.csv2`` writes "73,4", "68", "70,25": its cells are not split against plain).  A number with
     a listed unit after it votes for that unit's style ("54.6 kg", "54.6kg": "# kg"; "1 day": "# days").
     ``texts`` are distinct cells (text; numbers vote plain), ``counts`` how many cells hold each.  A cell votes for
     each style at most once: one cell changed moves each vote by at most 1."""
     votes = np.zeros(len(NUMBER_STYLES))
     index = {s: i for i, s in enumerate(NUMBER_STYLES)}
+    comma_styles = [index[st] for st in (DECIMAL_COMMA, ".dc") + DECIMAL_COMMA_STYLES]
+    voters = 0
     for text, count in zip(texts, counts):
         if isinstance(text, (int, float, np.integer, np.floating)) and not isinstance(text, bool):
             if math.isfinite(float(text)):
                 votes[0] += count
+                voters += count
             continue
         cell = str(text)
         if "(" in cell:
@@ -979,6 +995,9 @@ def style_votes(texts, counts) -> np.ndarray:
             places = len(m["num"].split(".", 1)[1]) if "." in m["num"] else 0
             grouped = "," if "," in m["num"] else ""
             votes[index[grouped + f".{places}"] if 1 <= places <= 3 else (1 if grouped else 0)] += count
+            if not places and not grouped:  # "68" reads and is written alike with a decimal comma: it votes for
+                votes[comma_styles] += count  # those too, so "73,4", "68", "70,25" (R's write.csv2) is not split
+            voters += count
             continue
         chosen: list[str] = []  # distinct styles: a cell votes for each at most once
         c = None if m is not None else _COMMA_DECIMAL.match(cell)
@@ -999,23 +1018,27 @@ def style_votes(texts, counts) -> np.ndarray:
             if n is not None and not n["sym"] and not n.groupdict().get("pct") and not n.groupdict().get("post"):
                 chosen.append(_STYLE_OF_UNIT[u["unit"]])
         elif c is not None and not (c["sym"] and c["post"]):  # a decimal comma or '.' groups, not a decimal point
+            places = len(c["num"].split(",", 1)[1]) if "," in c["num"] else 0
+            tail = f".{places}" if 1 <= places <= 3 else ""  # "73,4": the style with one decimal (DECIMAL_COMMA_STYLES)
             if c["grp"] == ".":
-                chosen.append(".dc")
+                chosen.append(".dc" + tail)
             else:
-                chosen.append(DECIMAL_COMMA)  # ungrouped, or grouped with spaces (read, written ungrouped)
+                chosen.append(DECIMAL_COMMA + tail)  # ungrouped, or grouped with spaces (read, written ungrouped)
                 if c["grp"] is None and float(c["num"].replace(",", ".")) < 1000:
-                    chosen.append(".dc")
+                    chosen.append(".dc" + tail)
         for style in chosen:
             votes[index[style]] += count
-    return votes
+        voters += count if chosen else 0
+    return votes, voters
 
 
 def written_style(texts, counts) -> str:
     """The style most of a column's cells are written in, read exactly -- **NOT private**: for the data owner's
-    proposal and the evaluation, which read the data anyway.  A styled entry needs half the votes, else plain."""
-    votes = style_votes(texts, counts)
+    proposal and the evaluation, which read the data anyway.  A styled entry needs the votes of half the cells that
+    voted, else plain (a whole number votes for plain and every decimal-comma style: it is written alike in them)."""
+    votes, voters = _style_votes(texts, counts)
     best = int(votes.argmax())
-    return NUMBER_STYLES[best] if best > 0 and votes[best] >= 0.5 * votes.sum() else ""
+    return NUMBER_STYLES[best] if best > 0 and votes[best] >= 0.5 * voters else ""
 
 
 def styled_numbers(values: pd.Series, style: str) -> pd.Series:

@@ -45,19 +45,23 @@ def test_euros_and_percents_written_with_a_decimal_comma_are_numbers():
         got = parse_numbers(pd.Series(cells, dtype=object), style).to_numpy()
         np.testing.assert_array_equal(got, [12.5, 12.5, 7.5, 1234.56, 12.0, -12.5, np.nan, np.nan])
     v = _votes(cells)
-    assert v["dc"] == 5 and v[".dc"] == 6 and sum(v.values()) == 11
+    # with their decimals (DECIMAL_COMMA_STYLES): "12 €" none, "7,5 %" one, the others two
+    assert v["dc"] == 1 and v["dc.1"] == 1 and v["dc.2"] == 3 and v[".dc"] == 1 and v[".dc.1"] == 1
+    assert v[".dc.2"] == 4 and sum(v.values()) == 11
 
 
 def test_only_cells_a_decimal_point_cannot_read_vote_for_a_decimal_comma():
     v = _votes(["73,4", "1.234,5", "1234,5", "1 234,5", "1.234.567", "1,234", "1.234", "12"])
     # "73,4" is written the same with '.' groups or none (under 1,000): it votes for both, like "$80.00"
-    assert v["dc"] == 3 and v[".dc"] == 3  # dc: 73,4 / 1234,5 / 1 234,5; .dc: 73,4 / 1.234,5 / 1.234.567
+    # dc.1: 73,4 / 1234,5 / 1 234,5; .dc.1: 73,4 / 1.234,5; .dc: 1.234.567 -- and "12", written alike in every
+    # decimal-comma style, votes for each of them as well as for plain
+    assert v["dc.1"] == 3 + 1 and v[".dc.1"] == 2 + 1 and v[".dc"] == 1 + 1 and v["dc"] == 0 + 1
     assert v[","] == 1 and v[".3"] == 1 and v[""] == 1  # "1,234", "1.234" read with a point (3 decimals); "12"
-    assert sum(v.values()) == 9
+    assert sum(v.values()) == 9 + 8
     # a column of a European scale: its unambiguous cells decide, its "1.234" cells then read as thousands
     column = ["1.234,50"] * 30 + ["1.234"] * 10 + ["980,00"] * 20
-    assert written_style(*_distinct_present(pd.Series(column))) == ".dc"
-    assert parse_numbers(pd.Series(column), ".dc").tolist()[29:31] == [1234.5, 1234.0]
+    assert written_style(*_distinct_present(pd.Series(column))) == ".dc.2"  # two decimals: "1.234,50"
+    assert parse_numbers(pd.Series(column), ".dc.2").tolist()[29:31] == [1234.5, 1234.0]
     # a column of US thousands stays US
     assert written_style(*_distinct_present(pd.Series(["1,234", "12,500", "980"] * 10))) == ","
 
@@ -106,7 +110,7 @@ def test_the_private_roles_read_a_european_table_as_numbers():
         roles = {r.name: r for r in private_roles(df, 0.05, Randomness(seed)).roles}
         assert roles["Gewicht"].role == roles["Einkommen"].role == roles["Alter"].role == "numeric"
         assert not roles["Gewicht"].integer and not roles["Einkommen"].integer and roles["Alter"].integer
-        assert roles["Gewicht"].style in ("dc", ".dc") and roles["Einkommen"].style == ".dc"
+        assert roles["Gewicht"].style in ("dc.1", ".dc.1") and roles["Einkommen"].style == ".dc.2"  # their decimals
         assert roles["Alter"].style == "" and roles["Geschlecht"].role == "categorical"
 
 
@@ -124,11 +128,12 @@ def test_a_semicolon_separated_european_file_comes_back_in_its_shape(tmp_path, c
     assert main([*argv, "--workspace", str(tmp_path / "ws"), "--quiet"]) == 0
     schema = {a["name"]: a for a in json.loads(card.read_text())["data"]["schema"]}
     assert set(schema) == {"Alter", "Gewicht", "Einkommen", "Geschlecht"}
-    assert schema["Einkommen"]["style"] == ".dc" and schema["Gewicht"]["style"] in ("dc", ".dc")
+    assert schema["Einkommen"]["style"] == ".dc.2" and schema["Gewicht"]["style"] in ("dc.1", ".dc.1")
     assert out.read_text().splitlines()[0] == "Alter;Gewicht;Einkommen;Geschlecht"
     rows = pd.read_csv(out, sep=";", dtype=str, keep_default_na=False)
-    assert rows["Gewicht"].str.fullmatch(r"-?\d+(,\d+)?").all() and rows["Gewicht"].str.contains(",").mean() > 0.9
-    assert rows["Einkommen"].str.fullmatch(r"\d{1,3}(\.\d{3})*(,\d+)?").all()
+    # with the file's decimals: "73,4" and "32.346,26" (DECIMAL_COMMA_STYLES), not the bins' digits
+    assert rows["Gewicht"].str.fullmatch(r"-?\d+,\d").all()
+    assert rows["Einkommen"].str.fullmatch(r"\d{1,3}(\.\d{3})*,\d\d").all()
     assert read_table(out).shape == (2000, 4)
     # the Results page reads it back with its separator (a ','-read saw one column "Alter;Gewicht;...")
     from dpcore.output import read_release_csv
@@ -143,3 +148,19 @@ def test_a_semicolon_separated_european_file_comes_back_in_its_shape(tmp_path, c
     assert report["one_way_tvd"]["mean"] < 0.15, report["one_way_tvd"]
     # read as one number each, the incomes lie where the real ones do (read plain, "23.136" was 23.136: all outside)
     assert report["out_of_range"]["max"] < 0.1, report["out_of_range"]
+
+
+def test_a_column_whose_whole_numbers_are_most_is_still_read_with_its_decimal_comma():
+    """R's write.csv2 writes 73.4, 68 and 70.25 as "73,4", "68" and "70,25": the whole numbers are written alike
+    with a decimal comma and vote for it too, so a column where they outnumber each count of decimals (but not all
+    of them together) is read with its comma -- "73,4" is not unparsable -- privately and in the owner's proposal."""
+    rng = np.random.default_rng(3)
+    vals = np.concatenate([rng.integers(50, 99, 1200).astype(float), rng.normal(75, 9, 1000).round(1),
+                           rng.normal(75, 9, 900).round(2)])  # fmt: skip
+    cells = [f"{v:g}".replace(".", ",") for v in vals]
+    assert written_style(*_distinct_present(pd.Series(cells))) in ("dc.1", ".dc.1")
+    df = pd.DataFrame({"Gewicht": cells, "Geschlecht": rng.choice(["m", "w"], len(cells))})
+    for seed in range(3):
+        role = {r.name: r for r in private_roles(df, 0.05, Randomness(seed)).roles}["Gewicht"]
+        assert role.role == "numeric" and not role.integer and role.style in ("dc.1", ".dc.1")
+    assert parse_numbers(pd.Series(cells), "dc.1").notna().all()

@@ -12,7 +12,15 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from dpcore.domain import DECIMAL_STYLES, NUMBER_STYLES, UNIT_STYLES, parse_numbers, style_votes, styled_numbers
+from dpcore.domain import (
+    DECIMAL_COMMA_STYLES,
+    DECIMAL_STYLES,
+    NUMBER_STYLES,
+    UNIT_STYLES,
+    parse_numbers,
+    style_votes,
+    styled_numbers,
+)
 from dpcore.ingest import STATISTICS, _distinct_present, column_counts, private_roles, role_noise, style_head_start
 from dpcore.privacy.samplers import Randomness
 
@@ -30,12 +38,13 @@ def test_a_number_with_a_listed_unit_votes_for_its_unit_and_nothing_else_does():
     v = _votes(["54.6 kg", "60kg", "73,4 kg", "8GB", "16 GB", "1 day", "3 days", "1248 CC", "12", "5 in stock",
                 "12 apples", "kg"])  # fmt: skip
     assert v["# kg"] == 3 and v["#GB"] == 2 and v["# days"] == 2 and v["# CC"] == 1 and v[""] == 1
-    assert sum(v.values()) == 9  # text with no number, or no listed unit, votes for nothing
+    # text with no number, or no listed unit, votes for nothing; "12" for the 8 decimal-comma styles too
+    assert sum(v.values()) == 9 + 8
     assert NUMBER_STYLES[:19] == (
         "", ",", "%", "$", "$.2", "$,", "$,.2", "€", "€.2", "€,", "€,.2", "£", "£.2", "£,", "£,.2", "dc", ".dc",
         "h:mm", "h:mm:ss",
     )  # fmt: skip  # new entries go at the end: a declared style keeps its meaning
-    assert NUMBER_STYLES[19:] == UNIT_STYLES + DECIMAL_STYLES
+    assert NUMBER_STYLES[19:] == UNIT_STYLES + DECIMAL_STYLES + DECIMAL_COMMA_STYLES  # new entries at the end
 
 
 def test_unit_cells_are_numbers_under_every_style_but_a_clock():
