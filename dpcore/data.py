@@ -250,39 +250,69 @@ def read_table(source, filename: str | None = None, min_columns: int = 2) -> pd.
     return df
 
 
-#: ``df.attrs`` key of a table read from CSV: how many rows hold each missing-value text (:func:`missing_marks`).
+#: ``df.attrs`` key of a table read from CSV: which rows of each column held each missing-value text
+#: (:func:`missing_marks`).
 MISSING_MARKS = "missing_marks"
 
 
 def _read_missing_marks(df: pd.DataFrame) -> None:
     """Make the cells holding a missing-value text ("?", "NA", "NULL"...: :data:`MISSING_TOKENS`) missing, and keep
-    in ``df.attrs`` how many rows hold each, the empty cell included.  Exact counts, private: read only by the
-    exponential mechanism choosing how a release writes missing cells (:func:`dpcore.ingest.private_roles`), or
-    for the data owner's eyes (:func:`dpcore.ingest.propose_roles`)."""
-    n = len(df)
+    in ``df.attrs`` which rows of each column held each, the empty cell included (:class:`_Marks`).  Exact,
+    private: read only by the exponential mechanism choosing how a release writes missing cells
+    (:func:`dpcore.ingest.missing_text_choice`), or for the data owner's eyes
+    (:func:`dpcore.ingest.exact_missing_text`)."""
     texts = [t for t in MISSING_TOKENS if t]
-    holds: dict[str, np.ndarray] = {"": np.zeros(n, dtype=bool)}
+    held: dict[str, dict[str, bytes]] = {}
     for c in df.columns:
         col = df[c]
-        holds[""] |= col.isna().to_numpy()
+        masks = {"": col.isna().to_numpy()}
         hit = col.isin(texts).to_numpy()
-        if not hit.any():
-            continue
-        where = np.flatnonzero(hit)
-        vals = col.to_numpy()[where]
-        for t in pd.unique(vals):
-            holds.setdefault(str(t), np.zeros(n, dtype=bool))[where[vals == t]] = True
-        df[c] = col.mask(hit)
-    df.attrs[MISSING_MARKS] = {"rows": n, "counts": {t: int(h.sum()) for t, h in holds.items() if h.any()}}
+        if hit.any():
+            vals = col.to_numpy()[hit]
+            for t in pd.unique(vals):
+                mask = np.zeros(len(df), dtype=bool)
+                mask[np.flatnonzero(hit)[vals == t]] = True
+                masks[str(t)] = mask
+            df[c] = col.mask(hit)
+        kept = {t: np.packbits(m).tobytes() for t, m in masks.items() if m.any()}
+        if kept:
+            held[str(c)] = kept
+    df.attrs[MISSING_MARKS] = _Marks(len(df), held)
 
 
-def missing_marks(df: pd.DataFrame) -> dict[str, int] | None:
-    """Rows holding each missing-value text ("" for an empty cell) of a table read from CSV (private, exact), or
-    None where the table was not read so (built in memory, Parquet) or has lost or gained rows since."""
+class _Marks(int):
+    """Which rows of each column held each missing-value text (packed bits), for ``df.attrs``.  Immutable, so every
+    copy of the table's ``attrs`` (pandas deep-copies them on nearly every operation, a column read included)
+    shares it instead of copying a dict per column; an ``int`` (the number of rows), so ``attrs`` stay JSON (pyarrow
+    and Streamlit serialise them, and would drop them all with a warning).  A table read back from Arrow or Parquet
+    gets the plain number: no marks."""
+
+    columns: dict[str, dict[str, bytes]]
+
+    def __new__(cls, rows: int, columns: dict[str, dict[str, bytes]]) -> _Marks:
+        obj = super().__new__(cls, rows)
+        obj.columns = columns
+        return obj
+
+    def __copy__(self) -> _Marks:
+        return self
+
+    def __deepcopy__(self, memo) -> _Marks:
+        return self
+
+
+def missing_marks(df: pd.DataFrame) -> dict[str, dict[str, np.ndarray]] | None:
+    """For each column, which of its rows held each missing-value text ("" an empty cell), as boolean arrays, in a
+    table read from CSV (private, exact); None where the table was not read so (built in memory, Parquet) or has
+    lost or gained rows since."""
     marks = df.attrs.get(MISSING_MARKS)
-    if not isinstance(marks, dict) or marks.get("rows") != len(df):
+    n = len(df)
+    if not isinstance(marks, _Marks) or int(marks) != n:
         return None
-    return dict(marks.get("counts") or {})
+    return {
+        c: {t: np.unpackbits(np.frombuffer(b, dtype=np.uint8), count=n).astype(bool) for t, b in v.items()}
+        for c, v in marks.columns.items()
+    }
 
 
 def table_digest(df: pd.DataFrame) -> str:

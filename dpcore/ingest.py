@@ -786,58 +786,94 @@ class PrivateRoles:
     rho: float
     sigma: float
     epsilon_format: float
-    #: how the release writes the roles' missing cells ("" empty, or one of MISSING_TOKENS), chosen under DP
-    missing_text: str = ""
+    #: column -> how the release writes its missing cells ("" empty, or one of MISSING_TOKENS), chosen under DP
+    missing_texts: dict[str, str] = field(default_factory=dict)
 
 
 def role_noise(rho: float, n_columns: int, format_share: float = DATE_FORMAT_SHARE) -> tuple[float, float]:
     """(σ of the discrete Gaussian on the counts, ε of each column's date-format choice, of its number-style choice
-    and of the table's one missing-value text choice) for ``n_columns`` columns at ρ-zCDP: ρ·(1 - share) = 7p/(2σ²)
-    and ρ·share = (2p + 1)·ε_f²/8 (two choices a column, one for the table: :func:`missing_text_choice`)."""
+    and of the table's two missing-value text choices) for ``n_columns`` columns at ρ-zCDP: ρ·(1 - share) = 7p/(2σ²)
+    and ρ·share = (2p + 2)·ε_f²/8 (two choices a column, and the missing-value text of the table's numbers and of
+    its words: :func:`missing_text_choice`)."""
     if rho <= 0 or n_columns < 1:
         raise BudgetError("Deciding roles privately needs ρ > 0 and at least one column.")
     l2_squared = sum(SENSITIVITY[s] ** 2 for s in STATISTICS) * n_columns
     sigma = math.sqrt(l2_squared / (2.0 * rho * (1.0 - format_share)))
-    eps_format = math.sqrt(8.0 * rho * format_share / (2 * n_columns + 1))
+    eps_format = math.sqrt(8.0 * rho * format_share / (2 * n_columns + 2))
     return sigma, eps_format
 
 
-#: How unlikely a missing-value text other than the empty cell may be chosen for a table that writes none (each of
+#: How unlikely a missing-value text other than the empty cell may be chosen for columns that write none (each of
 #: the others at most this / their number).
 MISSING_TEXT_FALSE_RATE = 0.01
 
 
 def missing_text_head_start(epsilon: float) -> float:
-    """Rows' worth of head start for the empty cell in the choice of a table's missing-value text at ε (public):
+    """Rows' worth of head start for the empty cell in the choice of a group's missing-value text at ε (public):
     with no row holding another text, each of the K - 1 others wins with probability at most exp(-ε·h/2) ≤
     MISSING_TEXT_FALSE_RATE / (K - 1) (K = 19: ~1,300 rows at ε = 0.012, ~500 at ε = 0.03)."""
     return 2.0 * math.log((len(MISSING_TOKENS) - 1) / MISSING_TEXT_FALSE_RATE) / epsilon
 
 
-def exact_missing_text(df: pd.DataFrame) -> str:
-    """The missing-value text most rows hold, the empty cell winning ties: exact, **NOT private** (for the data
-    owner's eyes and ``schema_from_data``)."""
-    from .data import missing_marks
-
-    marks = missing_marks(df) or {}
-    best = max(MISSING_TOKENS, key=lambda t: marks.get(t, 0))  # the first of equals: "" leads the list
-    return best if marks.get(best, 0) > 0 else ""
+#: The groups of columns that share one missing-value text: numbers and dates ("NA" in R's files), and words (R
+#: writes an empty string as ""; UCI's Adult marks its words "?").
+TEXT_GROUPS = {"numeric": "numbers", "datetime": "numbers", "categorical": "words"}
 
 
-def missing_text_choice(df: pd.DataFrame, epsilon: float, noise) -> str:
-    """How the release writes a missing cell, chosen by the exponential mechanism at ``epsilon`` among
-    :data:`~dpcore.domain.MISSING_TOKENS`: each text's score is the number of rows holding it in some cell
-    (:func:`dpcore.data.missing_marks`; one changed row moves each score by at most 1: sensitivity 1), the empty
-    cell given :func:`missing_text_head_start`.  "" without a draw for a table not read from CSV (built in memory,
-    Parquet: its missing cells carry no text) -- a public fact about how the table came, not about its rows."""
+def _group_scores(marks: dict[str, dict[str, np.ndarray]], columns: list[str]) -> np.ndarray:
+    """For each of :data:`~dpcore.domain.MISSING_TOKENS`, how many rows hold it in one of ``columns`` at least: one
+    changed row moves each count by at most 1 (sensitivity 1), whatever it holds in how many cells."""
+    scores = np.zeros(len(MISSING_TOKENS))
+    for i, t in enumerate(MISSING_TOKENS):
+        rows = [marks[c][t] for c in columns if t in marks.get(c, {})]
+        scores[i] = np.logical_or.reduce(rows).sum() if rows else 0
+    return scores
+
+
+def _groups(roles) -> dict[str, list[str]]:
+    out: dict[str, list[str]] = {}
+    for r in roles:
+        if r.role in TEXT_GROUPS:
+            out.setdefault(TEXT_GROUPS[r.role], []).append(r.name)
+    return out
+
+
+def exact_missing_text(df: pd.DataFrame, roles) -> dict[str, str]:
+    """Column -> the missing-value text its group's columns hold most (:data:`TEXT_GROUPS`), the empty cell winning
+    ties: exact, **NOT private** (for the data owner's eyes and ``schema_from_data``)."""
     from .data import missing_marks
 
     marks = missing_marks(df)
     if marks is None:
-        return ""
-    scores = np.array([float(marks.get(t, 0)) for t in MISSING_TOKENS])
-    scores[0] += missing_text_head_start(epsilon)  # MISSING_TOKENS[0] is the empty cell
-    return MISSING_TOKENS[noise.derived(MISSING_TEXT_STREAM).exponential_mechanism(scores, epsilon, 1.0)]
+        return {}
+    out: dict[str, str] = {}
+    for columns in _groups(roles).values():
+        scores = _group_scores(marks, columns)
+        best = int(scores.argmax())  # the first of equals: "" leads the list
+        out.update(dict.fromkeys(columns, MISSING_TOKENS[best] if scores[best] > 0 else ""))
+    return out
+
+
+def missing_text_choice(df: pd.DataFrame, roles, epsilon: float, noise) -> dict[str, str]:
+    """Column -> how the release writes its missing cells, chosen once for each group of the released ``roles``
+    (:data:`TEXT_GROUPS`: numbers and dates, words) by the exponential mechanism at ``epsilon`` among
+    :data:`~dpcore.domain.MISSING_TOKENS`: each text's score is the number of rows holding it in one of the group's
+    columns at least (:func:`dpcore.data.missing_marks`; sensitivity 1), the empty cell given
+    :func:`missing_text_head_start`.  The groups are read off roles already released, so choosing them is
+    post-processing.  Nothing is drawn for a table not read from CSV (built in memory, Parquet: its missing cells
+    carry no text) -- a public fact about how the table came, not about its rows."""
+    from .data import missing_marks
+
+    marks = missing_marks(df)
+    if marks is None:
+        return {}
+    out: dict[str, str] = {}
+    stream = noise.derived(MISSING_TEXT_STREAM)
+    for _, columns in sorted(_groups(roles).items()):
+        scores = _group_scores(marks, columns)
+        scores[0] += missing_text_head_start(epsilon)  # MISSING_TOKENS[0] is the empty cell
+        out.update(dict.fromkeys(columns, MISSING_TOKENS[stream.exponential_mechanism(scores, epsilon, 1.0)]))
+    return out
 
 
 #: How unlikely a style other than plain may be chosen for a column with no styled cell at all (each of the others
@@ -848,7 +884,7 @@ STYLE_FALSE_RATE = 0.01
 def style_head_start(epsilon: float) -> float:
     """Cells' worth of head start for plain in the style choice at ε (public): with no cell written in another
     style, each of the other K - 1 styles of the list wins with probability at most exp(-ε·h/2) ≤ STYLE_FALSE_RATE /
-    (K - 1).  A column's cells must outnumber it in one style for that style to be likely (K = 75 at ε = 0.03: ~590
+    (K - 1).  A column's cells must outnumber it in one style for that style to be likely (K = 81 at ε = 0.03: ~600
     cells)."""
     return 2.0 * math.log((len(NUMBER_STYLES) - 1) / STYLE_FALSE_RATE) / epsilon
 
@@ -892,5 +928,5 @@ def private_roles(df: pd.DataFrame, rho: float, noise, columns=None) -> PrivateR
     roles = [
         replace(decide_role(st), source="dp", stats=st.to_dict(), style=style) for st, style in zip(released, styles)
     ]
-    missing_text = missing_text_choice(df, eps_format, noise)  # one choice more at the columns' ε (role_noise)
-    return PrivateRoles(roles, released, float(rho), sigma, eps_format, missing_text)
+    texts = missing_text_choice(df, roles, eps_format, noise)  # two choices more at the columns' ε (role_noise)
+    return PrivateRoles(roles, released, float(rho), sigma, eps_format, texts)

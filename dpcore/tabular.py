@@ -977,10 +977,10 @@ def prepare_table(
     spends: list[SpendRecord] = []
     report: dict = {}
     run_id = None
-    missing_text = ""  # how the decided roles' missing cells are written (chosen with them)
+    texts: dict[str, str] = {}  # how the decided roles' missing cells are written (chosen with them)
     if schema_from_data:
         decided = {r.name: r for r in propose_roles(df, undecided)} if undecided else {}
-        missing_text = exact_missing_text(df) if undecided else ""
+        texts = exact_missing_text(df, decided.values())
         found_source = "inferred"
     else:
         if to_discover:
@@ -993,7 +993,7 @@ def prepare_table(
             assert plan is not None  # undecided columns are among those to discover
             pr = private_roles(df, plan.rho_roles, noise, undecided)
             decided = {r.name: r for r in pr.roles}
-            missing_text = pr.missing_text
+            texts = pr.missing_texts
             report["roles"] = {"columns": len(undecided), "sigma": pr.sigma, "epsilon_format": pr.epsilon_format}
             if fitted_share and plan.joint:
                 # The share was fitted before the roles were known; with them released, the value sets and
@@ -1055,7 +1055,6 @@ def prepare_table(
                 )
 
     fine = discovered_bins(len(df), bins)  # public: n and the setting
-    texts = {name: missing_text for name in decided}  # a role the user gave writes missing cells as declared
     attrs = [
         _build_attribute(r, specs.get(r.name), found.get(r.name, {}), found_source, bins, fine, texts.get(r.name, ""))
         for r in kept

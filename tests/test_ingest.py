@@ -180,9 +180,9 @@ def test_role_noise_accounts_to_rho():
         sigma, eps_f = role_noise(rho, p)
         l2_squared = sum(SENSITIVITY[s] ** 2 for s in STATISTICS) * p
         # each column: a date format and a number style, each chosen by an exponential mechanism at ε_f (ε²/8-zCDP);
-        # the table: its missing-value text, one more exponential mechanism at ε_f
-        assert math.isclose(l2_squared / (2 * sigma**2) + (2 * p + 1) * eps_f**2 / 8, rho, rel_tol=1e-12)
-        assert math.isclose((2 * p + 1) * eps_f**2 / 8, DATE_FORMAT_SHARE * rho, rel_tol=1e-12)
+        # the table: the missing-value text of its numbers and of its words, two more exponential mechanisms at ε_f
+        assert math.isclose(l2_squared / (2 * sigma**2) + (2 * p + 2) * eps_f**2 / 8, rho, rel_tol=1e-12)
+        assert math.isclose((2 * p + 2) * eps_f**2 / 8, DATE_FORMAT_SHARE * rho, rel_tol=1e-12)
     with pytest.raises(BudgetError):
         role_noise(0.0, 3)
 

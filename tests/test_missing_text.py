@@ -17,6 +17,8 @@ from dpcore.data import bundled_adult_domain, missing_marks, read_table
 from dpcore.domain import MISSING_TOKENS, Attribute, DomainError
 from dpcore.ingest import (
     MISSING_TEXT_FALSE_RATE,
+    Role,
+    _group_scores,
     exact_missing_text,
     missing_text_choice,
     missing_text_head_start,
@@ -46,27 +48,33 @@ def _clinic(n: int, seed: int, marker: str, share: float) -> pd.DataFrame:
     )
 
 
-def test_marked_cells_are_read_as_missing_and_their_rows_counted():
+def _rows(marks) -> dict:
+    return {c: {t: np.flatnonzero(m).tolist() for t, m in v.items()} for c, v in marks.items()}
+
+
+def test_marked_cells_are_read_as_missing_and_their_rows_kept_per_column():
     df = pd.DataFrame({"a": ["x", "?", "?", "y", "NA"], "b": ["?", "?", "1", "", "2"], "c": ["1", "2", "3", "4", "5"]})
     back = _csv(df)
     assert back["a"].isna().tolist() == [False, True, True, False, True]
     assert back["b"].isna().tolist() == [True, True, False, True, False]
-    # rows holding each text: row 1 holds "?" twice and counts once; the empty cell is row 3's
-    assert missing_marks(back) == {"?": 3, "NA": 1, "": 1}
+    assert _rows(missing_marks(back)) == {"a": {"?": [1, 2], "NA": [4]}, "b": {"?": [0, 1], "": [3]}}  # "c": none
+    # a group's score: rows holding the text in one of its columns at least (row 1 holds "?" twice, counted once)
+    assert _group_scores(missing_marks(back), ["a", "b"])[list(MISSING_TOKENS).index("?")] == 3
 
 
 def test_a_table_not_read_from_csv_or_cut_since_has_no_marks():
     df = pd.DataFrame({"a": ["x", None, "y"], "b": [1, 2, 3]})
     assert missing_marks(df) is None  # built in memory: its missing cells carry no text
     back = _csv(pd.DataFrame({"a": ["x", "?", "y", "z"], "b": ["1", "2", "3", "4"]}))
-    assert missing_marks(back) == {"?": 1}
-    assert missing_marks(back.iloc[:3]) is None  # rows dropped: the counts are no longer this table's
-    assert missing_marks(back[["a"]]) == {"?": 1}  # columns chosen: the same rows
+    assert _rows(missing_marks(back)) == {"a": {"?": [1]}}
+    assert missing_marks(back.iloc[:3]) is None  # rows dropped: the marks are no longer this table's
+    assert _rows(missing_marks(back[["a"]])) == {"a": {"?": [1]}}  # columns chosen: the same rows
 
 
 def test_one_changed_row_moves_each_score_by_at_most_one():
-    """Replace-one neighbours: each text's score (rows holding it in some cell) moves by at most 1 -- the
-    sensitivity the exponential mechanism is run with -- whatever the changed row holds, in any number of cells."""
+    """Replace-one neighbours: each text's score (the rows holding it in one of a group's columns at least) moves
+    by at most 1 -- the sensitivity the exponential mechanism is run with -- whatever the changed row holds, in any
+    number of cells, for any group of columns."""
     rng = np.random.default_rng(4)
     texts = ["?", "NA", "", "NULL", "x", "y"]
     for _ in range(60):
@@ -75,8 +83,8 @@ def test_one_changed_row_moves_each_score_by_at_most_one():
         other = df.copy()
         other.iloc[int(rng.integers(40))] = rng.choice(texts, size=5)
         before, after = missing_marks(_csv(df)), missing_marks(_csv(other))
-        for t in MISSING_TOKENS:
-            assert abs(before.get(t, 0) - after.get(t, 0)) <= 1
+        for group in (["a"], ["a", "b"], list("abcde")):
+            assert np.abs(_group_scores(before, group) - _group_scores(after, group)).max() <= 1
 
 
 def test_the_head_start_bounds_a_text_no_row_holds():
@@ -94,18 +102,36 @@ def test_the_choice_follows_the_rows_and_stays_empty_without_them():
     eps = role_noise(0.002, 4)[1]  # the roles' ε_f of a 4-column table at a small table's roles ρ
     marked = _csv(_clinic(3000, 0, "NA", 0.4))
     plain = _csv(_clinic(3000, 0, "", 0.4))
-    picks = [missing_text_choice(marked, eps, Randomness(s)) for s in range(40)]
+    roles = [Role("age", "numeric", integer=True), Role("sex", "categorical"), Role("smoker", "categorical"),
+             Role("cholesterol", "numeric", integer=True)]  # fmt: skip
+    picks = [missing_text_choice(marked, roles, eps, Randomness(s)) for s in range(40)]
     # 1,200 rows hold "NA" against a head start of ~710 rows at this ε: another text in about 0.6% of draws
     # (e^(-ε/2·490) against the 18 others' e^(-ε/2·1200)); three or more of 40 would happen with probability ~0.002
-    assert picks.count("NA") >= 38
-    assert all(missing_text_choice(plain, eps, Randomness(s)) == "" for s in range(40))
-    assert exact_missing_text(marked) == "NA" and exact_missing_text(plain) == ""
-    assert missing_text_choice(_clinic(3000, 0, "NA", 0.4), eps, Randomness(0)) == ""  # in memory: no draw
+    for group in ("smoker", "cholesterol"):  # the words' text and the numbers', each drawn once
+        assert sum(p[group] == "NA" for p in picks) >= 38
+    assert all(p["sex"] == p["smoker"] and p["age"] == p["cholesterol"] for p in picks)  # one text a group
+    assert all(set(missing_text_choice(plain, roles, eps, Randomness(s)).values()) == {""} for s in range(40))
+    assert exact_missing_text(marked, roles)["smoker"] == "NA" and set(exact_missing_text(plain, roles).values()) == {
+        ""
+    }
+    assert missing_text_choice(_clinic(3000, 0, "NA", 0.4), roles, eps, Randomness(0)) == {}  # in memory: no draw
+
+
+def test_numbers_and_words_each_keep_their_text():
+    """R writes a missing number "NA" and an empty string "": a notes column mostly empty does not make the
+    numbers' missing cells empty (each group of columns has its own text)."""
+    rng = np.random.default_rng(8)
+    df = _clinic(3000, 2, "NA", 0.4)
+    df["notes"] = rng.choice(["", "follow up", "refer"], len(df), p=[0.8, 0.1, 0.1])
+    roles = [Role("age", "numeric", integer=True), Role("cholesterol", "numeric", integer=True),
+             Role("notes", "categorical"), Role("sex", "categorical")]  # fmt: skip
+    texts = missing_text_choice(_csv(df), roles, role_noise(0.002, 5)[1], Randomness(1))
+    assert texts["cholesterol"] == texts["age"] == "NA" and texts["notes"] == texts["sex"] == ""
 
 
 def test_private_roles_report_the_text():
     pr = private_roles(_csv(_clinic(4000, 1, "?", 0.5)), 0.05, Randomness(2))
-    assert pr.missing_text == "?"
+    assert pr.missing_texts["smoker"] == pr.missing_texts["cholesterol"] == "?"
 
 
 def test_an_undeclared_release_writes_missing_cells_as_the_file_does(tmp_path):
@@ -180,3 +206,21 @@ def test_the_data_page_says_how_a_missing_cell_is_written():
     shown = datasource.domain_table(bundled_adult_domain()).set_index("attribute")["values or bounds"]
     assert shown["native-country"].endswith("; a missing cell written ?")  # after a long list cut at 300 characters
     assert "missing cell" not in shown["age"]
+
+
+def test_copies_of_a_table_share_its_marks():
+    """pandas deep-copies ``attrs`` on nearly every operation (reading a column included): the marks are one
+    immutable object the copies share, not a dict per column copied each time."""
+    import copy
+    import io
+
+    from dpcore.data import MISSING_MARKS
+
+    back = _csv(pd.DataFrame({f"c{i}": ["1", "NA", ""] for i in range(50)}))
+    assert copy.deepcopy(back.attrs)[MISSING_MARKS] is back.attrs[MISSING_MARKS]
+    assert back["c3"].attrs[MISSING_MARKS] is back.attrs[MISSING_MARKS]
+    # ``attrs`` stay JSON (pyarrow and Streamlit serialise them); a table back from Parquet has no marks
+    assert json.loads(json.dumps(back.attrs))[MISSING_MARKS] == 3
+    buf = io.BytesIO()
+    back.to_parquet(buf)
+    assert missing_marks(pd.read_parquet(io.BytesIO(buf.getvalue()))) is None

@@ -14,6 +14,7 @@ import pytest
 from dpcore.data import read_table
 from dpcore.domain import NUMBER_STYLES, Attribute, DomainError, parse_numbers, style_votes, styled_numbers
 from dpcore.ingest import (
+    TEXT_GROUPS,
     _distinct_present,
     private_roles,
     role_noise,
@@ -165,8 +166,8 @@ def test_the_owners_proposal_carries_the_style_and_a_declared_one_is_written(tmp
 def test_the_roles_draws_add_up_to_their_rho(monkeypatch):
     """Every draw of the roles step, the styles' stream included: one discrete Gaussian vector over the 7p counts
     (L2 sensitivity sqrt(7p): 7p/(2σ²)), two exponential mechanisms a column and, for a table read from CSV, one
-    for its missing-value text (ε²/8 each) make ρ.  A table built in memory has no such text to choose: its draws
-    spend ρ less that share (charged, not drawn)."""
+    for the missing-value text of its numbers and one for its words' (ε²/8 each) make ρ.  A table built in memory has
+    no such text to choose: its draws spend ρ less those two (charged, not drawn)."""
     seen: list[float] = []
     original = Randomness.exponential_mechanism
 
@@ -176,16 +177,20 @@ def test_the_roles_draws_add_up_to_their_rho(monkeypatch):
         return original(self, scores, epsilon, sensitivity)
 
     monkeypatch.setattr(Randomness, "exponential_mechanism", counted)
-    df = pd.DataFrame({"price": ["$1.00", "$2.50"] * 50, "day": ["2024-01-02"] * 100, "n": range(100)})
+    df = pd.DataFrame(
+        {"price": ["$1.00", "$2.50"] * 150, "day": ["2024-01-02"] * 300, "n": range(300), "grp": ["a", "b", "c"] * 100}
+    )
     rho = 0.2
     pr = private_roles(read_table(df.to_csv(index=False).encode(), filename="t.csv"), rho, Randomness(0))
-    assert len(seen) == 2 * 3 + 1
-    assert math.isclose(sum(seen) + 7 * 3 / (2 * pr.sigma**2), rho, rel_tol=1e-12)
+    groups = {TEXT_GROUPS[r.role] for r in pr.roles if r.role in TEXT_GROUPS}
+    assert groups == {"numbers", "words"}  # one missing-value text each
+    assert len(seen) == 2 * 4 + 2
+    assert math.isclose(sum(seen) + 7 * 4 / (2 * pr.sigma**2), rho, rel_tol=1e-12)
     seen.clear()
     pr = private_roles(df, rho, Randomness(0))
-    assert len(seen) == 2 * 3
-    drawn = rho - pr.epsilon_format**2 / 8
-    assert math.isclose(sum(seen) + 7 * 3 / (2 * pr.sigma**2), drawn, rel_tol=1e-12)
+    assert len(seen) == 2 * 4
+    drawn = rho - 2 * pr.epsilon_format**2 / 8
+    assert math.isclose(sum(seen) + 7 * 4 / (2 * pr.sigma**2), drawn, rel_tol=1e-12)
 
 
 def test_a_declared_style_outside_the_list_is_refused_with_the_list(tmp_path, capsys):
