@@ -206,6 +206,11 @@ class Attribute:
                 f"Attribute {self.name!r}: missing_text must be one of {list(MISSING_TOKENS)} (how a missing cell is "
                 f"written), not {self.missing_text!r}."
             )
+        if self.missing_text and self.missing_text in self.values:  # "NA" for North America and for missing
+            raise DomainError(
+                f"Attribute {self.name!r}: {self.missing_text!r} is one of its values, so it cannot also be how a "
+                "missing cell is written: choose another missing_text or leave it empty."
+            )
         if self.vocabulary and self.kind != "categorical":
             raise DomainError(f"Attribute {self.name!r}: vocabulary values are for categorical attributes.")
         if self.hours:

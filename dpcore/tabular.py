@@ -223,6 +223,12 @@ def _spec_from_dict(d: dict, keep_inferred: bool) -> ColumnSpec:
         spec.settings.pop("edges")
     if "edges" not in spec.settings:  # points name bins of the declared edges
         spec.settings.pop("points", None)
+    text = spec.settings.get("missing_text")
+    if text and spec.values is not None and text in spec.values:  # refused before anything is spent
+        raise DomainError(
+            f"Attribute {name!r}: {text!r} is one of its values, so it cannot also be how a missing cell is written: "
+            "choose another missing_text or leave it empty."
+        )
     return spec
 
 
@@ -728,6 +734,9 @@ def _build_attribute(
         out_of_bounds=settings.get("out_of_bounds", "clip"),
         missing_text=str(settings.get("missing_text", missing_text)),
     )
+    declared_values = spec.values if spec is not None and spec.values is not None else ()
+    if common["missing_text"] and common["missing_text"] in declared_values:
+        common["missing_text"] = ""  # a text chosen with the roles that a declared value spells: cells stay empty
     if role.role == "categorical":
         values = pick("values")
         other = bool(settings.get("other", prov["values"] == "dp"))

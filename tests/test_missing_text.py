@@ -168,6 +168,8 @@ def test_a_declared_text_is_written_and_a_bad_one_refused(tmp_path, capsys):
     assert (out["smoker"] == "NULL").mean() > 0.15 and (out["smoker"] == "").sum() == 0
     with pytest.raises(DomainError, match="missing_text must be one of"):
         Attribute("smoker", "categorical", ("a",), missing=True, missing_text="unknown")
+    with pytest.raises(DomainError, match="is one of its values"):  # a declared "NA" (North America) stays a value
+        Attribute("continent", "categorical", ("EU", "NA"), missing=True, missing_text="NA")
     bad = [{**attrs[1], "missing_text": "unknown"}]
     (tmp_path / "bad.json").write_text(json.dumps({"attributes": bad}))
     (tmp_path / "t.csv").write_text(df.to_csv(index=False))
@@ -224,3 +226,23 @@ def test_copies_of_a_table_share_its_marks():
     buf = io.BytesIO()
     back.to_parquet(buf)
     assert missing_marks(pd.read_parquet(io.BytesIO(buf.getvalue()))) is None
+
+
+def test_a_declared_value_that_spells_a_missing_text_is_never_written_for_missing(tmp_path, capsys):
+    """A partial schema declaring "NA" as a value (North America) and as the missing text is refused before
+    anything is spent; declaring it as a value only, the text chosen with the roles for the column is dropped."""
+    rng = np.random.default_rng(9)
+    df = _clinic(3000, 4, "NULL", 0.4)
+    df["continent"] = rng.choice(["EU", "NA"], len(df))
+    data = tmp_path / "t.csv"
+    df.to_csv(data, index=False)
+    bad = [{"name": "continent", "values": ["EU", "NA"], "missing_text": "NA"}]
+    (tmp_path / "s.json").write_text(json.dumps({"attributes": bad, "complete": False}))
+    argv = ["release", "--data", str(data), "--schema", str(tmp_path / "s.json"), "--epsilon", "1"]
+    assert main([*argv, "--out", str(tmp_path / "o.csv"), "--workspace", str(tmp_path / "ws"), "--quiet"]) != 0
+    assert "is one of its values" in capsys.readouterr().err
+    from dpcore.tabular import _build_attribute, parse_schema
+
+    specs, _ = parse_schema({"attributes": [{"name": "continent", "values": ["EU", "NA"]}]})
+    attr = _build_attribute(Role("continent", "categorical", source="dp"), specs["continent"], {}, "dp", 10, None, "NA")
+    assert attr.missing_text == "" and attr.values == ("EU", "NA")
