@@ -391,6 +391,10 @@ class Role:
     stats: dict | None = field(default=None, compare=False)
     #: numeric: how its numbers are written (:data:`dpcore.domain.NUMBER_STYLES`; "" plain)
     style: str = ""
+    #: how the release writes its missing cells ("" empty, or one of :data:`dpcore.domain.MISSING_TOKENS`): chosen
+    #: with private roles (:func:`missing_text_choice`), read exactly for a proposal (:func:`exact_missing_text`),
+    #: declared with a confirmed role
+    missing_text: str = ""
 
     def __post_init__(self) -> None:
         if self.role not in ROLES:
@@ -401,6 +405,10 @@ class Role:
             raise DataError(f"Column {self.name!r}: a number style must be one of {NUMBER_STYLES}.")
         if self.role != "numeric" and self.style:
             object.__setattr__(self, "style", "")  # a style is how numbers are written
+        if self.missing_text not in MISSING_TOKENS:
+            raise DataError(f"Column {self.name!r}: a missing-value text must be one of {list(MISSING_TOKENS)}.")
+        if self.role == "excluded" and self.missing_text:
+            object.__setattr__(self, "missing_text", "")
         if self.role == "datetime":
             fmt = self.format or "%Y-%m-%d"
             gran = self.granularity or date_granularity(fmt)
@@ -434,6 +442,8 @@ class Role:
             d.update(format=self.format, granularity=self.granularity)
         if self.reason:
             d["reason"] = self.reason
+        if self.missing_text:
+            d["missing_text"] = self.missing_text
         if with_stats and self.stats is not None:
             d["stats"] = dict(self.stats)
         return d
@@ -447,7 +457,8 @@ class Role:
         if isinstance(value, Role):
             return replace(value, name=name, source="declared", stats=None)
         if isinstance(value, dict):
-            kw = {k: value[k] for k in ("role", "integer", "format", "granularity", "reason", "style") if k in value}
+            keys = ("role", "integer", "format", "granularity", "reason", "style", "missing_text")
+            kw = {k: value[k] for k in keys if k in value}
             if "role" not in kw:
                 raise DataError(f"Column {name!r}: a role object needs a 'role'.")
             return cls(name, source="declared", **kw)
@@ -774,7 +785,8 @@ def propose_roles(df: pd.DataFrame, columns=None) -> list[Role]:
             role = replace(role, reason=f"{FRAGILE_NOTE}" + (f"; {role.reason}" if role.reason else ""))
         style = st.style if role.role == "numeric" else ""  # how its numbers are written, confirmed with the role
         out.append(replace(role, source="inferred", stats=st.to_dict(), style=style))
-    return out
+    texts = exact_missing_text(df, out)  # how the file writes a missing cell, confirmed with the role likewise
+    return [replace(r, missing_text=texts.get(r.name, "")) for r in out]
 
 
 @dataclass
@@ -838,19 +850,27 @@ def _groups(roles) -> dict[str, list[str]]:
     return out
 
 
+#: A proposal names a missing-value text only where at least this share of the rows (and EXACT_TEXT_MIN_ROWS) hold it:
+#: a few rows' "NULL" is not the file's way of writing a missing cell, and confirming it would publish them.
+EXACT_TEXT_SHARE = 0.01
+EXACT_TEXT_MIN_ROWS = 10
+
+
 def exact_missing_text(df: pd.DataFrame, roles) -> dict[str, str]:
-    """Column -> the missing-value text its group's columns hold most (:data:`TEXT_GROUPS`), the empty cell winning
-    ties: exact, **NOT private** (for the data owner's eyes and ``schema_from_data``)."""
+    """Column -> the missing-value text the most rows hold in its group's columns (:data:`TEXT_GROUPS`), the empty
+    cell winning ties, and only where at least EXACT_TEXT_SHARE of the rows (and EXACT_TEXT_MIN_ROWS) hold it: exact,
+    **NOT private** (for the data owner's eyes and ``schema_from_data``)."""
     from .data import missing_marks
 
     marks = missing_marks(df)
     if marks is None:
         return {}
+    least = max(EXACT_TEXT_MIN_ROWS, EXACT_TEXT_SHARE * len(df))
     out: dict[str, str] = {}
     for columns in _groups(roles).values():
         scores = _group_scores(marks, columns)
         best = int(scores.argmax())  # the first of equals: "" leads the list
-        out.update(dict.fromkeys(columns, MISSING_TOKENS[best] if scores[best] > 0 else ""))
+        out.update(dict.fromkeys(columns, MISSING_TOKENS[best] if scores[best] >= least else ""))
     return out
 
 
@@ -929,4 +949,5 @@ def private_roles(df: pd.DataFrame, rho: float, noise, columns=None) -> PrivateR
         replace(decide_role(st), source="dp", stats=st.to_dict(), style=style) for st, style in zip(released, styles)
     ]
     texts = missing_text_choice(df, roles, eps_format, noise)  # two choices more at the columns' ε (role_noise)
+    roles = [replace(r, missing_text=texts.get(r.name, "")) for r in roles]
     return PrivateRoles(roles, released, float(rho), sigma, eps_format, texts)

@@ -88,7 +88,7 @@ from .discovery import (
 )
 from .domain import CLOCK_UNITS, Attribute, Domain, _has_time, _normalise_source, whole_span
 from .errors import BudgetError, DataError, DomainError
-from .ingest import Role, confirmed, exact_missing_text, header_role, private_roles, propose_roles
+from .ingest import Role, confirmed, header_role, private_roles, propose_roles
 from .mechanisms.base import SpendRecord
 from .output import to_table as _to_table
 from .privacy.ledger import DEFAULT_LEDGER, new_run_id, resolve_ledger
@@ -706,17 +706,12 @@ def _real_point_edges(
 
 
 def _build_attribute(
-    role: Role,
-    spec: ColumnSpec | None,
-    found: dict,
-    found_source: str,
-    bins: int,
-    found_bins: int | None = None,
-    missing_text: str = "",
+    role: Role, spec: ColumnSpec | None, found: dict, found_source: str, bins: int, found_bins: int | None = None
 ) -> Attribute:
     """The attribute of a kept column: declared fields win, the rest from ``found``.  A numeric column whose bounds
     come from the data (discovered or inferred) and that declares no bins gets ``found_bins`` (default: ``bins``).
-    ``missing_text``: how its missing cells are written where the schema does not say (chosen with the roles)."""
+    Its missing cells are written as the schema says, else as its role's ``missing_text`` (chosen with private
+    roles, or confirmed with the role)."""
     spec = spec if (spec is not None and spec.kind == role.role) else None
     settings = dict(spec.settings) if spec else {}
     prov = {"kind": role.source}
@@ -732,7 +727,7 @@ def _build_attribute(
         missing=bool(settings.get("missing", True)),  # a declared "missing": false: no missing code to fill
         source="mixed",
         out_of_bounds=settings.get("out_of_bounds", "clip"),
-        missing_text=str(settings.get("missing_text", missing_text)),
+        missing_text=str(settings.get("missing_text", role.missing_text)),
     )
     declared_values = spec.values if spec is not None and spec.values is not None else ()
     if common["missing_text"] and common["missing_text"] in declared_values:
@@ -986,10 +981,8 @@ def prepare_table(
     spends: list[SpendRecord] = []
     report: dict = {}
     run_id = None
-    texts: dict[str, str] = {}  # how the decided roles' missing cells are written (chosen with them)
     if schema_from_data:
         decided = {r.name: r for r in propose_roles(df, undecided)} if undecided else {}
-        texts = exact_missing_text(df, decided.values())
         found_source = "inferred"
     else:
         if to_discover:
@@ -1002,7 +995,6 @@ def prepare_table(
             assert plan is not None  # undecided columns are among those to discover
             pr = private_roles(df, plan.rho_roles, noise, undecided)
             decided = {r.name: r for r in pr.roles}
-            texts = pr.missing_texts
             report["roles"] = {"columns": len(undecided), "sigma": pr.sigma, "epsilon_format": pr.epsilon_format}
             if fitted_share and plan.joint:
                 # The share was fitted before the roles were known; with them released, the value sets and
@@ -1064,10 +1056,7 @@ def prepare_table(
                 )
 
     fine = discovered_bins(len(df), bins)  # public: n and the setting
-    attrs = [
-        _build_attribute(r, specs.get(r.name), found.get(r.name, {}), found_source, bins, fine, texts.get(r.name, ""))
-        for r in kept
-    ]
+    attrs = [_build_attribute(r, specs.get(r.name), found.get(r.name, {}), found_source, bins, fine) for r in kept]
     # Post-processing of released values (free): a category set that discovery left empty carries nothing but
     # "(other)" -- an identifier, free text or a continuous column at this budget.  Leave it out, and say so.
     empty = {

@@ -136,8 +136,13 @@ st.data_editor(
         "format": st.column_config.TextColumn(
             "format",
             help="Dates: how they are written, e.g. %d/%m/%Y. Integer / real: how the release writes the numbers, "
-            "e.g. $,.2 for $1,234.50, %.1 for 63.5%, dc for 73,4, # kg for 54.6 kg, .1 for 4.9 "
-            "(empty: plain, as drawn).",
+            "e.g. $,.2 for $1,234.50, %.1 for 63.5%, dc.1 for 73,4, .dc.2 for 1.234,56, # kg for 54.6 kg, .1 for "
+            "4.9 (empty: plain, as drawn).",
+        ),
+        "missing_text": st.column_config.TextColumn(
+            "missing written",
+            help="How the file writes a missing cell in this column (NA, ?, NULL; empty: an empty cell), read "
+            "exactly for you; confirming the role declares it, and the release writes its missing cells so.",
         ),
         "values": st.column_config.TextColumn(
             "values", help="Categorical, optional: the public value list, separated by ' | '.", width="medium"

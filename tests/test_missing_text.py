@@ -244,5 +244,55 @@ def test_a_declared_value_that_spells_a_missing_text_is_never_written_for_missin
     from dpcore.tabular import _build_attribute, parse_schema
 
     specs, _ = parse_schema({"attributes": [{"name": "continent", "values": ["EU", "NA"]}]})
-    attr = _build_attribute(Role("continent", "categorical", source="dp"), specs["continent"], {}, "dp", 10, None, "NA")
+    role = Role("continent", "categorical", source="dp", missing_text="NA")  # chosen with the roles
+    attr = _build_attribute(role, specs["continent"], {}, "dp", 10)
     assert attr.missing_text == "" and attr.values == ("EU", "NA")
+
+
+def test_a_confirmed_role_carries_the_text_the_file_writes(tmp_path):
+    """The owner's proposal reads the text exactly (like the style), and confirming the role declares it: a table
+    whose roles are all confirmed (the Data page's "Confirm all roles as public") keeps its "NA" at no cost."""
+    from dpcore.ingest import confirmed, propose_roles
+    from dpcore.tabular import prepare_table
+
+    df = _csv(_clinic(3000, 7, "NA", 0.4))
+    proposal = {r.name: r for r in propose_roles(df)}
+    assert proposal["cholesterol"].missing_text == "NA" and proposal["smoker"].missing_text == "NA"
+    assert proposal["sex"].missing_text == "NA"  # a word column of the same group: "NA" is the words' text
+    roles = confirmed(list(proposal.values()))
+    assert roles["cholesterol"].source == "declared" and roles["cholesterol"].missing_text == "NA"
+    back = Role.parse("cholesterol", roles["cholesterol"].to_dict())
+    assert back.missing_text == "NA"  # through a role object's dict (the app's roles table)
+    prepared = prepare_table(df, roles=list(roles.values()), epsilon=1.0, delta=1e-6, noise=Randomness(0), ledger=None)
+    assert prepared.dataset.domain["cholesterol"].missing_text == "NA"
+    assert prepared.dataset.domain["cholesterol"].field_sources["kind"] == "declared"
+
+
+def test_the_roles_table_shows_the_text_and_confirming_declares_it():
+    """The Data page's roles table: the proposal's text in a read-only column; "Confirm all roles as public"
+    declares it with each role, and a table saved before the column existed is read back with it empty."""
+    from dpcore.ingest import propose_roles
+    from ui import roles
+
+    df = _csv(_clinic(2000, 8, "NA", 0.4))
+    table = roles.roles_table(df.columns, propose_roles(df))
+    shown = dict(zip(table["column"], table["missing_text"]))
+    assert shown["cholesterol"] == "NA" and "missing_text" in roles.READ_ONLY
+    decl = roles.declarations(roles.confirm_all(table))
+    assert decl.roles["cholesterol"]["missing_text"] == "NA"
+    from ui.datasource import upgraded_records
+
+    old = [{k: v for k, v in r.items() if k != "missing_text"} for r in table.to_dict("records")]
+    back = upgraded_records(old)
+    assert [list(r) for r in back[:1]] == [roles.COLUMNS] and back[0]["role"] == old[0]["role"]
+
+
+def test_a_proposal_names_no_text_a_few_rows_hold():
+    """A few rows' "NULL" is not how the file writes a missing cell: the owner's proposal names a text only where
+    at least 1% of the rows (and 10) hold it, so confirming the roles does not publish those rows."""
+    df = _clinic(3000, 9, "", 0.0)
+    df.loc[:5, "cholesterol"] = "NULL"  # six rows
+    roles = [Role("cholesterol", "numeric", integer=True), Role("sex", "categorical")]
+    assert exact_missing_text(_csv(df), roles)["cholesterol"] == ""
+    df.loc[:40, "cholesterol"] = "NULL"  # 41 rows: over 1% of 3,000
+    assert exact_missing_text(_csv(df), roles)["cholesterol"] == "NULL"

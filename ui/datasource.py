@@ -240,6 +240,15 @@ def save_schema_table() -> None:
     state.workspace().save_schema(table.to_json(orient="records"), SCHEMA_TABLE_NAME, _digest_of(source_key))
 
 
+def upgraded_records(records: list) -> list:
+    """A saved roles table's rows in the current columns: a table saved before the ``missing_text`` column
+    (2026-11-29) gets it empty, so the declarations in it are kept.  Other shapes are returned as they are."""
+    before = [c for c in SCHEMA_COLUMNS if c != "missing_text"]
+    if records and isinstance(records[0], dict) and list(records[0]) == before:
+        return [{c: r.get(c, "") for c in SCHEMA_COLUMNS} for r in records]
+    return records
+
+
 def saved_schema_table(source_key: str, df: pd.DataFrame) -> pd.DataFrame | None:
     """The last roles table saved for this source, if it still describes the file's columns."""
     rows = state.workspace().query(
@@ -249,7 +258,7 @@ def saved_schema_table(source_key: str, df: pd.DataFrame) -> pd.DataFrame | None
     if not rows:
         return None
     try:
-        records = json.loads(rows[0]["json"])
+        records = upgraded_records(json.loads(rows[0]["json"]))
         table = roles.frame(records)
         if [list(r) for r in records[:1]] not in ([], [SCHEMA_COLUMNS]):
             return None  # saved by another version of the page

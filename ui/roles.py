@@ -40,6 +40,7 @@ COLUMNS = [
     "column",
     "role",
     "format",
+    "missing_text",
     "values",
     "lower",
     "upper",
@@ -53,7 +54,7 @@ COLUMNS = [
     "base",
 ]
 #: Columns the user cannot edit (``declared``, ``rule`` and ``base`` are kept in the table but not shown).
-READ_ONLY = ("column", "source", "proposed", "seen", "note", "declared", "rule", "base")
+READ_ONLY = ("column", "missing_text", "source", "proposed", "seen", "note", "declared", "rule", "base")
 HIDDEN = ("declared", "rule", "base")
 #: The provenance fields of a row by its role (as in dpcore.domain.PROVENANCE_FIELDS, "kind" called "role").
 FIELDS = {
@@ -160,6 +161,7 @@ def roles_table(columns, proposals: list[Role], declared: Domain | None = None) 
         if declared is not None and name in declared.names:
             attr = declared[name]
             row["role"], row["format"] = _role_of_attribute(attr)
+            row["missing_text"] = attr.missing_text
             src = attr.field_sources
             fields = {"role" if f == "kind" else f for f, s in src.items() if s == "declared"}
             entry = attr.to_dict()
@@ -177,6 +179,7 @@ def roles_table(columns, proposals: list[Role], declared: Domain | None = None) 
             row.update(role="excluded", rule="header", note=header_role(name).reason)
         elif prop is not None:
             row["role"], row["format"] = role_of(prop)
+            row["missing_text"] = prop.missing_text  # read exactly, for the owner: confirmed with the role
             row["note"] = prop.reason
             if prop.role == "excluded":  # a proposal from exact counts: the private discovery decides unless declared
                 row["note"] = f"proposed: {prop.reason}; not a decision until you declare it (set the role)"
@@ -317,14 +320,17 @@ class Declarations:
 
 
 def role_spec(row: dict) -> dict:
-    """The engine's role object of a row (:meth:`dpcore.ingest.Role.parse` takes it)."""
+    """The engine's role object of a row (:meth:`dpcore.ingest.Role.parse` takes it), with how the file writes its
+    missing cells (``missing_text``, shown in the row) where the row has one."""
     role = row.get("role") if row.get("role") in FIELDS else "categorical"
+    text = str(row.get("missing_text") or "")
+    extra = {"missing_text": text} if text and role != "excluded" else {}
     if role in ("integer", "real"):
         style = str(row.get("format") or "").strip()  # how the numbers are written ("$,.2", "# kg"); empty: plain
-        return {"role": "numeric", "integer": role == "integer", **({"style": style} if style else {})}
+        return {"role": "numeric", "integer": role == "integer", **({"style": style} if style else {}), **extra}
     if role == "date":
-        return {"role": "datetime", "format": str(row.get("format") or "").strip() or "%Y-%m-%d"}
-    return {"role": role}
+        return {"role": "datetime", "format": str(row.get("format") or "").strip() or "%Y-%m-%d", **extra}
+    return {"role": role, **extra}
 
 
 def _parse_bound(row: dict, key: str, kind: str):
