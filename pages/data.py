@@ -139,11 +139,6 @@ st.data_editor(
             "e.g. $,.2 for $1,234.50, %.1 for 63.5%, dc.1 for 73,4, .dc.2 for 1.234,56, # kg for 54.6 kg, .1 for "
             "4.9 (empty: plain, as drawn).",
         ),
-        "missing_text": st.column_config.TextColumn(
-            "missing written",
-            help="How the file writes a missing cell in this column (NA, ?, NULL; empty: an empty cell), read "
-            "exactly for you; confirming the role declares it, and the release writes its missing cells so.",
-        ),
         "values": st.column_config.TextColumn(
             "values", help="Categorical, optional: the public value list, separated by ' | '.", width="medium"
         ),
@@ -157,6 +152,12 @@ st.data_editor(
             "proposed (exact, only for you)", help="The role the data's exact counts suggest.", width="medium"
         ),
         "seen": st.column_config.TextColumn("in the file (only for you)", help="Exact counts: never published."),
+        "missing_text": st.column_config.TextColumn(
+            "missing written",
+            help="How the file writes a missing cell in this column (NA, ?, NULL; empty: an empty cell): a declared "
+            "schema's, else read exactly for you (never published unless you confirm the role, which declares it). "
+            "The release writes its missing cells so.",
+        ),
         "note": st.column_config.TextColumn("why", width="medium"),
     },
 )
