@@ -79,6 +79,10 @@ def propose_schema(df: pd.DataFrame) -> dict:
             column.isna().any() or (column.astype(str).str.strip() == "").any()
             or (role.role != "categorical" and none_cells(column).any())  # "None" in numbers: a missing cell
         )  # fmt: skip
+        own = proposed[str(name)]
+        text = role.missing_text or (own.missing_text if own.role == role.role else "")
+        if entry["missing"] and text:  # how the file writes a missing cell ("NA", "?"): exact, like the style
+            entry["missing_text"] = text
         if role.role == "categorical":
             entry["values"] = list(exact_values(column))
             labels, counts = value_counts(column)

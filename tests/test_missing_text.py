@@ -296,3 +296,18 @@ def test_a_proposal_names_no_text_a_few_rows_hold():
     assert exact_missing_text(_csv(df), roles)["cholesterol"] == ""
     df.loc[:40, "cholesterol"] = "NULL"  # 41 rows: over 1% of 3,000
     assert exact_missing_text(_csv(df), roles)["cholesterol"] == "NULL"
+
+
+def test_the_owners_proposals_name_the_text(tmp_path, capsys):
+    """`dpcore schema FILE --out` writes the text into the proposed schema (to review and declare), and
+    `dpcore info` says it, since `--roles` cannot carry it."""
+    from dpcore.proposal import propose_schema
+
+    df = _clinic(2000, 10, "NA", 0.4)
+    entries = {e["name"]: e for e in propose_schema(_csv(df))["attributes"]}
+    assert entries["cholesterol"]["missing_text"] == "NA" and "missing_text" not in entries["age"]  # none missing
+    data = tmp_path / "t.csv"
+    df.to_csv(data, index=False)
+    capsys.readouterr()
+    assert main(["info", str(data)]) == 0
+    assert "Missing cells are written 'NA' in its numbers and dates" in capsys.readouterr().out

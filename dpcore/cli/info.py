@@ -51,7 +51,7 @@ def role_option(role) -> str:
 
 def _print_roles(source: dict) -> None:
     """The owner's view of a raw table (the app's roles table, as text): exact counts, never for publication."""
-    from ..ingest import FRAGILE_NOTE, header_role, propose_roles
+    from ..ingest import FRAGILE_NOTE, TEXT_GROUPS, header_role, propose_roles
 
     df = source["table"]
     print(f"table: {source['name']}   n = {source['n']:,} rows   {df.shape[1]} columns")
@@ -80,6 +80,15 @@ def _print_roles(source: dict) -> None:
             "who sees a release's card sees them, unprotected."
         )
         print(f'  --roles "{",".join(confirm)}"')
+        texts = {TEXT_GROUPS[r.role]: r.missing_text for r in proposed.values() if r.kept and r.missing_text}
+        if texts:
+            groups = {"numbers": "numbers and dates", "words": "words"}
+            print(
+                "Missing cells are written "
+                + "; ".join(f"{t!r} in its {groups[g]}" for g, t in sorted(texts.items()))
+                + " (exact, for you). --roles cannot carry this: `dpcore schema FILE --out` writes it into a schema "
+                'to review and declare ("missing_text"), or confirm the roles on the app\'s Data page.'
+            )
         fragile = [n for n in df.columns if not header_role(n) and proposed[n].reason.startswith(FRAGILE_NOTE)]
         if fragile:
             print(
