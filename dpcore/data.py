@@ -29,10 +29,11 @@ import pandas as pd
 from .domain import MISSING_TOKENS, Domain
 from .errors import DataError, DomainError
 
-#: Cells read as missing: pandas' defaults but ``None`` (an empty cell, ``NA``, ``N/A``, ``NULL``, ``NaN``...) and
-#: ``?``, the UCI convention (the bundled Adult sample uses it).  ``None`` is read as text: a category of its own
-#: in many tables (sleep disorders "None", "Insomnia"; allergies "None", "Pollen"), a missing cell in numbers and
-#: dates and wherever a schema does not list it (:data:`dpcore.domain.NONE_TEXT`).
+# Cells read as missing (:data:`dpcore.domain.MISSING_TOKENS`, by :func:`_read_missing_marks`): pandas' defaults but
+# ``None`` (an empty cell, ``NA``, ``N/A``, ``NULL``, ``NaN``...) and ``?``, the UCI convention (the bundled Adult
+# sample uses it).  ``None`` is read as text: a category of its own in many tables (sleep disorders "None",
+# "Insomnia"; allergies "None", "Pollen"), a missing cell in numbers and dates and wherever a schema does not list
+# it (:data:`dpcore.domain.NONE_TEXT`).
 DELIMITERS = [",", ";", "\t", "|"]
 #: Hard cap on rows read, to keep a hostile upload from exhausting memory.
 MAX_ROWS = 20_000_000
