@@ -206,11 +206,7 @@ class Attribute:
                 f"Attribute {self.name!r}: missing_text must be one of {list(MISSING_TOKENS)} (how a missing cell is "
                 f"written), not {self.missing_text!r}."
             )
-        if self.missing_text and self.missing_text in self.values:  # "NA" for North America and for missing
-            raise DomainError(
-                f"Attribute {self.name!r}: {self.missing_text!r} is one of its values, so it cannot also be how a "
-                "missing cell is written: choose another missing_text or leave it empty."
-            )
+        check_missing_text(self.name, self.missing_text, self.values)
         if self.vocabulary and self.kind != "categorical":
             raise DomainError(f"Attribute {self.name!r}: vocabulary values are for categorical attributes.")
         if self.hours:
@@ -667,6 +663,16 @@ class Attribute:
             raise DomainError(f"Attribute {d.get('name')!r}: {exc}") from None
 
 
+def check_missing_text(name: str, text: str, values) -> None:
+    """Refuse a missing-value text that is also one of a column's values ("NA" for North America and for missing):
+    the release could not tell them apart."""
+    if text and text in tuple(values or ()):
+        raise DomainError(
+            f"Attribute {name!r}: {text!r} is one of its values, so it cannot also be how a missing cell is written: "
+            "choose another missing_text or leave it empty."
+        )
+
+
 #: The keys an attribute's JSON may hold.
 ATTRIBUTE_KEYS = frozenset(
     {
@@ -968,20 +974,19 @@ def _style_votes(texts, counts) -> tuple[np.ndarray, int]:
     """For each of :data:`NUMBER_STYLES`, how many cells are written in it, and how many cells voted at all: a cell
     votes for the style it is written in -- its currency sign and percent sign as written, grouped if it holds a
     thousands comma, with a currency sign two decimals only if it has exactly two -- and a plain number for "" (or
-    "," grouped) alone, or,
-    with one to three decimals, for the plain style with that many (:data:`DECIMAL_STYLES`: "4.9" and "88.0" vote
-    ".1", "1,234.56" votes ",.2"; more decimals, as drawn: ""), a percentage likewise ("63.5%": "%.1", "7%": "%").
-    An amount under 1,000 with a currency sign and no comma votes for the grouped style too (`$80.00` is how
-    `$,.2` writes 80): a column's amounts over 1,000 decide the grouping.  A cell that is a number only with a
-    decimal comma ("73,4", "0,125", "1.234,5", "1.234.567") votes "dc", or ".dc" if grouped with '.', and under
-    1,000 ungrouped both -- with one to three decimals, the styles with that many (:data:`DECIMAL_COMMA_STYLES`:
-    "73,4" votes "dc.1" and ".dc.1"); a cell that reads with a decimal point too ("1,234", "1.234") votes as a point
-    reads it (",", ".3"), so a column is read with a decimal comma only where its unambiguous cells say so; a whole
-    number written plain ("68") votes for plain and for every decimal-comma style, in which it reads and is written
-    alike (R's ``write.csv2`` writes "73,4", "68", "70,25": its cells are not split against plain).  A number with
-    a listed unit after it votes for that unit's style ("54.6 kg", "54.6kg": "# kg"; "1 day": "# days").
-    ``texts`` are distinct cells (text; numbers vote plain), ``counts`` how many cells hold each.  A cell votes for
-    each style at most once: one cell changed moves each vote by at most 1."""
+    "," grouped) alone, or, with one to three decimals, for the plain style with that many (:data:`DECIMAL_STYLES`:
+    "4.9" and "88.0" vote ".1", "1,234.56" votes ",.2"; more decimals, as drawn: ""), a percentage likewise
+    ("63.5%": "%.1", "7%": "%"). An amount under 1,000 with a currency sign and no comma votes for the grouped style
+    too (`$80.00` is how `$,.2` writes 80): a column's amounts over 1,000 decide the grouping. A cell that is a
+    number only with a decimal comma ("73,4", "0,125", "1.234,5", "1.234.567") votes "dc", or ".dc" if grouped with
+    '.', and under 1,000 ungrouped both -- with one to three decimals, the styles with that many
+    (:data:`DECIMAL_COMMA_STYLES`: "73,4" votes "dc.1" and ".dc.1"); a cell that reads with a decimal point too
+    ("1,234", "1.234") votes as a point reads it (",", ".3"), so a column is read with a decimal comma only where
+    its unambiguous cells say so; a whole number written plain ("68") votes for plain and for every decimal-comma
+    style, in which it reads and is written alike (R's ``write.csv2`` writes "73,4", "68", "70,25": its cells are
+    not split against plain). A number with a listed unit after it votes for that unit's style ("54.6 kg", "54.6kg":
+    "# kg"; "1 day": "# days"). ``texts`` are distinct cells (text; numbers vote plain), ``counts`` how many cells
+    hold each. A cell votes for each style at most once: one cell changed moves each vote by at most 1."""
     votes = np.zeros(len(NUMBER_STYLES))
     index = {s: i for i, s in enumerate(NUMBER_STYLES)}
     comma_styles = [index[st] for st in (DECIMAL_COMMA, ".dc") + DECIMAL_COMMA_STYLES]

@@ -79,8 +79,8 @@ def propose_schema(df: pd.DataFrame) -> dict:
             column.isna().any() or (column.astype(str).str.strip() == "").any()
             or (role.role != "categorical" and none_cells(column).any())  # "None" in numbers: a missing cell
         )  # fmt: skip
-        own = proposed[str(name)]
-        text = role.missing_text or (own.missing_text if own.role == role.role else "")
+        own = proposed[str(name)]  # a header's role carries no text: the proposal's, where the roles agree
+        text = own.missing_text if own.role == role.role else ""
         if entry["missing"] and text:  # how the file writes a missing cell ("NA", "?"): exact, like the style
             entry["missing_text"] = text
         if role.role == "categorical":

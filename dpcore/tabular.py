@@ -86,7 +86,7 @@ from .discovery import (
     sliver_read,
     split_column_rho,
 )
-from .domain import CLOCK_UNITS, Attribute, Domain, _has_time, _normalise_source, whole_span
+from .domain import CLOCK_UNITS, Attribute, Domain, _has_time, _normalise_source, check_missing_text, whole_span
 from .errors import BudgetError, DataError, DomainError
 from .ingest import Role, confirmed, header_role, private_roles, propose_roles
 from .mechanisms.base import SpendRecord
@@ -223,12 +223,7 @@ def _spec_from_dict(d: dict, keep_inferred: bool) -> ColumnSpec:
         spec.settings.pop("edges")
     if "edges" not in spec.settings:  # points name bins of the declared edges
         spec.settings.pop("points", None)
-    text = spec.settings.get("missing_text")
-    if text and spec.values is not None and text in spec.values:  # refused before anything is spent
-        raise DomainError(
-            f"Attribute {name!r}: {text!r} is one of its values, so it cannot also be how a missing cell is written: "
-            "choose another missing_text or leave it empty."
-        )
+    check_missing_text(name, spec.settings.get("missing_text", ""), spec.values)  # refused before anything is spent
     return spec
 
 
