@@ -269,10 +269,11 @@ def _read_missing_marks(df: pd.DataFrame) -> None:
         masks = {"": col.isna().to_numpy()}
         hit = col.isin(texts).to_numpy()
         if hit.any():
-            vals = col.to_numpy()[hit]
+            where = np.flatnonzero(hit)
+            vals = col.to_numpy()[where]
             for t in pd.unique(vals):
                 mask = np.zeros(len(df), dtype=bool)
-                mask[np.flatnonzero(hit)[vals == t]] = True
+                mask[where[vals == t]] = True
                 masks[str(t)] = mask
             df[c] = col.mask(hit)
         kept = {t: np.packbits(m).tobytes() for t, m in masks.items() if m.any()}
@@ -303,17 +304,14 @@ class _Marks(int):
 
 
 def missing_marks(df: pd.DataFrame) -> dict[str, dict[str, np.ndarray]] | None:
-    """For each column, which of its rows held each missing-value text ("" an empty cell), as boolean arrays, in a
-    table read from CSV (private, exact); None where the table was not read so (built in memory, Parquet) or has
-    lost or gained rows since."""
+    """For each column, which of its rows held each missing-value text ("" an empty cell), as packed bits (uint8,
+    :func:`numpy.packbits` of the rows; :func:`numpy.unpackbits` with ``count=len(df)`` gives them back), in a table
+    read from CSV (private, exact); None where the table was not read so (built in memory, Parquet) or has lost or
+    gained rows since.  Packed, a group's rows are or-ed and counted without a byte a row per column."""
     marks = df.attrs.get(MISSING_MARKS)
-    n = len(df)
-    if not isinstance(marks, _Marks) or int(marks) != n:
+    if not isinstance(marks, _Marks) or int(marks) != len(df):
         return None
-    return {
-        c: {t: np.unpackbits(np.frombuffer(b, dtype=np.uint8), count=n).astype(bool) for t, b in v.items()}
-        for c, v in marks.columns.items()
-    }
+    return {c: {t: np.frombuffer(b, dtype=np.uint8) for t, b in v.items()} for c, v in marks.columns.items()}
 
 
 def table_digest(df: pd.DataFrame) -> str:

@@ -49,7 +49,7 @@ def _clinic(n: int, seed: int, marker: str, share: float) -> pd.DataFrame:
 
 
 def _rows(marks) -> dict:
-    return {c: {t: np.flatnonzero(m).tolist() for t, m in v.items()} for c, v in marks.items()}
+    return {c: {t: np.flatnonzero(np.unpackbits(m)).tolist() for t, m in v.items()} for c, v in marks.items()}
 
 
 def test_marked_cells_are_read_as_missing_and_their_rows_kept_per_column():
