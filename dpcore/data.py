@@ -138,6 +138,16 @@ def _decode_text(raw: bytes) -> tuple[str, str]:
     raise DataError("Could not decode the file as UTF-8 or Latin-1 text.")  # latin-1 never fails; kept for clarity
 
 
+def read_text_file(source, what: str) -> str:
+    """A small text file the user gives beside a table (a CSV codebook), decoded as tables are: a Unicode
+    byte-order mark, else UTF-8, Windows-1252 or Latin-1; a binary file is refused with ``what`` in the message."""
+    raw, name = _read_bytes(source)
+    raw = _from_unicode_bom(raw, name)
+    if b"\x00" in raw[:4096]:
+        raise DataError(f"{name}: this looks like a binary file, not a {what} (CSV text).")
+    return _decode_text(raw)[0]
+
+
 #: Runs of spaces as the delimiter (statistics packages' .dat/.txt exports: ``'OBS' 'GPA' 'TUCE'``).
 WHITESPACE = r"\s+"
 

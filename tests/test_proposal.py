@@ -68,6 +68,27 @@ def test_a_csv_codebook_declares_value_sets():
         codebook_from_csv("name,allowed\nsex,F\n")
 
 
+def test_a_codebook_file_is_read_as_tables_are_and_a_binary_one_is_refused_with_a_message(tmp_path, capsys):
+    """A codebook kept by a spreadsheet in Latin-1 declares its accented values; a binary file given as a codebook
+    is refused with what to fix (it raised a UnicodeDecodeError's traceback)."""
+    data = tmp_path / "t.csv"
+    data.write_bytes(("ville,n\n" + "".join(f"{'Montréal' if i % 3 else 'Québec'},{i % 4}\n" for i in range(300)))
+                     .encode("latin-1"))  # fmt: skip
+    book = tmp_path / "book.csv"
+    book.write_bytes("column,value\nville,Montréal\nville,Québec\n".encode("latin-1"))
+    out = tmp_path / "o.csv"
+    argv = ["release", "--data", str(data), "--epsilon", "1", "--seed", "0", "--quiet", "--workspace",
+            str(tmp_path / "ws"), *QUICK_FIT]  # fmt: skip
+    assert main([*argv, "--schema", str(book), "--out", str(out)]) == 0
+    assert set(pd.read_csv(out)["ville"]) <= {"Montréal", "Québec"}
+    binary = tmp_path / "book2.csv"
+    binary.write_bytes(bytes(range(256)) * 4)
+    assert main([*argv, "--schema", str(binary), "--out", str(tmp_path / "o2.csv")]) == 2
+    err = capsys.readouterr().err
+    assert "looks like a binary file, not a codebook" in err and "Traceback" not in err
+    assert len({e["run"] for e in Ledger(Workspace(tmp_path / "ws")).entries()}) == 1  # the refused run: nothing
+
+
 def test_propose_review_declare_releases_all_21_columns_of_the_refused_table_at_no_schema_cost(tmp_path):
     """Issue 22: the 1,000 × 21 table the plan refuses at defaults releases every column once its proposal is
     declared: nothing is discovered, the ledger holds the release only, the card marks every field declared."""

@@ -86,12 +86,17 @@ def load_schema_arg(domain):
     if domain is None:
         return None
     if str(domain).lower().endswith(".csv"):  # a codebook: column,value rows
+        from ..data import read_text_file
+        from ..errors import DataError
         from ..proposal import codebook_from_csv
 
         try:
-            return codebook_from_csv(Path(domain).read_text(encoding="utf-8-sig"))
+            text = read_text_file(Path(domain), "codebook")
+        except DataError as exc:
+            raise DomainError(f"Cannot read the codebook: {exc}") from None
         except OSError as exc:
             raise DomainError(f"Cannot read the codebook {domain} ({exc.strerror or exc}).") from None
+        return codebook_from_csv(text)
     try:
         return json.loads(Path(domain).read_text())
     except OSError as exc:
