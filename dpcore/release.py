@@ -169,6 +169,8 @@ def class_error(dataset, result: MechanismResult, k: int) -> dict | None:
 
 def resolve_budget(epsilon: float, delta: float | None, n: int) -> tuple[Budget, bool, list[str]]:
     defaulted = delta is None
+    if n < 2:  # 1/n² would be 1: no guarantee, and nothing about one row can be released privately
+        raise DataError(f"The table has {n} row(s): a private release needs a table of many rows.")
     used = default_delta(n) if delta is None else delta
     warnings = check_budget(epsilon, used, n)
     return Budget(float(epsilon), float(used)), defaulted, warnings

@@ -242,3 +242,14 @@ def test_year_columns_with_nothing_declared_come_back_as_years(tmp_path, monkeyp
     assert float((~visits.between(2019, 2023)).mean()) <= 0.02
     born = synth["birth_year"].dropna()
     assert born.between(1900, 2023).all() and abs(born.median() - 1970) <= 5
+
+
+def test_a_table_of_one_row_is_refused_for_its_size_not_for_a_delta_the_user_never_gave(tmp_path, capsys):
+    """δ defaults to 1/n², which is 1 on one row: the refusal said "δ must be in [0, 1) (got 1.0)"."""
+    path = tmp_path / "one.csv"
+    path.write_text("a,b\n1,2\n")
+    code = main(["release", "--data", str(path), "--epsilon", "1", "--out", str(tmp_path / "o.csv"), "--quiet",
+                 "--workspace", str(tmp_path / "ws")])  # fmt: skip
+    err = capsys.readouterr().err
+    assert code == 2 and "1 row(s)" in err and "δ" not in err and "Traceback" not in err
+    assert not (tmp_path / "o.csv").exists()
