@@ -35,10 +35,21 @@ def list_mechanisms() -> list[dict]:
 
 
 def load_schema(path: str | Path):
-    """A declared schema from a JSON file (``dpcore`` format, or ``{column: size}`` for integer-coded data)."""
-    from .data import load_domain
+    """A declared schema from a file: a schema JSON saved by dpcore (``Domain.to_json``; ``{column: size}`` for
+    integer-coded data) as a :class:`dpcore.domain.Domain` -- complete: columns it does not list are left out --
+    and anything else ``--schema`` reads as the CLI reads it (:func:`dpcore.proposal.read_schema_file`): a proposal
+    of ``dpcore schema --out`` (its excluded columns, its ``complete``), a partial schema, a CSV codebook."""
+    from .domain import Domain
+    from .errors import DomainError
+    from .proposal import read_schema_file
 
-    return load_domain(path)
+    schema = read_schema_file(path)
+    if str(path).lower().endswith(".csv") or not isinstance(schema, dict) or "complete" in schema:
+        return schema
+    try:
+        return Domain.from_dict(schema)
+    except DomainError:
+        return schema  # a partial schema (entries that are not whole attributes): declared field by field
 
 
 class Synthesizer:

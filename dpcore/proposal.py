@@ -122,6 +122,32 @@ def propose_schema(df: pd.DataFrame) -> dict:
     }
 
 
+def read_schema_file(path) -> dict | list:
+    """A declared schema from a file, as ``--schema`` and ``Synthesizer(schema=PATH)`` read it: a CSV codebook
+    (``column,value`` rows; decoded as tables are) or a schema JSON -- complete (``"complete": true``, as
+    ``dpcore schema --out`` writes it, excluded columns included) or partial (each entry wins field by field)."""
+    import json
+    from pathlib import Path
+
+    from .data import read_text_file
+    from .errors import DataError
+
+    if str(path).lower().endswith(".csv"):
+        try:
+            text = read_text_file(Path(path), "codebook")
+        except DataError as exc:
+            raise DomainError(f"Cannot read the codebook: {exc}") from None
+        except OSError as exc:
+            raise DomainError(f"Cannot read the codebook {path} ({exc.strerror or exc}).") from None
+        return codebook_from_csv(text)
+    try:
+        return json.loads(Path(path).read_text())
+    except OSError as exc:
+        raise DomainError(f"Cannot read the schema file {path} ({exc.strerror or exc}).") from None
+    except ValueError as exc:
+        raise DomainError(f"The schema file {path} is not valid JSON ({exc}).") from None
+
+
 def codebook_from_csv(text: str) -> dict:
     """A declared schema from a CSV codebook: a header with ``column`` and ``value`` (each row one allowed value of a
     category column, in order).  Every listed column is declared categorical with exactly those values."""

@@ -109,3 +109,23 @@ def test_propose_review_declare_releases_all_21_columns_of_the_refused_table_at_
     assert entry["epsilon"] == pytest.approx(1.0) and entry["mechanism"] == "projection"
     back = pd.read_csv(tmp_path / "o.csv", dtype=str, keep_default_na=False)
     assert not (back == "").any().any() and not (back == "(other)").any().any()  # complete, no missing: as declared
+
+
+def test_the_library_reads_the_files_the_cli_reads(tmp_path):
+    """``Synthesizer(schema=PATH)`` took only a saved Domain: a proposal from ``dpcore schema --out`` (its excluded
+    identifier a kind the Domain refuses) raised a DomainError, and a CSV codebook was not JSON."""
+    from dpcore.api import Synthesizer
+
+    df = _survey(600)
+    df.insert(0, "respondent_id", [f"R{i:05d}" for i in range(len(df))])
+    path, proposal = tmp_path / "survey.csv", tmp_path / "schema.json"
+    df.to_csv(path, index=False)
+    assert main(["schema", str(path), "--out", str(proposal)]) == 0
+    assert any(a.get("kind") == "excluded" for a in json.loads(proposal.read_text())["attributes"])
+    params = {"round_iterations": 5, "max_iterations": 60, "scip": "off"}
+    synth = Synthesizer(epsilon=1.0, schema=str(proposal), seed=0, workspace=tmp_path / "ws", params=params).fit(df)
+    assert list(synth.sample().columns) == [c for c in df.columns if c != "respondent_id"]  # all declared, kept
+    book = tmp_path / "book.csv"
+    book.write_text("column,value\n" + "".join(f"q0,{v}\n" for v in ("agree", "neutral", "disagree", "no answer")))
+    coded = Synthesizer(epsilon=1.0, schema=str(book), seed=0, workspace=tmp_path / "ws", params=params, force=True)
+    assert set(coded.fit(df).sample()["q0"]) <= {"agree", "neutral", "disagree", "no answer"}

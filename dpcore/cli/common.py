@@ -78,31 +78,9 @@ def is_coded(path, domain) -> bool:
 def load_schema_arg(domain):
     """A declared schema from a JSON file (complete, or partial: each entry wins field by field), or a CSV codebook
     (``column,value`` rows: the allowed values of each category column)."""
-    import json
-    from pathlib import Path
+    from ..proposal import read_schema_file
 
-    from ..errors import DomainError
-
-    if domain is None:
-        return None
-    if str(domain).lower().endswith(".csv"):  # a codebook: column,value rows
-        from ..data import read_text_file
-        from ..errors import DataError
-        from ..proposal import codebook_from_csv
-
-        try:
-            text = read_text_file(Path(domain), "codebook")
-        except DataError as exc:
-            raise DomainError(f"Cannot read the codebook: {exc}") from None
-        except OSError as exc:
-            raise DomainError(f"Cannot read the codebook {domain} ({exc.strerror or exc}).") from None
-        return codebook_from_csv(text)
-    try:
-        return json.loads(Path(domain).read_text())
-    except OSError as exc:
-        raise DomainError(f"Cannot read the schema file {domain} ({exc.strerror or exc}).") from None
-    except ValueError as exc:
-        raise DomainError(f"The schema file {domain} is not valid JSON ({exc}).") from None
+    return None if domain is None else read_schema_file(domain)
 
 
 def _without_trailing_comma(role: str) -> str:
