@@ -401,11 +401,11 @@ class AdaptiveProjection(Mechanism):
         skipped_projections = 0
         shrink = bool(params.get("shrink_pairs", True))
         consistent = bool(params.get("consistent_margins", True))
-        if consistent and settings.stopping == "auto":
+        if consistent and settings.stopping == "auto" and max(len(m) for m in workload.marginals) <= 2:
             # The targets are estimates already (one set of shares, the pairs' departures shrunk): the risk rule,
             # which stops a fit of raw noisy answers before it fits their noise, left the fit σ-sized departures
             # from them -- associations no target has (a ward table's admission date × stay: V 0.16 against
-            # 0.007).  The gap rule fits them.
+            # 0.007).  The gap rule fits them.  Wider marginals are fitted as measured (public: the workload).
             settings = replace(settings, stopping="gap")
         # Each column's missing and '(other)' codes (public, from the schema): fitted as empty when measured so.
         special = empty_chains(workload.domain) if params.get("empty_special", True) else {}
@@ -740,11 +740,14 @@ def consensus_shares(measured: dict, zeros: dict | None = None) -> dict[int, np.
         if not any(_ungrouped((f,)) for f, _, _ in found) or any(v <= 0 for _, _, v in found):
             continue
         d = len(found[0][0])
-        normal, rhs = np.zeros((d, d)), np.zeros(d)
-        for f, margin, variance in found:  # AᵀA / v and Aᵀg / v, A the 0/1 map from values to groups
-            normal += np.equal.outer(f, f) / variance
-            rhs += margin[f] / variance
-        mean = np.linalg.solve(normal, rhs)
+        if all(_ungrouped((f,)) for f, _, _ in found):  # the precision-weighted mean (any size of attribute)
+            mean = sum(margin[f] / v for f, margin, v in found) / sum(1.0 / v for _, _, v in found)
+        else:  # an ordered attribute (a few dozen values): the normal equations
+            normal, rhs = np.zeros((d, d)), np.zeros(d)
+            for f, margin, variance in found:  # AᵀA / v and Aᵀg / v, A the 0/1 map from values to groups
+                normal += np.equal.outer(f, f) / variance
+                rhs += margin[f] / variance
+            mean = np.linalg.solve(normal, rhs)
         held = np.ones(d, dtype=bool)
         held[list((zeros or {}).get(a, ()))] = False
         if held.any():
