@@ -144,6 +144,8 @@ def test_pairs_of_independent_columns_come_back_about_as_associated_as_sampling_
         for seed in range(6):
             res = AdaptiveProjection().run(ds, wl, budget, params, RunContext.seeded(seed))
             assert res.spends[0].rho == pytest.approx(zcdp_rho(budget), rel=1e-12)
+            said = [note for note in res.notes if note.startswith("Every measured marginal was fitted with one")]
+            assert len(said) == (1 if consistent else 0)  # the Results page and --report say what the fit did
             means.append(np.mean([_v(res.rows, i, j, shape) for i, j in pairs]))
         v[consistent] = float(np.mean(means))
     assert v[True] <= 1.3 * sampling < v[False]

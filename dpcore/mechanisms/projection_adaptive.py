@@ -516,6 +516,12 @@ class AdaptiveProjection(Mechanism):
             )
         if shrink:
             result.notes.extend(shrinkage_notes(fit_targets(measured, True)[1], workload.domain))
+        if consistent and any(len(c) == 2 for c in measured):
+            result.notes.append(
+                "Every measured marginal was fitted with one estimate of each column's counts: its own count and its "
+                "margin in each pair measured with it, averaged by their noise (post-processing), so the fit adds no "
+                "association to reconcile measurements that disagree only by their noise."
+            )
         result.notes.extend(empty_notes(zeros, workload.domain, filled))
         result.notes.extend(decouple_notes(decoupled))
         return result
