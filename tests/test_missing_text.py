@@ -300,7 +300,7 @@ def test_a_proposal_names_no_text_a_few_rows_hold():
 
 def test_the_owners_proposals_name_the_text(tmp_path, capsys):
     """`dpcore schema FILE --out` writes the text into the proposed schema (to review and declare), and
-    `dpcore info` says it, since `--roles` cannot carry it."""
+    `dpcore info` says it, with the `--missing-text` that declares it beside `--roles`."""
     from dpcore.proposal import propose_schema
 
     df = _clinic(2000, 10, "NA", 0.4)
@@ -310,4 +310,46 @@ def test_the_owners_proposals_name_the_text(tmp_path, capsys):
     df.to_csv(data, index=False)
     capsys.readouterr()
     assert main(["info", str(data)]) == 0
-    assert "Missing cells are written 'NA' in its numbers and dates" in capsys.readouterr().out
+    out = capsys.readouterr().out
+    assert "Missing cells are written 'NA' in its numbers and dates" in out
+    assert '--missing-text "NA"' in out  # every confirmed column's text the same: one for all
+
+
+def test_missing_text_declared_with_the_roles_on_the_command_line(tmp_path, capsys):
+    """`--roles` confirmed every role and the roles step did not run: the file's "NA" came back empty.
+    `--missing-text NA` declares it with them (the card says it, the CSV writes it); per column, only there; it
+    needs --roles, a confirmed column and a text the release writes, else a message and nothing charged."""
+    data = tmp_path / "t.csv"
+    _clinic(2000, 11, "NA", 0.3).to_csv(data, index=False)
+    roles = "age=integer,sex=categorical,smoker=categorical,cholesterol=integer"
+    base = ["release", "--data", str(data), "--epsilon", "1", "--seed", "0", "--quiet", "--roles", roles,
+            "--workspace", str(tmp_path / "ws"), "--param", "max_iterations=60", "--param", "scip=off"]  # fmt: skip
+
+    def run(extra, name):
+        out, card = tmp_path / f"{name}.csv", tmp_path / f"{name}.json"
+        code = main([*base, *extra, "--out", str(out), "--card", str(card)])
+        return code, out, card
+
+    code, out, card = run([], "none")
+    assert code == 0 and "NA" not in out.read_text().split("\n", 1)[1]
+    code, out, card = run(["--missing-text", "NA"], "all")
+    written = pd.read_csv(out, dtype=str, keep_default_na=False)
+    assert code == 0 and (written["cholesterol"] == "NA").mean() > 0.2 and (written["smoker"] == "NA").mean() > 0.2
+    schema = {a["name"]: a for a in json.loads(card.read_text())["data"]["schema"]}
+    assert schema["cholesterol"]["missing_text"] == "NA" and schema["smoker"]["missing_text"] == "NA"
+    code, out, card = run(["--missing-text", "cholesterol=NA"], "one")
+    written = pd.read_csv(out, dtype=str, keep_default_na=False)
+    assert code == 0 and (written["cholesterol"] == "NA").any() and not (written["smoker"] == "NA").any()
+    capsys.readouterr()
+    for extra, said in (
+        (["--missing-text", "weight=NA"], "whose roles --roles does not confirm"),
+        (["--missing-text", "missing"], "is not a missing-cell text"),
+    ):
+        assert run(extra, "bad")[0] == 2 and said in capsys.readouterr().err
+    no_roles = [a for a in base if a != roles and a != "--roles"]
+    assert main([*no_roles, "--missing-text", "NA", "--out", str(tmp_path / "x.csv")]) == 2
+    assert "give --roles too" in capsys.readouterr().err and not (tmp_path / "bad.csv").exists()
+    from dpcore.privacy.ledger import Ledger
+    from dpcore.workspace import Workspace
+
+    assert len({e["run"] for e in Ledger(Workspace(tmp_path / "ws")).entries()}) == 3  # the refused: nothing

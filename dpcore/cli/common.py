@@ -122,6 +122,45 @@ def parse_roles(text: str | None) -> dict | None:
     return out
 
 
+def confirmed_roles(args) -> dict | None:
+    """``--roles`` with ``--missing-text`` applied: how the file writes a missing cell -- one text for every column
+    the roles confirm (``NA``), or ``COL=TEXT`` pairs -- declared with those roles (a public fact, like the roles)."""
+    from dataclasses import replace
+
+    from ..domain import MISSING_TOKENS
+    from ..ingest import Role
+
+    roles = parse_roles(getattr(args, "roles", None))
+    text = getattr(args, "missing_text", None)
+    if text is None:
+        return roles
+    if not roles:
+        raise DPCoreError(
+            "--missing-text declares how the columns whose roles --roles confirms write a missing cell: give --roles "
+            "too (columns whose roles are decided privately get their text chosen with them)."
+        )
+    allowed = ", ".join(repr(t) for t in MISSING_TOKENS if t)
+    pairs = [p for p in text.split(",") if p.strip()] if "=" in text else []
+    if pairs:
+        texts = {}
+        for pair in pairs:
+            if "=" not in pair:
+                raise DPCoreError(f"--missing-text takes TEXT or COLUMN=TEXT pairs separated by commas, got {pair!r}.")
+            col, value = pair.rsplit("=", 1)
+            texts[col.strip()] = value.strip()
+        unknown = [c for c in texts if c not in roles]
+        if unknown:
+            raise DPCoreError(f"--missing-text names {unknown}, whose roles --roles does not confirm.")
+    else:
+        texts = dict.fromkeys(roles, text.strip())
+    for value in texts.values():
+        if value not in MISSING_TOKENS or not value:
+            raise DPCoreError(
+                f"--missing-text: {value!r} is not a missing-cell text this release writes; use {allowed}."
+            )
+    return {c: (replace(Role.parse(c, r), missing_text=texts[c]) if c in texts else r) for c, r in roles.items()}
+
+
 def load(args):
     from ..data import load_any
 

@@ -83,12 +83,16 @@ def _print_roles(source: dict) -> None:
         texts = {TEXT_GROUPS[r.role]: r.missing_text for r in proposed.values() if r.kept and r.missing_text}
         if texts:
             groups = {"numbers": "numbers and dates", "words": "words"}
+            confirmed = [n for n in df.columns if not header_role(n) and proposed[n].kept]
+            by_column = {n: proposed[n].missing_text for n in confirmed if proposed[n].missing_text}
+            one = len(set(by_column.values())) == 1 and len(by_column) == len(confirmed)
+            option = next(iter(by_column.values())) if one else ",".join(f"{n}={t}" for n, t in by_column.items())
             print(
                 "Missing cells are written "
                 + "; ".join(f"{t!r} in its {groups[g]}" for g, t in sorted(texts.items()))
-                + " (exact, for you). --roles cannot carry this: `dpcore schema FILE --out` writes it into a schema "
-                'to review and declare ("missing_text"), or confirm the roles on the app\'s Data page.'
+                + " (exact, for you). To declare it with the roles (the release's CSV then writes it there):"
             )
+            print(f'  --missing-text "{option}"')
         fragile = [n for n in df.columns if not header_role(n) and proposed[n].reason.startswith(FRAGILE_NOTE)]
         if fragile:
             print(

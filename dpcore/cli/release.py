@@ -13,8 +13,8 @@ from .common import (
     add_workload_args,
     add_workspace_arg,
     build_workload,
+    confirmed_roles,
     open_source,
-    parse_roles,
     workload_spec,
 )
 from .progress import ProgressBar
@@ -75,6 +75,13 @@ def add_parser(sub) -> None:
         "datetime, excluded; date:FORMAT (date:%%d/%%m/%%Y) and integer:STYLE or real:STYLE (real:$,.2, "
         "real:# kg: how the release writes the numbers; `dpcore info FILE` proposes them); unconfirmed roles are "
         "decided privately",
+    )
+    p.add_argument(
+        "--missing-text",
+        default=None,
+        metavar="TEXT|COL=TEXT,...",
+        help="how the file writes a missing cell (NA, ?, NULL, ...) in the columns --roles confirms, declared with "
+        "them: one text for all, or per column; the release's CSV writes it there (`dpcore info FILE` proposes it)",
     )
     p.add_argument(
         "--columns",
@@ -236,7 +243,7 @@ def run(args) -> int:
             if source["table"] is not None:
                 options = {
                     "schema": source["schema"],
-                    "roles": parse_roles(args.roles),
+                    "roles": confirmed_roles(args),
                     "schema_from_data": args.schema_from_data,
                     "schema_share": args.schema_share,
                     "force": args.force,
@@ -339,7 +346,7 @@ def check_plan(source: dict, args, budget) -> float:
         epsilon=budget.epsilon,
         delta=budget.delta,
         schema=source["schema"],
-        roles=parse_roles(args.roles),
+        roles=confirmed_roles(args),
         schema_share=args.schema_share,
         joint=_joint(args, budget),
     )
@@ -362,7 +369,7 @@ def say_discovery(source: dict, args, budget, share: float) -> list[str]:
     from ..discovery import DEFAULT_SCHEMA_SHARE
     from ..tabular import discovery_budget, discovery_outlook, share_note, undecided_columns
 
-    declared = dict(schema=source["schema"], roles=parse_roles(args.roles), joint=_joint(args, budget))
+    declared = dict(schema=source["schema"], roles=confirmed_roles(args), joint=_joint(args, budget))
     declared["schema_share"] = share
     eps_d, delta_d, cols = discovery_budget(
         source["table"].columns, epsilon=budget.epsilon, delta=budget.delta, **declared
