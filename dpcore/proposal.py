@@ -141,7 +141,7 @@ def read_schema_file(path) -> dict | list:
             raise DomainError(f"Cannot read the codebook {path} ({exc.strerror or exc}).") from None
         return codebook_from_csv(text)
     try:
-        return json.loads(Path(path).read_text())
+        return json.loads(Path(path).read_bytes())  # UTF-8 (or -16, -32) as JSON is, whatever the locale
     except OSError as exc:
         raise DomainError(f"Cannot read the schema file {path} ({exc.strerror or exc}).") from None
     except ValueError as exc:
