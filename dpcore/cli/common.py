@@ -122,6 +122,18 @@ def parse_roles(text: str | None) -> dict | None:
     return out
 
 
+def name_value_pairs(items, usage: str, at_last: bool = False) -> dict[str, str]:
+    """``NAME=VALUE`` items as a dict, split at the first ``=`` (at the last with ``at_last``); ``usage`` starts the
+    message for an item without one."""
+    out = {}
+    for item in items:
+        if "=" not in item:
+            raise DPCoreError(f"{usage}, got {item!r}.")
+        name, value = item.rsplit("=", 1) if at_last else item.split("=", 1)
+        out[name.strip()] = value.strip()
+    return out
+
+
 def confirmed_roles(args) -> dict | None:
     """``--roles`` with ``--missing-text`` applied: how the file writes a missing cell -- one text for every column
     the roles confirm (``NA``), or ``COL=TEXT`` pairs -- declared with those roles (a public fact, like the roles)."""
@@ -140,14 +152,9 @@ def confirmed_roles(args) -> dict | None:
             "too (columns whose roles are decided privately get their text chosen with them)."
         )
     allowed = ", ".join(repr(t) for t in MISSING_TOKENS if t)
-    pairs = [p for p in text.split(",") if p.strip()] if "=" in text else []
-    if pairs:
-        texts = {}
-        for pair in pairs:
-            if "=" not in pair:
-                raise DPCoreError(f"--missing-text takes TEXT or COLUMN=TEXT pairs separated by commas, got {pair!r}.")
-            col, value = pair.rsplit("=", 1)
-            texts[col.strip()] = value.strip()
+    if "=" in text:  # a missing-cell text holds no '=': a column's name may
+        usage = "--missing-text takes TEXT or COLUMN=TEXT pairs separated by commas"
+        texts = name_value_pairs([p for p in text.split(",") if p.strip()], usage, at_last=True)
         unknown = [c for c in texts if c not in roles]
         if unknown:
             raise DPCoreError(f"--missing-text names {unknown}, whose roles --roles does not confirm.")

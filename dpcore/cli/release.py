@@ -14,6 +14,7 @@ from .common import (
     add_workspace_arg,
     build_workload,
     confirmed_roles,
+    name_value_pairs,
     open_source,
     workload_spec,
 )
@@ -133,13 +134,7 @@ def add_parser(sub) -> None:
 
 
 def parse_params(items: list[str]) -> dict:
-    out = {}
-    for it in items:
-        if "=" not in it:
-            raise DPCoreError(f"--param takes NAME=VALUE, got {it!r}.")
-        k, v = it.split("=", 1)
-        out[k.strip()] = v.strip()
-    return out
+    return name_value_pairs(items, "--param takes NAME=VALUE")
 
 
 def _fitted_default(ds, mech_cls, budget, params: dict, fallback):
