@@ -138,14 +138,21 @@ def _decode_text(raw: bytes) -> tuple[str, str]:
     raise DataError("Could not decode the file as UTF-8 or Latin-1 text.")  # latin-1 never fails; kept for clarity
 
 
-def read_text_file(source, what: str) -> str:
-    """A small text file the user gives beside a table (a CSV codebook), decoded as tables are: a Unicode
-    byte-order mark, else UTF-8, Windows-1252 or Latin-1; a binary file is refused with ``what`` in the message."""
-    raw, name = _read_bytes(source)
+def _decoded(raw: bytes, name: str, what: str) -> tuple[bytes, str, str]:
+    """(bytes, text, encoding) of a text file: UTF-16 or -32 with a byte-order mark as UTF-8 bytes, then decoded
+    (:func:`_decode_text`); a binary file is refused ("this looks like a binary file, not ``what``")."""
     raw = _from_unicode_bom(raw, name)
     if b"\x00" in raw[:4096]:
-        raise DataError(f"{name}: this looks like a binary file, not a {what} (CSV text).")
-    return _decode_text(raw)[0]
+        raise DataError(f"{name}: this looks like a binary file, not {what}.")
+    text, encoding = _decode_text(raw)
+    return raw, text, encoding
+
+
+def read_text_file(source, what: str) -> str:
+    """A small text file the user gives beside a table (a CSV codebook), decoded as tables are; a binary file is
+    refused with ``what`` in the message."""
+    raw, name = _read_bytes(source)
+    return _decoded(raw, name, f"a {what} (CSV text)")[1]
 
 
 #: Runs of spaces as the delimiter (statistics packages' .dat/.txt exports: ``'OBS' 'GPA' 'TUCE'``).
@@ -201,10 +208,7 @@ def read_table(source, filename: str | None = None, min_columns: int = 2) -> pd.
         except Exception as exc:  # noqa: BLE001 -- pyarrow raises many types for corrupt files
             raise DataError(f"{name}: not a readable Parquet file ({type(exc).__name__}).") from None
     else:
-        raw = _from_unicode_bom(raw, name)
-        if b"\x00" in raw[:4096]:
-            raise DataError(f"{name}: this looks like a binary file, not CSV text. Upload CSV or Parquet.")
-        text, encoding = _decode_text(raw)
+        raw, text, encoding = _decoded(raw, name, "CSV text. Upload CSV or Parquet")
         delim = _sniff_delimiter(text)
         header = _header_fields(text, delim)
         del text  # the parser reads the bytes: a decoded copy in a StringIO took 4 bytes a character
