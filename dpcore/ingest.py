@@ -406,7 +406,10 @@ class Role:
         if self.role != "numeric" and self.style:
             object.__setattr__(self, "style", "")  # a style is how numbers are written
         if self.missing_text not in MISSING_TOKENS:
-            raise DataError(f"Column {self.name!r}: a missing-value text must be one of {list(MISSING_TOKENS)}.")
+            raise DataError(
+                f"Column {self.name!r}: {self.missing_text!r} is not a missing-cell text the release writes; use one "
+                f"of {[t for t in MISSING_TOKENS if t]} (or none: empty)."
+            )
         if self.role == "excluded" and self.missing_text:
             object.__setattr__(self, "missing_text", "")
         if self.role == "datetime":
@@ -798,8 +801,6 @@ class PrivateRoles:
     rho: float
     sigma: float
     epsilon_format: float
-    #: column -> how the release writes its missing cells ("" empty, or one of MISSING_TOKENS), chosen under DP
-    missing_texts: dict[str, str] = field(default_factory=dict)
 
 
 def role_noise(rho: float, n_columns: int, format_share: float = DATE_FORMAT_SHARE) -> tuple[float, float]:
@@ -832,10 +833,6 @@ def missing_text_head_start(epsilon: float) -> float:
 TEXT_GROUPS = {"numeric": "numbers", "datetime": "numbers", "categorical": "words"}
 
 
-#: Set bits in each byte value: a packed row set's size without unpacking it.
-_BITS = np.array([bin(i).count("1") for i in range(256)], dtype=np.int64)
-
-
 def _group_scores(marks: dict[str, dict[str, np.ndarray]], columns: list[str]) -> np.ndarray:
     """For each of :data:`~dpcore.domain.MISSING_TOKENS`, how many rows hold it in one of ``columns`` at least (their
     packed row sets or-ed: :func:`dpcore.data.missing_marks`): one changed row moves each count by at most 1
@@ -843,7 +840,7 @@ def _group_scores(marks: dict[str, dict[str, np.ndarray]], columns: list[str]) -
     scores = np.zeros(len(MISSING_TOKENS))
     for i, t in enumerate(MISSING_TOKENS):
         rows = [marks[c][t] for c in columns if t in marks.get(c, {})]
-        scores[i] = _BITS[np.bitwise_or.reduce(rows)].sum() if rows else 0
+        scores[i] = np.bitwise_count(np.bitwise_or.reduce(rows)).sum() if rows else 0  # rows, still packed
     return scores
 
 
@@ -955,4 +952,4 @@ def private_roles(df: pd.DataFrame, rho: float, noise, columns=None) -> PrivateR
     ]
     texts = missing_text_choice(df, roles, eps_format, noise)  # two choices more at the columns' ε (role_noise)
     roles = [replace(r, missing_text=texts.get(r.name, "")) for r in roles]
-    return PrivateRoles(roles, released, float(rho), sigma, eps_format, texts)
+    return PrivateRoles(roles, released, float(rho), sigma, eps_format)

@@ -131,7 +131,8 @@ def test_numbers_and_words_each_keep_their_text():
 
 def test_private_roles_report_the_text():
     pr = private_roles(_csv(_clinic(4000, 1, "?", 0.5)), 0.05, Randomness(2))
-    assert pr.missing_texts["smoker"] == pr.missing_texts["cholesterol"] == "?"
+    texts = {r.name: r.missing_text for r in pr.roles}
+    assert texts["smoker"] == texts["cholesterol"] == "?"
 
 
 def test_an_undeclared_release_writes_missing_cells_as_the_file_does(tmp_path):

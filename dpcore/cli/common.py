@@ -139,7 +139,6 @@ def confirmed_roles(args) -> dict | None:
     the roles confirm (``NA``), or ``COL=TEXT`` pairs -- declared with those roles (a public fact, like the roles)."""
     from dataclasses import replace
 
-    from ..domain import MISSING_TOKENS
     from ..ingest import Role
 
     roles = parse_roles(getattr(args, "roles", None))
@@ -151,7 +150,6 @@ def confirmed_roles(args) -> dict | None:
             "--missing-text declares how the columns whose roles --roles confirms write a missing cell: give --roles "
             "too (columns whose roles are decided privately get their text chosen with them)."
         )
-    allowed = ", ".join(repr(t) for t in MISSING_TOKENS if t)
     if "=" in text:  # a missing-cell text holds no '=': a column's name may
         usage = "--missing-text takes TEXT or COLUMN=TEXT pairs separated by commas"
         texts = name_value_pairs([p for p in text.split(",") if p.strip()], usage, at_last=True)
@@ -160,11 +158,7 @@ def confirmed_roles(args) -> dict | None:
             raise DPCoreError(f"--missing-text names {unknown}, whose roles --roles does not confirm.")
     else:
         texts = dict.fromkeys(roles, text.strip())
-    for value in texts.values():
-        if value not in MISSING_TOKENS or not value:
-            raise DPCoreError(
-                f"--missing-text: {value!r} is not a missing-cell text this release writes; use {allowed}."
-            )
+    # The Role refuses a text the release does not write (its message names the column and the texts it may be).
     return {c: (replace(Role.parse(c, r), missing_text=texts[c]) if c in texts else r) for c, r in roles.items()}
 
 
