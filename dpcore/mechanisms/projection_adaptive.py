@@ -401,7 +401,7 @@ class AdaptiveProjection(Mechanism):
         skipped_projections = 0
         shrink = bool(params.get("shrink_pairs", True))
         consistent = bool(params.get("consistent_margins", True))
-        if consistent and settings.stopping == "auto" and max(len(m) for m in workload.marginals) <= 2:
+        if consistent and settings.stopping == "auto" and max(map(len, workload.marginals), default=0) <= 2:
             # The targets are estimates already (one set of shares, the pairs' departures shrunk): the risk rule,
             # which stops a fit of raw noisy answers before it fits their noise, left the fit σ-sized departures
             # from them -- associations no target has (a ward table's admission date × stay: V 0.16 against
@@ -515,7 +515,7 @@ class AdaptiveProjection(Mechanism):
                 f"{returned[1]} rounds left measured every one-way marginal again."
             )
         if shrink:
-            result.notes.extend(shrinkage_notes(fit_targets(measured, True)[1], workload.domain))
+            result.notes.extend(shrinkage_notes(fit_targets(measured, True, consistent=False)[1], workload.domain))
         if consistent and any(len(c) == 2 for c in measured):
             result.notes.append(
                 "Every measured marginal was fitted with one estimate of each column's counts: its own count and its "
