@@ -931,6 +931,13 @@ def bench_realdata(args) -> dict:
             f"{_fmt(check['reference'])} -> {met}{_spread(check)}",
             file=sys.stderr,
         )
+    if any("interval" in c and c["interval"] is None for c in targets):
+        print(
+            f"  (a median of fewer than {INTERVAL_MIN_RUNS} seeds a system gets no interval, and one seed's release "
+            "differs from the next by more than the systems differ on small tables: --runs 10 or more says whether "
+            "the seeds separate them)",
+            file=sys.stderr,
+        )
     if args.markdown:
         Path(args.markdown).write_text(markdown_table(result), encoding="utf-8")
     return result
