@@ -521,11 +521,22 @@ def reusable(rec: dict, table: Table, system: str, eps: float, seed: int, code: 
 
 
 # ------------------------------------------------------------------ summary and targets
-def summarise(records: list[dict]) -> list[dict]:
-    """Medians over seeds per (table, system, ε)."""
+def _groups(records: list[dict]) -> dict[tuple, list[dict]]:
+    """The records per (table, system, ε)."""
     groups: dict[tuple, list[dict]] = {}
     for r in records:
         groups.setdefault((r["table"], r["system"], float(r["epsilon"])), []).append(r)
+    return groups
+
+
+def _seed_values(records: list[dict], key: str) -> list:
+    """``key``'s figure of every finished run among ``records`` (one per seed; a failed run has none)."""
+    return [r[key] for r in records if r.get("tvd1") is not None and r.get(key) is not None]
+
+
+def summarise(records: list[dict]) -> list[dict]:
+    """Medians over seeds per (table, system, ε)."""
+    groups = _groups(records)
 
     def order(key: tuple) -> tuple:
         table, system, eps = key
@@ -536,7 +547,7 @@ def summarise(records: list[dict]) -> list[dict]:
         ok = [r for r in rs if r.get("tvd1") is not None]
         row: dict = {"table": table, "system": system, "epsilon": eps, "runs": f"{len(ok)}/{len(rs)}"}
         for key in METRICS + ("auc_lr_real", "auc_gb_real") + RESOURCES:
-            vals = [r[key] for r in ok if r.get(key) is not None]
+            vals = _seed_values(ok, key)
             row[key] = statistics.median(vals) if vals else None
         chosen = sorted({_choice(r) for r in ok if r.get("mechanism")})
         if chosen:
@@ -568,13 +579,20 @@ def median_difference_interval(ours, ref, level: float = INTERVAL_LEVEL, resampl
     """A percentile-bootstrap interval for median(ours) − median(ref), each system's seeds resampled on their own
     (every system's randomness is its own; the split is shared).  None with fewer than INTERVAL_MIN_RUNS seeds a
     side: medians of three seeds say nothing about how far apart two systems are."""
+    from scipy.stats import bootstrap
+
     a, b = np.asarray(ours, dtype=float), np.asarray(ref, dtype=float)
     if min(a.size, b.size) < INTERVAL_MIN_RUNS:
         return None
-    rng = np.random.default_rng(0)  # a benchmark's fixed seed: the interval is a summary, not a release
-    ma = np.median(a[rng.integers(0, a.size, size=(resamples, a.size))], axis=1)
-    mb = np.median(b[rng.integers(0, b.size, size=(resamples, b.size))], axis=1)
-    lo, hi = np.quantile(ma - mb, [(1.0 - level) / 2.0, (1.0 + level) / 2.0])
+    res = bootstrap(
+        (a, b),
+        lambda x, y, axis: np.median(x, axis=axis) - np.median(y, axis=axis),
+        n_resamples=resamples,
+        confidence_level=level,
+        method="percentile",
+        random_state=np.random.default_rng(0),  # a benchmark's fixed seed: the interval is a summary, not a release
+    )
+    lo, hi = res.confidence_interval
     return float(lo), float(hi)
 
 
@@ -596,13 +614,7 @@ def check_targets(rows: list[dict], records: list[dict] | None = None) -> list[d
     (:func:`median_difference_interval`) and whether the seeds separate the two systems at the target's margin
     (``verdict``): a target met or missed by less than the seeds' spread says the two are as good."""
     by = {(r["table"], r["system"], r["epsilon"]): r for r in rows}
-    values: dict[tuple, list[float]] = {}
-    for r in records or ():
-        if r.get("tvd1") is None:
-            continue
-        for key in ("tvd2", "assoc", "auc_lr", "auc_gb"):
-            if r.get(key) is not None:
-                values.setdefault((r["table"], r["system"], float(r["epsilon"]), key), []).append(float(r[key]))
+    groups = _groups(records or [])
     out = []
     for table in sorted({r["table"] for r in rows}):
         for eps in sorted({r["epsilon"] for r in rows if r["table"] == table}):
@@ -632,7 +644,8 @@ def check_targets(rows: list[dict], records: list[dict] | None = None) -> list[d
                 }
                 if met is not None and ours is not None and ref is not None and bound is not None:
                     interval = median_difference_interval(
-                        values.get((table, "default", eps, key), []), values.get((table, "aim", eps, key), [])
+                        _seed_values(groups.get((table, "default", eps), []), key),
+                        _seed_values(groups.get((table, "aim", eps), []), key),
                     )
                     check["difference"] = ours - ref
                     check["interval"] = None if interval is None else list(interval)
