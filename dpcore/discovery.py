@@ -64,6 +64,14 @@ that.  Each released value (a number) gets a bin of its own, [v - 0.5, v + 0.5) 
 (:func:`dpcore.tabular._isolate_points`; post-processing): 40 hours a week comes back as 40, and a real column's
 point bin decodes to the value itself (fair's coded age 17.5 as 17.5, not a draw between 17.45 and 17.55).
 
+**Texts beside a column's numbers** (``need_texts``): the same partition selection on a numeric column's present
+cells that are not numbers (:func:`text_cells`: "<0.5" where a lab writes a value under its assay's limit, ">0.5"
+above it, "ND"), with σ_w² = 1/ρ_w (ρ_w its :data:`TEXTS_WEIGHT` part), as one more attribute sharing δ_t.  One
+changed row changes one cell, so at most one count goes down and one up, as for categories; a text held by one row
+is released with probability at most δ_t / (the selections).  Which columns take part is decided from the roles'
+released counts alone (:func:`dpcore.tabular._wants_texts`).  Each released text is a value of its own after the
+bins (:attr:`~dpcore.domain.Attribute.texts`), written back as it is; the other texts stay missing cells.
+
 **Bounds: a noisy histogram over a public grid** (the approach of Tumult Analytics' ``get_bounds``; Gaussian
 mechanism [CKS20]).  A numeric column's values are counted in public bins that do not depend on the data: signed
 powers of two, [2^j, 2^(j+1)) and (-2^(j+1), -2^j] for j in :data:`POWER_RANGE`, and one bin for |x| < 2^lo
@@ -176,10 +184,15 @@ import pandas as pd
 from scipy.special import erfc
 
 from .domain import (
+    MISSING_LABEL,
+    MISSING_TOKENS,
+    NONE_TEXT,
+    OTHER_LABEL,
     TIME_SLOTS,
     _canonical_text,
     _has_time,
     _natural_key,
+    none_cells,
     parse_dates,
     parse_numbers,
     unit_index,
@@ -211,6 +224,11 @@ LARGE_TABLE_BINS = 20
 #: draws over 38-44, the sentinel -1 of a "days since" column as draws over -1-24.  The weight of that release
 #: against a category's 1 (a whole-number column then weighs BOUNDS_WEIGHT + POINTS_WEIGHT).
 POINTS_WEIGHT = 1.0 / 3.0
+#: A numeric column whose released role counts say some of its cells are texts that are not numbers
+#: (:func:`dpcore.tabular._wants_texts`: a lab value written "<0.5" under its assay's limit) releases its frequent
+#: ones by the same partition selection, each a value of its own after the bins
+#: (:attr:`~dpcore.domain.Attribute.texts`); the weight of that release against a category's 1.
+TEXTS_WEIGHT = 1.0
 
 
 def discovered_bins(n: int, bins: int = DEFAULT_BINS) -> int:
@@ -1418,6 +1436,8 @@ class ValueTask:
     declared_upper: float | None = None
     #: A whole-number column's frequent values, each to get a bin of its own (POINTS_WEIGHT).
     need_points: bool = False
+    #: numeric: its frequent texts that are not numbers ("<0.5"), each a value of its own (TEXTS_WEIGHT).
+    need_texts: bool = False
     #: categorical: whether a public vocabulary may complete the released values (False where the released roles
     #: say most cells are missing: a "yes"-or-blank checkbox's other value is the blank, not "no")
     complete: bool = True
@@ -1430,10 +1450,15 @@ class ValueTask:
                 f"Column {self.name!r}: frequent values are released for numeric columns whose bounds are "
                 "discovered only."
             )
+        if self.need_texts and not (self.kind == "numeric" and self.need_bounds):
+            raise BudgetError(
+                f"Column {self.name!r}: texts beside the numbers are released for numeric columns whose bounds are "
+                "discovered only."
+            )
 
     @property
     def needed(self) -> bool:
-        return self.need_values or self.need_lower or self.need_upper or self.need_points
+        return self.need_values or self.need_lower or self.need_upper or self.need_points or self.need_texts
 
     @property
     def need_bounds(self) -> bool:
@@ -1491,28 +1516,28 @@ def _finish_bounds(task: ValueTask, lower, upper) -> tuple[float, float]:
     return float(lo), float(hi)
 
 
-def column_weights(kinds, points=None, refine=None) -> list[float]:
+def column_weights(kinds, points=None, refine=None, texts=None) -> list[float]:
     """Each column's weight in the split of ρ_v: 1 for a category column, :data:`BOUNDS_WEIGHT` for a numeric or
-    date one, plus :data:`POINTS_WEIGHT` where its frequent values are released too and :data:`REFINE_WEIGHT` where
-    its bounds are refined (``kinds``: their roles; ``points``, ``refine``: flags per column; public: released or
-    declared, and n)."""
+    date one, plus :data:`POINTS_WEIGHT` where its frequent values are released too, :data:`REFINE_WEIGHT` where
+    its bounds are refined and :data:`TEXTS_WEIGHT` where its texts are released (``kinds``: their roles;
+    ``points``, ``refine``, ``texts``: flags per column; public: released or declared, and n)."""
     kinds = list(kinds)
     flags = [False] * len(kinds) if points is None else list(points)
     fine = [False] * len(kinds) if refine is None else list(refine)
-    return [
-        1.0 if k == "categorical" else BOUNDS_WEIGHT + (POINTS_WEIGHT if f else 0.0) + (REFINE_WEIGHT if r else 0.0)
-        for k, f, r in zip(kinds, flags, fine)
-    ]
+    words = [False] * len(kinds) if texts is None else list(texts)
+    extra = [(POINTS_WEIGHT if f else 0.0) + (REFINE_WEIGHT if r else 0.0) + (TEXTS_WEIGHT if w else 0.0)
+             for f, r, w in zip(flags, fine, words)]  # fmt: skip
+    return [1.0 if k == "categorical" else BOUNDS_WEIGHT + e for k, e in zip(kinds, extra)]
 
 
-def refine_decision(kinds, points, need_bounds, rho_values: float, n: int) -> list[bool]:
+def refine_decision(kinds, points, need_bounds, rho_values: float, n: int, texts=None) -> list[bool]:
     """Which columns' bounds are refined (:func:`refine_bounds`): the numeric and date columns whose bounds are
     discovered, all of them or none -- they all get the same refinement ρ, ρ_v·REFINE_WEIGHT / (the weights' total
     with it), and refine when :func:`refines` holds for it on n rows.  Public: roles, flags, ρ_v and n."""
     candidates = [k in ("numeric", "datetime") and bool(b) for k, b in zip(kinds, need_bounds)]
     if not any(candidates) or n <= 0 or rho_values <= 0:
         return [False] * len(candidates)
-    total = sum(column_weights(kinds, points, candidates))
+    total = sum(column_weights(kinds, points, candidates, texts))
     return candidates if refines(rho_values * REFINE_WEIGHT / total, n) else [False] * len(candidates)
 
 
@@ -1522,7 +1547,10 @@ def column_rho(tasks: list[ValueTask], rho_values: float, n: int = 0) -> dict[st
     released roles and n only."""
     todo = [t for t in tasks if t.needed]
     refined = refined_columns(todo, rho_values, n)
-    weights = column_weights([t.kind for t in todo], [t.need_points for t in todo], [t.name in refined for t in todo])
+    weights = column_weights(
+        [t.kind for t in todo], [t.need_points for t in todo], [t.name in refined for t in todo],
+        [t.need_texts for t in todo],
+    )  # fmt: skip
     total = sum(weights)
     return {t.name: rho_values * w / total for t, w in zip(todo, weights)}
 
@@ -1531,7 +1559,8 @@ def refined_columns(tasks: list[ValueTask], rho_values: float, n: int) -> set[st
     """The names of the columns whose bounds are refined (:func:`refine_decision`)."""
     todo = [t for t in tasks if t.needed]
     kinds, points, bounds = [t.kind for t in todo], [t.need_points for t in todo], [t.need_bounds for t in todo]
-    return {t.name for t, f in zip(todo, refine_decision(kinds, points, bounds, rho_values, n)) if f}
+    texts = [t.need_texts for t in todo]
+    return {t.name for t, f in zip(todo, refine_decision(kinds, points, bounds, rho_values, n, texts)) if f}
 
 
 def split_column_rho(t: ValueTask, rho_column: float, refined: bool = False) -> tuple[float, float, float]:
@@ -1540,10 +1569,34 @@ def split_column_rho(t: ValueTask, rho_column: float, refined: bool = False) -> 
     ``refined``: :func:`refined_columns`).  The three add up to ``rho_column``."""
     points_w = POINTS_WEIGHT if t.need_points else 0.0
     refine_w = REFINE_WEIGHT if refined else 0.0
-    total = BOUNDS_WEIGHT + points_w + refine_w
+    total = BOUNDS_WEIGHT + points_w + refine_w + (TEXTS_WEIGHT if t.need_texts else 0.0)
     bounds = rho_column * BOUNDS_WEIGHT / total
     points = rho_column * points_w / total
-    return bounds, points, rho_column - bounds - points if refined else 0.0
+    return bounds, points, rho_column * refine_w / total
+
+
+def texts_rho(t: ValueTask, rho_column: float, refined: bool = False) -> float:
+    """ρ of a numeric column's texts (:data:`TEXTS_WEIGHT` of its weight; 0 where it releases none): with
+    :func:`split_column_rho`'s three parts it adds up to ``rho_column``."""
+    if not t.need_texts:
+        return 0.0
+    points_w = POINTS_WEIGHT if t.need_points else 0.0
+    total = BOUNDS_WEIGHT + points_w + (REFINE_WEIGHT if refined else 0.0) + TEXTS_WEIGHT
+    return rho_column * TEXTS_WEIGHT / total
+
+
+def text_cells(column: pd.Series, style: str = "") -> pd.Series:
+    """A numeric column's present cells that are not numbers (read as ``style`` writes them) and not "None" (a
+    missing cell in numbers): the candidates for its texts.  Each cell on its own, so one changed row changes at
+    most one of them."""
+    present = column[column.notna().to_numpy() & ~none_cells(column)]
+    if pd.api.types.is_numeric_dtype(present):
+        return present.iloc[:0]
+    words = present[parse_numbers(present, style).isna().to_numpy()]
+    # blanks, missing-cell texts and the schema's own labels cannot be texts of a column (Attribute refuses them):
+    # such cells stay missing
+    reserved = (*MISSING_TOKENS, NONE_TEXT, MISSING_LABEL, OTHER_LABEL)
+    return words[~words.astype(str).str.strip().isin(reserved).to_numpy()]
 
 
 #: A date column written with a time of day spends this share of its bounds' ρ on its time-of-day profile
@@ -1614,7 +1667,9 @@ def discover_values(df: pd.DataFrame, tasks: list[ValueTask], rho_values: float,
     refined = refined_columns(todo, rho_values, len(df))
     cats = [t for t in todo if t.need_values]
     pointed = [t for t in todo if t.need_points]
-    selected = len(cats) + len(pointed)  # every column whose values go through partition selection shares δ_t
+    texted = [t for t in todo if t.need_texts]
+    # every column whose values go through partition selection shares δ_t
+    selected = len(cats) + len(pointed) + len(texted)
     report: dict = {"rho_per_column": rho, "columns": len(todo)}
     if cats:
         sigma = 1.0 / math.sqrt(rho[cats[0].name])
@@ -1635,6 +1690,14 @@ def discover_values(df: pd.DataFrame, tasks: list[ValueTask], rho_values: float,
         report["points"] = {"sigma": sigma, "threshold": tau, "attributes": len(pointed)}
         for t, values in zip(pointed, select_many([df[t.name] for t in pointed], sigma, tau, noise, False)):
             out.fields[t.name] = {"points": _points(values, t.integer, t.style)}
+    if texted:  # each column's ρ is in proportion to its weight: the texts' ρ is the same for all of them
+        sigma = 1.0 / math.sqrt(texts_rho(texted[0], rho[texted[0].name], texted[0].name in refined))
+        tau = partition_threshold(sigma, delta_threshold / selected)
+        report["texts"] = {"sigma": sigma, "threshold": tau, "attributes": len(texted)}
+        cells = [text_cells(df[t.name], t.style) for t in texted]
+        for t, values in zip(texted, select_many(cells, sigma, tau, noise, False)):
+            if values:
+                out.fields.setdefault(t.name, {})["texts"] = values
     for t in todo:
         if t.kind == "categorical" or not t.need_bounds:
             continue

@@ -160,6 +160,12 @@ class Attribute:
     #: how the release writes a missing cell: "" (empty) or one of :data:`MISSING_TOKENS` ("?", "NA", "NULL"...) as
     #: the source file wrote them (chosen under DP with the roles, :func:`dpcore.ingest.private_roles`, or declared)
     missing_text: str = ""
+    #: numeric: texts that are not numbers kept as values of their own, after the bins ("<0.5" for a lab value under
+    #: its assay's limit, ">0.5" above it, "ND"): a cell holding one gets its code and the release writes the text
+    #: back; any other cell that is not a number is unparsable.  Released under DP with the bounds (thresholded
+    #: partition selection over the column's cells that are not numbers, :func:`dpcore.discovery.discover_values`)
+    #: or declared
+    texts: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
         if not isinstance(self.name, str) or not self.name:
@@ -209,6 +215,8 @@ class Attribute:
         check_missing_text(self.name, self.missing_text, self.values)
         if self.vocabulary and self.kind != "categorical":
             raise DomainError(f"Attribute {self.name!r}: vocabulary values are for categorical attributes.")
+        if self.texts:
+            self._check_texts()
         if self.hours:
             hours = tuple(float(h) for h in self.hours)
             if self.kind != "datetime" or not _has_time(self.format):
@@ -283,6 +291,32 @@ class Attribute:
         object.__setattr__(self, "bins", len(edges) - 1)
         object.__setattr__(self, "values", ())
         object.__setattr__(self, "integer", bool(self.integer))
+
+    def _check_texts(self) -> None:
+        name = self.name
+        if self.kind != "numeric":
+            raise DomainError(f"Attribute {name!r}: texts kept beside the numbers are for numeric attributes.")
+        if isinstance(self.texts, str):
+            raise DomainError(f"Attribute {name!r}: 'texts' must be a list of texts.")
+        texts = tuple(_canonical_text(t) for t in self.texts)
+        if any(not isinstance(t, str) for t in self.texts):
+            raise DomainError(f"Attribute {name!r}: every entry of 'texts' must be a text, such as \"<0.5\".")
+        if len(set(texts)) != len(texts):
+            dup = sorted({t for t in texts if texts.count(t) > 1})[:5]
+            raise DomainError(f"Attribute {name!r}: repeated texts {dup}; list each once.")
+        blank = [t for t in texts if t in MISSING_TOKENS or t == NONE_TEXT or t in (MISSING_LABEL, OTHER_LABEL)]
+        if blank:
+            raise DomainError(
+                f"Attribute {name!r}: {blank[0]!r} reads as a missing cell, so it cannot be one of its texts; allow "
+                "missing values instead."
+            )
+        numbers = parse_numbers(pd.Series(list(texts), dtype=object), self.style).to_numpy(dtype=float)
+        if np.isfinite(numbers).any():
+            shown = texts[int(np.flatnonzero(np.isfinite(numbers))[0])]
+            raise DomainError(
+                f"Attribute {name!r}: {shown!r} reads as a number, so it belongs in a bin, not among its texts."
+            )
+        object.__setattr__(self, "texts", texts)
 
     def _check_datetime(self) -> None:
         name = self.name
@@ -364,6 +398,8 @@ class Attribute:
             changes["hours"] = ()  # a time profile belongs to the dates it was read from
         if {"lower", "upper", "bins", "kind", "granularity"} & set(changes):
             changes.setdefault("edges", ())  # derived again from the new bounds and bin count
+        if kind != "numeric" and "texts" not in changes:
+            changes["texts"] = ()  # texts kept beside numbers belong to a numeric column
         return replace(self, **changes, source="mixed", provenance=tuple(prov.items()))
 
     # ------------------------------------------------------------------ sizes
@@ -371,7 +407,13 @@ class Attribute:
     def n_regular(self) -> int:
         if self.kind == "categorical":
             return len(self.values) + (1 if self.other else 0)
-        return len(self.edges) - 1
+        return len(self.edges) - 1 + len(self.texts)
+
+    @property
+    def n_bins(self) -> int:
+        """A numeric or date attribute's bins: its codes 0..n_bins-1, in order (its texts and missing code follow);
+        0 for a categorical one."""
+        return 0 if self.kind == "categorical" else len(self.edges) - 1
 
     @property
     def size(self) -> int:
@@ -393,6 +435,7 @@ class Attribute:
             ]
             for i, p in self._point_bins().items():
                 out[i] = f"{p:g}"
+            out += list(self.texts)
         else:
             out = self._date_labels()
         if self.missing:
@@ -463,6 +506,19 @@ class Attribute:
             what, bad_word = "a date", "unparsable"
             vals = unit_start_days(unit_index(days, self._unit), self._unit).astype(float)
             vals[bad] = np.nan
+        text_rows, text_codes = np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64)
+        if bad.any() and self.texts:  # a listed text: a code of its own after the bins
+            rows = np.flatnonzero(present)  # aligned with bad and vals
+            uniq_idx, uniques = pd.factorize(column.iloc[rows[bad]], sort=False)
+            lookup = {t: self.n_bins + i for i, t in enumerate(self.texts)}
+            found = np.array([lookup.get(_canonical_text(u), -1) for u in uniques], dtype=np.int64)[uniq_idx]
+            listed = found >= 0
+            if listed.any():
+                text_rows, text_codes = rows[bad][listed], found[listed]
+                keep = np.ones(len(rows), dtype=bool)
+                keep[np.flatnonzero(bad)[listed]] = False
+                present[text_rows] = False
+                vals, bad = vals[keep], bad[keep]
         if bad.any():
             if self.unparsable == "reject":
                 examples = ", ".join(repr(str(v)) for v in pd.unique(column[present][bad])[:5])
@@ -472,7 +528,7 @@ class Attribute:
                     f"(e.g. {examples}). Declare it categorical, clean the column, or treat such cells as missing."
                 )
             is_missing[np.flatnonzero(present)[bad]] = True
-            present = ~is_missing
+            present &= ~is_missing
             vals = vals[~bad]
         self._check_missing(is_missing)
         codes = np.full(len(column), self.n_regular if self.missing else 0, dtype=np.int64)
@@ -491,6 +547,7 @@ class Attribute:
             clipped = n_out
         idx = np.searchsorted(np.asarray(self.edges), vals, side="right") - 1
         codes[present] = np.clip(idx, 0, len(self.edges) - 2)
+        codes[text_rows] = text_codes
         return codes, clipped
 
     def _check_missing(self, is_missing: np.ndarray) -> None:
@@ -530,6 +587,14 @@ class Attribute:
             return pd.Series(out, dtype=object)
         if numeric != "midpoint" and rng is None:
             raise DomainError("Decoding bins as values drawn within each bin needs a random generator.")
+        out = self._decode_bins(codes, missing, numeric, rng)
+        texts = (codes >= self.n_bins) & (codes < self.n_bins + len(self.texts))
+        if texts.any():  # a kept text comes back as written
+            out = out.astype(object)
+            out[texts] = np.array(self.texts, dtype=object)[codes[texts] - self.n_bins]
+        return out
+
+    def _decode_bins(self, codes, missing, numeric: str, rng) -> pd.Series:
         edges = np.asarray(self.edges)
         safe = np.minimum(codes, len(edges) - 2)
         lo, hi = edges[safe], edges[safe + 1]
@@ -639,6 +704,8 @@ class Attribute:
             d["unparsable"] = self.unparsable
         if self.missing_text:
             d["missing_text"] = self.missing_text
+        if self.texts:
+            d["texts"] = list(self.texts)
         return d
 
     @classmethod
@@ -649,7 +716,7 @@ class Attribute:
         if extra:
             raise DomainError(f"Attribute {d.get('name')!r}: unknown schema keys {sorted(extra)}.")
         kw = dict(d)
-        for key in ("values", "edges", "points", "vocabulary", "hours"):
+        for key in ("values", "edges", "points", "vocabulary", "hours", "texts"):
             if key in kw:
                 if not isinstance(kw[key], (list, tuple)):
                     raise DomainError(f"Attribute {d['name']!r}: {key!r} must be a list.")
@@ -696,6 +763,7 @@ ATTRIBUTE_KEYS = frozenset(
         "hours",
         "style",
         "missing_text",
+        "texts",
     }
 )
 

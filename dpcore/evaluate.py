@@ -96,6 +96,9 @@ class ColumnCoding:
     style: str | None = None
     unseen_code: int | None = None  # categorical: synthetic values the real column never had
     missing_code: int | None = None
+    #: numeric: texts that are not numbers compared as values of their own, after the bins ("<0.5": the schema's
+    #: :attr:`~dpcore.domain.Attribute.texts`, else the real column's frequent ones, :func:`_frequent_texts`)
+    texts: tuple[str, ...] = ()
 
     @property
     def size(self) -> int:
@@ -231,18 +234,42 @@ def _looks_like_dates(s: pd.Series) -> bool:
     return pd.to_datetime(sample, errors="coerce", format="mixed").notna().mean() >= 0.95
 
 
-def _is_numeric_column(s: pd.Series, style: str) -> bool:
-    """Whether a column reads as numbers (95% of its present cells, more than NUMERIC_AS_CATEGORICAL values), read
-    as ``style`` writes them."""
+#: A text that is not a number, in a column of numbers, is compared as a value of its own ("<0.5" under an assay's
+#: limit) when it fills at least this share of the real column's rows (at most FREQUENT_TEXTS of them) ...
+FREQUENT_TEXT_SHARE = 0.01
+FREQUENT_TEXTS = 10
+
+
+def _frequent_texts(s: pd.Series, style: str, nums: pd.Series | None = None) -> tuple[str, ...]:
+    """The texts of a real column that are not numbers and fill FREQUENT_TEXT_SHARE of its rows or more, the most
+    frequent first, where at least half its present cells are numbers (the evaluation reads the real table: it is
+    the data owner's comparison, not a release).  ``nums``: its present cells read as numbers, when already read."""
+    if pd.api.types.is_numeric_dtype(s) or pd.api.types.is_bool_dtype(s):
+        return ()
+    present = s[_present(s)]
+    nums = parse_numbers(present, style) if nums is None else nums
+    if present.empty or nums.notna().mean() < 0.5:
+        return ()
+    words = present[nums.isna().to_numpy()].astype(str).str.strip()
+    counts = words[~words.str.match(_INTERVAL)].value_counts()
+    return tuple(str(t) for t in counts[counts >= FREQUENT_TEXT_SHARE * max(len(s), 1)].index[:FREQUENT_TEXTS])
+
+
+def _numeric_reading(s: pd.Series, style: str) -> tuple[bool, tuple[str, ...]]:
+    """Whether a column reads as numbers (95% of its present cells, with its frequent texts compared beside them,
+    and at least half of them numbers; more than NUMERIC_AS_CATEGORICAL values), read as ``style`` writes them; and
+    those texts (:func:`_frequent_texts`).  The cells are read as numbers once."""
     if pd.api.types.is_bool_dtype(s):
-        return False
+        return False, ()
     present = s[_present(s)]
     if present.empty:
-        return False
+        return False, ()
     if pd.api.types.is_numeric_dtype(s):
-        return present.nunique() > NUMERIC_AS_CATEGORICAL
+        return present.nunique() > NUMERIC_AS_CATEGORICAL, ()
     nums = parse_numbers(present, style)
-    return nums.notna().mean() >= 0.95 and nums.nunique() > NUMERIC_AS_CATEGORICAL
+    texts = _frequent_texts(s, style, nums)
+    read = nums.notna() | present.astype(str).str.strip().isin(texts)
+    return bool(read.mean() >= 0.95 and nums.nunique() > NUMERIC_AS_CATEGORICAL), texts
 
 
 def build_coding(real: pd.Series, synthetic: pd.Series, attribute=None, bins: int = DEFAULT_BINS) -> ColumnCoding:
@@ -251,11 +278,12 @@ def build_coding(real: pd.Series, synthetic: pd.Series, attribute=None, bins: in
     has_missing = bool(real.isna().any() or synthetic.isna().any())
     if attribute is not None and attribute.kind == "numeric":
         edges = np.asarray(attribute.edges, dtype=float)
-        labels = _interval_labels(edges, False)
-        return _finish(ColumnCoding(name, "numeric", labels, edges, style=attribute.style), has_missing)
+        labels = _interval_labels(edges, False) + list(attribute.texts)
+        coding = ColumnCoding(name, "numeric", labels, edges, style=attribute.style, texts=tuple(attribute.texts))
+        return _finish(coding, has_missing)
     if attribute is not None and attribute.kind == "datetime":  # the schema's date bins, read in its format
         edges = np.asarray(attribute.edges, dtype=float) * NS_PER_DAY
-        labels = attribute.labels()[: attribute.n_regular]
+        labels = attribute.labels()[: attribute.n_bins]
         coding = ColumnCoding(name, "numeric", labels, edges, is_date=True, date_format=attribute.format)
         return _finish(coding, has_missing)
     if attribute is not None:
@@ -263,14 +291,16 @@ def build_coding(real: pd.Series, synthetic: pd.Series, attribute=None, bins: in
         return _finish(ColumnCoding(name, "categorical", labels), has_missing, unseen=True)
     is_date = _looks_like_dates(real)
     style = None if is_date else _reading_style(real)  # the release is written as the real column is
-    if is_date or _is_numeric_column(real, style or ""):
+    numeric, texts = (False, ()) if is_date else _numeric_reading(real, style or "")
+    if is_date or numeric:
         vals, _ = _numbers(real, is_date, style=style)
         finite = vals[np.isfinite(vals)]
         if finite.size:
             edges = quantile_edges(finite, bins)
             if edges.size < 2:
                 edges = np.array([edges[0], edges[0]])
-            coding = ColumnCoding(name, "numeric", _interval_labels(edges, is_date), edges, is_date, style=style)
+            labels = _interval_labels(edges, is_date) + list(texts)
+            coding = ColumnCoding(name, "numeric", labels, edges, is_date, style=style, texts=texts)
             return _finish(coding, has_missing)
     keys = _canonical_text(real.dropna())
     labels = list(pd.unique(keys))
@@ -331,6 +361,13 @@ def _encode(coding: ColumnCoding, s: pd.Series) -> tuple[np.ndarray, int, np.nda
         # Interior edges only: values below/above the real range fall in the end bins.
         codes = np.searchsorted(edges[1:-1], np.nan_to_num(vals), side="right") if n_bins > 1 else np.zeros(len(s))
         codes = codes.astype(np.int64)
+        if coding.texts:  # a listed text: its own code after the bins, not a missing or unreadable cell
+            unread = np.flatnonzero(missing & _present(s))
+            lookup = {t: n_bins + i for i, t in enumerate(coding.texts)}
+            found = np.array([lookup.get(str(v).strip(), -1) for v in s.iloc[unread]], dtype=np.int64)
+            hit = unread[found >= 0]
+            codes[hit], missing[hit] = found[found >= 0], False
+            unreadable -= int(hit.size)
     else:
         unreadable = 0
         # Labels through the same canonical form as the cells (a declared '1.50' matches a cell 1.5).

@@ -154,6 +154,19 @@ NON_INTEGER_RATE = 0.25
 #: a column real even when the old rule says whole: a discount that is 0 on 80% of the rows and 0.05-0.2 otherwise
 #: has 20% fractions overall, and was typed whole -- its fractions then came back as 0 or 1.
 FRACTION_Z = 2.0
+#: A column that is clearly at least MIXED_RATE numbers but not TYPE_RATE of them is numbers with texts beside them
+#: (a lab value written "<0.5" under its assay's limit on 15% of the rows) when its numbers have decimals, or its
+#: noisy distinct count is over this many values by MIXED_NUMBERS_Z·σ: kept as numbers, its frequent texts
+#: released as values of their own (:func:`dpcore.tabular._wants_texts`).  As categories its numbers had each to
+#: clear partition selection's threshold, and came back as "(other)"; or it was left out as free text for its many
+#: distinct values.  Fewer whole numbers (a 1-5 scale with "Don't know") stay categories, which keep every answer.
+MIXED_NUMBER_VALUES = 20
+TEXT_CELLS_NOTE = (
+    "cells that are not numbers are read as missing, but for texts kept as values of their own (its frequent ones, "
+    "released privately with its bounds; or declared)"
+)
+MIXED_NUMBERS_Z = 2.0
+MIXED_NUMBERS_REASON = "numbers with texts beside them: " + TEXT_CELLS_NOTE
 #: Whole-number columns with at most this many distinct values are categories (0/1 and 1/2 flags).  More values
 #: (a 1-10 score, counts of priors) stay numbers: their bounds are cheap to locate (one histogram), while every
 #: value of a category must clear partition selection's threshold on its own, and values that do not came back
@@ -717,7 +730,7 @@ def decide_role(st: ColumnStats) -> Role:
         if integer and _written_date(name, st) and possibly(st.date, TYPE_RATE):
             reason = YEAR_REASON if st.date_format == "%Y" else COMPACT_DATE_REASON
             return Role(name, "datetime", format=st.date_format, reason=reason)
-        note = "" if st.numeric >= present else "cells that are not numbers are read as missing"
+        note = "" if st.numeric >= present else TEXT_CELLS_NOTE
         return Role(name, "numeric", integer=integer, reason=note)
     if st.date_format and possibly(st.date, TYPE_RATE) and st.date >= there:
         if constant:
@@ -732,6 +745,10 @@ def decide_role(st: ColumnStats) -> Role:
         return Role(name, "excluded", reason="free text: long strings")
     if clearly(st.distinct, IDENTIFIER_RATE):
         return Role(name, "excluded", reason="identifier-like: nearly one distinct value per row")
+    if clearly(st.numeric, MIXED_RATE):
+        integer = whole_numbers(st)  # numbers with decimals are measurements, never a scale's answers
+        if not integer or st.distinct - MIXED_NUMBERS_Z * st.sigma > MIXED_NUMBER_VALUES:
+            return Role(name, "numeric", integer=integer, reason=MIXED_NUMBERS_REASON)
     if clearly(st.distinct, HIGH_CARDINALITY_RATE):
         return Role(name, "excluded", reason="free text: too many distinct values to be categories")
     if st.numeric >= MIXED_RATE * present or (st.date_format and st.date >= MIXED_RATE * present):

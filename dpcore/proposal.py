@@ -9,7 +9,9 @@ costs nothing: every field is declared).  To make that review easy and the resul
   0-20,000), so they state a range, not a person's exact value;
 * values held by few rows are listed under ``review.rare_values``: a rare value in a codebook is fine when it is a
   public category (a country, a code from the questionnaire), and must be removed when it is not;
-* each column says whether it had missing cells (``"missing": false`` lets a release leave no empty cell).
+* each column says whether it had missing cells (``"missing": false`` lets a release leave no empty cell);
+* a numeric column lists the texts its cells hold that are not numbers (``"texts"``: "<0.5" under an assay's
+  limit), the rare ones under ``review.rare_values`` too: each is kept as a value of its own once declared.
 
 A codebook written by hand works the same way; :func:`codebook_from_csv` reads one kept as CSV (``column,value``
 rows: the allowed values of each category column).
@@ -24,7 +26,7 @@ import math
 import numpy as np
 import pandas as pd
 
-from .discovery import exact_values, value_counts
+from .discovery import exact_values, text_cells, value_counts
 from .domain import none_cells, parse_dates, parse_numbers, written_style
 from .errors import DomainError
 from .ingest import _distinct_present, header_role, propose_roles
@@ -32,6 +34,8 @@ from .ingest import _distinct_present, header_role, propose_roles
 #: A value held by fewer rows than this (or than RARE_SHARE of n) is flagged for review.
 RARE_ROWS = 10
 RARE_SHARE = 0.01
+#: A numeric column's texts that are not numbers ("<0.5", "ND") proposed as values of their own: the most frequent.
+MAX_TEXTS = 20
 #: The note every proposal carries.
 OWNER_ONLY = (
     "PROPOSED from the exact data, WITHOUT privacy: for the data owner's eyes only. Review every entry -- remove "
@@ -98,6 +102,14 @@ def propose_schema(df: pd.DataFrame) -> dict:
             entry.update(lower=lo, upper=hi, integer=bool(role.integer))
             if style:
                 entry["style"] = style
+            texts, counts = value_counts(text_cells(column, style))  # "<0.5" under an assay's limit, "ND"
+            if texts:
+                order = np.argsort(-counts, kind="stable")[:MAX_TEXTS]
+                entry["texts"] = [texts[i] for i in order]
+                cut = max(RARE_ROWS, RARE_SHARE * n)
+                few = sorted(texts[i] for i in order if counts[i] < cut)
+                if few:
+                    rare[str(name)] = few
         else:
             days = parse_dates(column, role.format)
             days = days[np.isfinite(days)]

@@ -289,7 +289,13 @@ def _released_type(entry: dict) -> str:
 def released_as(entry: dict) -> str:
     """How finely a kept column is released: its values, or its bins and range (all public, from the card)."""
     kind = entry.get("kind", "categorical")
-    extras = (["(other)"] if entry.get("other") else []) + (["empty"] if entry.get("missing") else [])
+    texts = [str(t) for t in entry.get("texts") or ()]  # a number's texts kept as values of their own ("<0.5")
+    shown = ", ".join(repr(t) for t in texts[:3]) + (", ..." if len(texts) > 3 else "")
+    extras = (
+        (["(other)"] if entry.get("other") else [])
+        + ([f"{len(texts)} text{'' if len(texts) == 1 else 's'} ({shown})"] if texts else [])
+        + (["empty"] if entry.get("missing") else [])
+    )
     plus = f" + {' + '.join(extras)}" if extras else ""
     if kind == "categorical":
         n = len(entry.get("values") or ())

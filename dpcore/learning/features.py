@@ -114,7 +114,7 @@ class FeatureSpec:
             raise ParameterError(f"Feature {self.attribute!r}: an 'atleast' feature needs a threshold (name>=X).")
         lows = []
         for code, lab in enumerate(labels):
-            if attr.kind == "numeric" and code < attr.n_regular:
+            if attr.kind == "numeric" and code < attr.n_bins:
                 lows.append(attr.edges[code])
             else:
                 try:

@@ -1231,7 +1231,7 @@ class Projection(Mechanism):
             in_order = coded_in_order(domain, grouped, noisy_one)
             plan["smoothed_attributes"] += [domain.names[a] for a in in_order]
             plan["smoothed_codes"] = [domain.names[a] for a in in_order]
-        smooth = [(domain.names.index(name), domain[name].n_regular) for name in plan["smoothed_attributes"]]
+        smooth = [(domain.names.index(name), _in_order(domain[name])) for name in plan["smoothed_attributes"]]
         rows = largest_remainder_rows(out.records, out.weights, plan["rows"], ctx.rng, smooth=smooth)
         repaired = None
         if params.get("repair", True):  # lumps the rounded fit left over measured cells (post-processing)
@@ -1325,6 +1325,12 @@ def empty_special_cells(measured, noisy: np.ndarray, sigmas: np.ndarray, special
 def _small_cell_weight(params: dict) -> float:
     w = params.get("small_cell_weight")
     return SMALL_CELL_WEIGHT if w is None else float(w)
+
+
+def _in_order(attr) -> int:
+    """How many of an attribute's first codes are in order (rows are smoothed along them): a number's or a date's
+    bins (not its texts or missing code), an integer-coded category's values."""
+    return attr.n_bins if attr.kind != "categorical" else attr.n_regular
 
 
 def _smoothed(workload, grouped: list[int], params: dict) -> list[int]:
