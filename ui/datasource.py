@@ -729,6 +729,8 @@ def domain_table(domain: Domain) -> pd.DataFrame:
         elif a.kind == "numeric":
             kind = "integer" if a.integer else "real"
             shown = f"{a.lower:g} to {a.upper:g}, {a.bins} bins"
+            if a.texts:  # texts kept beside the numbers ("<0.5"), values of their own
+                shown += " + " + roles.VALUE_SEP.join(a.texts)
         else:
             kind = f"date ({a.format})"
             shown = f"{d['lower']} to {d['upper']}, {a.bins} bins"
