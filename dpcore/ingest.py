@@ -163,7 +163,7 @@ FRACTION_Z = 2.0
 MIXED_NUMBER_VALUES = 20
 TEXT_CELLS_NOTE = (
     "cells that are not numbers are read as missing, but for texts kept as values of their own (its frequent ones, "
-    "released privately with its bounds; or declared)"
+    "released privately with its bounds where its role is decided privately; or declared as its texts)"
 )
 MIXED_NUMBERS_Z = 2.0
 MIXED_NUMBERS_REASON = "numbers with texts beside them: " + TEXT_CELLS_NOTE
