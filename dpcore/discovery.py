@@ -184,15 +184,10 @@ import pandas as pd
 from scipy.special import erfc
 
 from .domain import (
-    MISSING_LABEL,
-    MISSING_TOKENS,
-    NONE_TEXT,
-    OTHER_LABEL,
     TIME_SLOTS,
     _canonical_text,
     _has_time,
     _natural_key,
-    none_cells,
     parse_dates,
     parse_numbers,
     unit_index,
@@ -200,7 +195,7 @@ from .domain import (
     whole,
 )
 from .errors import BudgetError, DomainError
-from .ingest import ROLES, _distinct_present
+from .ingest import ROLES, _distinct_present, text_cells
 from .mechanisms.base import SpendRecord
 from .privacy import eps_to_zcdp, zcdp_to_eps_cks
 from .vocabularies import completions
@@ -1583,20 +1578,6 @@ def texts_rho(t: ValueTask, rho_column: float, refined: bool = False) -> float:
     points_w = POINTS_WEIGHT if t.need_points else 0.0
     total = BOUNDS_WEIGHT + points_w + (REFINE_WEIGHT if refined else 0.0) + TEXTS_WEIGHT
     return rho_column * TEXTS_WEIGHT / total
-
-
-def text_cells(column: pd.Series, style: str = "") -> pd.Series:
-    """A numeric column's present cells that are not numbers (read as ``style`` writes them) and not "None" (a
-    missing cell in numbers): the candidates for its texts.  Each cell on its own, so one changed row changes at
-    most one of them."""
-    present = column[column.notna().to_numpy() & ~none_cells(column)]
-    if pd.api.types.is_numeric_dtype(present):
-        return present.iloc[:0]
-    words = present[parse_numbers(present, style).isna().to_numpy()]
-    # blanks, missing-cell texts and the schema's own labels cannot be texts of a column (Attribute refuses them):
-    # such cells stay missing
-    reserved = (*MISSING_TOKENS, NONE_TEXT, MISSING_LABEL, OTHER_LABEL)
-    return words[~words.astype(str).str.strip().isin(reserved).to_numpy()]
 
 
 #: A date column written with a time of day spends this share of its bounds' ρ on its time-of-day profile

@@ -65,10 +65,13 @@ import pandas as pd
 
 from .domain import (
     LEADING_ZERO,
+    MISSING_LABEL,
     MISSING_TOKENS,
     NONE_TEXT,
     NUMBER_STYLES,
+    OTHER_LABEL,
     _canonical_text,
+    none_cells,
     parse_numbers,
     style_votes,
     to_datetimes,
@@ -388,6 +391,10 @@ def contact_header(name: str) -> bool:
 
 
 # ---------------------------------------------------------------------------- roles
+#: A confirmed numeric role's suffix saying its cells hold texts beside the numbers (:attr:`Role.texts`).
+TEXTS_SUFFIX = "+texts"
+
+
 @dataclass(frozen=True)
 class Role:
     """What a column is.  ``source`` is the role's provenance: "declared" (the user's choice), "dp" (decided from
@@ -408,6 +415,10 @@ class Role:
     #: with private roles (:func:`missing_text_choice`), read exactly for a proposal (:func:`exact_missing_text`),
     #: declared with a confirmed role
     missing_text: str = ""
+    #: numeric: some of its cells are texts beside its numbers ("<0.5" under an assay's limit): proposed from exact
+    #: counts (:func:`propose_roles`), a fact the owner states by confirming the role; its frequent texts are then
+    #: sought privately with its bounds (a private role says so by its released counts instead).  No text is named.
+    texts: bool = False
 
     def __post_init__(self) -> None:
         if self.role not in ROLES:
@@ -425,6 +436,8 @@ class Role:
             )
         if self.role == "excluded" and self.missing_text:
             object.__setattr__(self, "missing_text", "")
+        if self.role != "numeric" and self.texts:
+            object.__setattr__(self, "texts", False)  # texts beside numbers belong to a numeric column
         if self.role == "datetime":
             fmt = self.format or "%Y-%m-%d"
             gran = self.granularity or date_granularity(fmt)
@@ -441,7 +454,7 @@ class Role:
     def label(self) -> str:
         """Short text for a table or a CLI line: ``numeric (integer)``, ``date (%d/%m/%Y, month)``."""
         if self.role == "numeric":
-            return f"numeric ({'integer' if self.integer else 'real'})"
+            return f"numeric ({'integer' if self.integer else 'real'}{', with texts' if self.texts else ''})"
         if self.role == "datetime":
             return f"date ({self.format}, {self.granularity})"
         if self.role == "excluded":
@@ -454,6 +467,8 @@ class Role:
             d["integer"] = self.integer
             if self.style:
                 d["style"] = self.style
+            if self.texts:
+                d["texts"] = True
         if self.role == "datetime":
             d.update(format=self.format, granularity=self.granularity)
         if self.reason:
@@ -468,12 +483,13 @@ class Role:
     def parse(cls, name: str, value) -> Role:
         """A user's role choice: a Role, a dict (as :meth:`to_dict`) or text: ``categorical``, ``numeric``,
         ``integer``, ``real`` (optionally with how the release writes the numbers, ``real:# kg``, ``integer:$,.2``:
-        :data:`dpcore.domain.NUMBER_STYLES`), ``date``/``datetime`` (optionally ``date:%d/%m/%Y`` or
+        :data:`dpcore.domain.NUMBER_STYLES`; and ``+texts`` where some cells are texts beside the numbers,
+        ``real:.1+texts``), ``date``/``datetime`` (optionally ``date:%d/%m/%Y`` or
         ``date:%Y-%m:month``), ``excluded``.  Always ``source="declared"``."""
         if isinstance(value, Role):
             return replace(value, name=name, source="declared", stats=None)
         if isinstance(value, dict):
-            keys = ("role", "integer", "format", "granularity", "reason", "style", "missing_text")
+            keys = ("role", "integer", "format", "granularity", "reason", "style", "missing_text", "texts")
             kw = {k: value[k] for k in keys if k in value}
             if "role" not in kw:
                 raise DataError(f"Column {name!r}: a role object needs a 'role'.")
@@ -481,14 +497,18 @@ class Role:
         if not isinstance(value, str):
             raise DataError(f"Column {name!r}: a role is text such as 'numeric' or 'excluded', not {value!r}.")
         text = value.strip()
+        texts = text.lower().endswith(TEXTS_SUFFIX)  # "real+texts": numbers with texts beside them
+        text = text[: -len(TEXTS_SUFFIX)].rstrip() if texts else text
         head, _, rest = text.partition(":")
         key = head.strip().lower()
+        if texts and key not in ("numeric", "number", "real", "float", "integer", "int"):
+            raise DataError(f"Column {name!r}: {TEXTS_SUFFIX!r} is for numbers (real+texts, integer+texts).")
         if key in ("categorical", "category", "categories"):
             return cls(name, "categorical")
         if key in ("numeric", "number", "real", "float"):
-            return cls(name, "numeric", integer=False, style=rest.strip())
+            return cls(name, "numeric", integer=False, style=rest.strip(), texts=texts)
         if key in ("integer", "int"):
-            return cls(name, "numeric", integer=True, style=rest.strip())
+            return cls(name, "numeric", integer=True, style=rest.strip(), texts=texts)
         if key in DATE_ROLE_WORDS:
             fmt, gran = rest, None
             if rest and rest.rsplit(":", 1)[-1].strip() in ("year", "month", "day"):
@@ -806,7 +826,33 @@ def propose_roles(df: pd.DataFrame, columns=None) -> list[Role]:
         style = st.style if role.role == "numeric" else ""  # how its numbers are written, confirmed with the role
         out.append(replace(role, source="inferred", stats=st.to_dict(), style=style))
     texts = exact_missing_text(df, out)  # how the file writes a missing cell, confirmed with the role likewise
-    return [replace(r, missing_text=texts.get(r.name, "")) for r in out]
+    out = [replace(r, missing_text=texts.get(r.name, "")) for r in out]
+    return [replace(r, texts=exact_texts(df[r.name], r.style, len(df))) if r.role == "numeric" else r for r in out]
+
+
+def exact_texts(column: pd.Series, style: str, n: int) -> bool:
+    """Whether a column of numbers holds texts beside them (:func:`text_cells`), one of them on at least
+    EXACT_TEXT_SHARE of the rows and EXACT_TEXT_MIN_ROWS (exact: the proposal, for the owner's eyes, as for
+    :func:`exact_missing_text`; a few rows' typo is not proposed)."""
+    cells = text_cells(column, style)
+    if cells.empty:
+        return False
+    top = int(cells.astype(str).str.strip().value_counts().iloc[0])
+    return top >= max(EXACT_TEXT_MIN_ROWS, EXACT_TEXT_SHARE * n)
+
+
+def text_cells(column: pd.Series, style: str = "") -> pd.Series:
+    """A numeric column's present cells that are not numbers (read as ``style`` writes them) and not "None" (a
+    missing cell in numbers): the candidates for its texts.  Each cell on its own, so one changed row changes at
+    most one of them."""
+    present = column[column.notna().to_numpy() & ~none_cells(column)]
+    if pd.api.types.is_numeric_dtype(present):
+        return present.iloc[:0]
+    words = present[parse_numbers(present, style).isna().to_numpy()]
+    # blanks, missing-cell texts and the schema's own labels cannot be texts of a column (Attribute refuses them):
+    # such cells stay missing
+    reserved = (*MISSING_TOKENS, NONE_TEXT, MISSING_LABEL, OTHER_LABEL)
+    return words[~words.astype(str).str.strip().isin(reserved).to_numpy()]
 
 
 @dataclass

@@ -90,7 +90,7 @@ from .discovery import (
 )
 from .domain import CLOCK_UNITS, Attribute, Domain, _has_time, _normalise_source, check_missing_text, whole_span
 from .errors import BudgetError, DataError, DomainError
-from .ingest import Role, confirmed, header_role, private_roles, propose_roles
+from .ingest import Role, confirmed, header_role, private_roles, propose_roles, text_cells
 from .mechanisms.base import SpendRecord
 from .output import to_table as _to_table
 from .privacy.ledger import DEFAULT_LEDGER, new_run_id, resolve_ledger
@@ -872,19 +872,22 @@ def _wants_texts(role: Role, spec: ColumnSpec | None, n: int) -> bool:
     of their own (public: its role and the counts released with it, and what the schema declares): a column whose
     role was decided privately, whose bounds are discovered, that declares no texts, and whose noisy counts say
     some of its present cells are not numbers (:data:`TEXTS_Z`).  Without it such cells are missing in the release:
-    a lab column's 15% "<0.5" came back as 13% empty cells.  A declared or confirmed role carries no counts: declare
-    the texts (``"texts": ["<0.5"]``) to keep them."""
-    stats = role.stats or {}
-    if role.role != "numeric" or role.source != "dp" or not {"present", "numeric"} <= set(stats):
-        return False
-    if spec is not None and spec.settings.get("texts"):
-        return False
-    sigma = float(stats.get("noise_sigma", math.inf))
-    if not math.isfinite(sigma) or sigma <= 0:
+    a lab column's 15% "<0.5" came back as 13% empty cells.  A confirmed role carries no counts: it seeks them where
+    the owner confirmed it with texts (:attr:`dpcore.ingest.Role.texts`, ``real+texts``); or declare the texts
+    (``"texts": ["<0.5"]``)."""
+    if role.role != "numeric" or (spec is not None and spec.settings.get("texts")):
         return False
     _, need_lower, need_upper = _needs(role, spec)
+    if not (need_lower or need_upper):
+        return False
+    if role.source != "dp":  # confirmed (or proposed, schema_from_data) with its texts: the owner's statement
+        return role.texts
+    stats = role.stats or {}
+    sigma = float(stats.get("noise_sigma", math.inf))
+    if not {"present", "numeric"} <= set(stats) or not math.isfinite(sigma) or sigma <= 0:
+        return False
     gap = float(stats["present"]) - float(stats["numeric"])
-    return (need_lower or need_upper) and gap >= TEXTS_Z * sigma * math.sqrt(2.0)
+    return gap >= TEXTS_Z * sigma * math.sqrt(2.0)
 
 
 #: Under LARGE_TABLE_ROWS, a numeric column whose privately released count of distinct values is at most this share
@@ -942,7 +945,7 @@ def _texts_within_reach(tasks: list[ValueTask], roles: dict[str, Role], plan: Di
     out = []
     for t in tasks:
         stats = roles[t.name].stats or {}
-        if t.need_texts:
+        if t.need_texts and roles[t.name].source == "dp":  # a confirmed role's texts are the owner's statement
             gap = float(stats["present"]) - float(stats["numeric"])
             if gap + TEXTS_Z * float(stats["noise_sigma"]) * math.sqrt(2.0) < tau:
                 t = replace(t, need_texts=False)
@@ -1104,6 +1107,8 @@ def prepare_table(
             elif t.need_lower or t.need_upper:
                 lo, hi = exact_bounds(df, t)
                 found[t.name] = {"lower": lo, "upper": hi}
+                if t.need_texts:  # every text beside its numbers, read off the data like the values above
+                    found[t.name]["texts"] = exact_values(text_cells(df[t.name], t.style))
     elif any(t.needed for t in tasks):
         assert plan is not None  # a column that needs a value set or a bound is among those to discover
         disc = discover_values(df, tasks, plan.rho_values, plan.delta_threshold, noise)

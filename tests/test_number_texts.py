@@ -215,3 +215,28 @@ def test_the_owners_proposal_lists_a_numbers_texts_and_flags_the_rare_ones():
     crp = next(a for a in proposal["attributes"] if a["name"] == "crp")
     assert crp["kind"] == "numeric" and crp["texts"] == ["<0.5", "haemolysed"]
     assert proposal["review"]["rare_values"]["crp"] == ["haemolysed"]
+
+
+def test_a_confirmed_role_with_texts_seeks_them_without_counts():
+    """The proposal marks CRP "with texts" (exact, for the owner); confirming it (``real+texts`` on the command
+    line, ``.1+texts`` in the app's format field) states that fact, not a text: the texts are still released
+    privately, with no role counts to gate them.  Without the flag a confirmed role seeks none."""
+    from dpcore.cli.info import role_option
+    from dpcore.ingest import propose_roles
+    from ui.roles import role_spec
+
+    df = _labs(3000)
+    proposed = {r.name: r for r in propose_roles(df)}
+    assert proposed["crp"].texts and not proposed["age"].texts and proposed["crp"].label.endswith("with texts)")
+    assert role_option(proposed["crp"]).endswith("+texts")
+    assert Role.parse("crp", "real:.1+texts") == Role("crp", "numeric", style=".1", texts=True)
+    assert role_spec({"column": "crp", "role": "real", "format": ".1+texts"}) == {
+        "role": "numeric", "integer": False, "style": ".1", "texts": True,
+    }  # fmt: skip
+    with pytest.raises(Exception, match="for numbers"):
+        Role.parse("ward", "categorical+texts")
+    roles = {"crp": "real+texts", "age": "integer", "ward": "categorical"}
+    prep = prepare_table(df, epsilon=1.0, delta=1e-8, noise=Randomness(0), ledger=None, roles=roles)
+    assert prep.domain["crp"].texts == ("<0.5",) and prep.discovery_report["texts"]["attributes"] == 1
+    plain = prepare_table(df, epsilon=1.0, delta=1e-8, noise=Randomness(0), ledger=None, roles={**roles, "crp": "real"})
+    assert plain.domain["crp"].texts == () and "texts" not in plain.discovery_report

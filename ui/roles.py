@@ -32,7 +32,7 @@ import pandas as pd
 
 from dpcore.domain import Attribute, Domain
 from dpcore.errors import DomainError
-from dpcore.ingest import FRAGILE_NOTE, Role, header_role
+from dpcore.ingest import FRAGILE_NOTE, TEXTS_SUFFIX, Role, header_role
 
 DECLARED = "declared"
 ROLE_CHOICES = ("categorical", "integer", "real", "date", "excluded")
@@ -104,9 +104,10 @@ def _set_declared(row: dict, fields: set[str]) -> None:
 
 
 def role_of(role: Role) -> tuple[str, str]:
-    """(role text of the table, its format: a date's format, or how numbers are written) of an engine Role."""
+    """(role text of the table, its format: a date's format, or how numbers are written -- with ``+texts`` where
+    some cells are texts beside the numbers, as ``--roles`` writes it) of an engine Role."""
     if role.role == "numeric":
-        return ("integer" if role.integer else "real"), role.style
+        return ("integer" if role.integer else "real"), role.style + (TEXTS_SUFFIX if role.texts else "")
     if role.role == "datetime":
         return "date", role.format or ""
     return role.role, ""
@@ -327,7 +328,10 @@ def role_spec(row: dict) -> dict:
     extra = {"missing_text": text} if text and role != "excluded" else {}
     if role in ("integer", "real"):
         style = str(row.get("format") or "").strip()  # how the numbers are written ("$,.2", "# kg"); empty: plain
-        return {"role": "numeric", "integer": role == "integer", **({"style": style} if style else {}), **extra}
+        texts = style.lower().endswith(TEXTS_SUFFIX)  # "+texts": texts beside the numbers, sought privately
+        style = style[: -len(TEXTS_SUFFIX)].strip() if texts else style
+        flags = {"style": style} if style else {}
+        return {"role": "numeric", "integer": role == "integer", **flags, **({"texts": True} if texts else {}), **extra}
     if role == "date":
         return {"role": "datetime", "format": str(row.get("format") or "").strip() or "%Y-%m-%d", **extra}
     return {"role": role, **extra}
