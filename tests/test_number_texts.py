@@ -240,3 +240,10 @@ def test_a_confirmed_role_with_texts_seeks_them_without_counts():
     assert prep.domain["crp"].texts == ("<0.5",) and prep.discovery_report["texts"]["attributes"] == 1
     plain = prepare_table(df, epsilon=1.0, delta=1e-8, noise=Randomness(0), ledger=None, roles={**roles, "crp": "real"})
     assert plain.domain["crp"].texts == () and "texts" not in plain.discovery_report
+
+
+def test_a_schema_read_from_the_data_keeps_every_text_and_says_it_is_not_private():
+    df = _labs(1000)
+    prep = prepare_table(df, epsilon=1.0, delta=1e-6, ledger=None, schema_from_data=True, noise=None)
+    attr = prep.domain["crp"]
+    assert attr.texts == ("<0.5", "haemolysed") and dict(attr.provenance)["lower"] == "inferred"
