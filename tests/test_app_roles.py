@@ -414,3 +414,23 @@ def test_a_declared_number_role_keeps_how_its_numbers_are_written(at):
     assert rows["price"].str.fullmatch(r"\$[\d,]+\.00|").all() and (rows["price"] != "").mean() > 0.9
     edit(at, "price", format="")  # an emptied format writes plain numbers
     assert "style" not in roles.declarations(at.session_state[state.SCHEMA_TABLE]).roles["price"]
+
+
+def test_a_lab_columns_texts_are_proposed_confirmed_and_released_through_the_app(at):
+    """The roles table proposes CRP as real with ".1+texts" in its format field (exact, for the owner); "Confirm
+    all roles as public" states that texts exist, not which; the private discovery releases "<0.5" and the release
+    writes it back (it came back as empty cells)."""
+    rng = np.random.default_rng(0)
+    n = 3000
+    crp = np.round(rng.lognormal(0.5, 1.2, n), 1)
+    df = pd.DataFrame({"crp": np.where(crp < 0.5, "<0.5", crp.astype(str)), "ward": rng.choice(["A", "B"], n)})
+    upload(at, "labs.csv", to_csv_bytes(df))
+    assert table_of(at).at["crp", "role"] == "real" and table_of(at).at["crp", "format"] == ".1+texts"
+    next(b for b in at.button if b.label == "Confirm all roles as public").click().run()
+    assert roles.declarations(at.session_state[state.SCHEMA_TABLE]).roles["crp"]["texts"] is True
+    discover(at, epsilon=1.0)
+    assert at.session_state[state.DATASET][1].domain["crp"].texts == ("<0.5",)
+    run = release(at, "projection")
+    rows = pd.read_csv(run["artifacts"]["synthetic.csv"], dtype=str, keep_default_na=False)
+    share = float((df["crp"] == "<0.5").mean())
+    assert float((rows["crp"] == "<0.5").mean()) == pytest.approx(share, abs=0.05)
