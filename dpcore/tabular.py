@@ -1089,6 +1089,7 @@ def prepare_table(
         )
 
     tasks = _tasks(kept, specs, len(df), plan)
+    confirmed_texts = {r.name for r in kept if r.role == "numeric" and r.source == "declared" and r.texts}
     if plan is not None and not schema_from_data:
         all_roles = _fallback_unlocatable_bounds(all_roles, tasks, plan, len(df), report)
         kept = [r for r in all_roles if r.kept]
@@ -1151,6 +1152,12 @@ def prepare_table(
     ceilings = {a.name: c for a in attrs if (c := ceiling_of(a)) is not None}
     if ceilings:
         report["ceilings"] = ceilings
+    # A role confirmed "with texts" whose texts did not clear the threshold: the owner is told why they are empty.
+    # (Not for a private role: its counts pass the gate on noise alone in 2.3% of columns of numbers only, and a
+    # warning about texts a column does not have would mislead.)
+    unkept = [a.name for a in attrs if a.kind == "numeric" and not a.texts and a.name in confirmed_texts]
+    if unkept:
+        report["texts_not_released"] = unkept
     domain = Domain(tuple(attrs))
     codes, clipped = domain.encode(df)
     dataset = Dataset(codes, domain, name or str(df.attrs.get("name", "data")), clipped, df.attrs.get("source_digest"))
@@ -1217,6 +1224,15 @@ def discovery_warnings(report: dict, n: int) -> list[str]:
             f"Only values held by about {cats['threshold']:,} rows or more ({cats['threshold'] / n:.0%} of the "
             "rows) can enter a discovered category set; rarer values appear as '(other)'. Declare the value sets "
             "for finer categories."
+        )
+    unkept = report.get("texts_not_released") or []
+    if unkept:
+        tau = (report.get("texts") or {}).get("threshold")
+        need = f" (about {tau:,} rows)" if tau else ""
+        out.append(
+            f"Cells that are not numbers in {', '.join(unkept[:8])} (confirmed with texts) are missing in the "
+            f"release: no text of theirs held enough rows{need} to be released. Declare them as the column's texts "
+            '("texts": ["<0.5"] in a schema; dpcore schema FILE --out lists them for you) to keep them.'
         )
     added = report.get("vocabulary") or {}
     if added:

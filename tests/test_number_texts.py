@@ -247,3 +247,18 @@ def test_a_schema_read_from_the_data_keeps_every_text_and_says_it_is_not_private
     prep = prepare_table(df, epsilon=1.0, delta=1e-6, ledger=None, schema_from_data=True, noise=None)
     attr = prep.domain["crp"]
     assert attr.texts == ("<0.5", "haemolysed") and dict(attr.provenance)["lower"] == "inferred"
+
+
+def test_a_role_confirmed_with_texts_that_none_clear_says_why_its_cells_are_empty():
+    """ "haemolysed" is held by one row: confirmed as real+texts, the column's texts are sought and none clears τ
+    (the "<0.5" cells removed), so the owner is told why those cells come back empty; a private role whose counts
+    happen to pass the gate (2.3% of columns of numbers only) is not warned about (no warning about texts a column
+    may not have)."""
+    df = _labs(3000)
+    df["crp"] = df["crp"].where(df["crp"] != "<0.5", "0.3")
+    roles = {"crp": "real+texts", "age": "integer", "ward": "categorical"}
+    prep = prepare_table(df, epsilon=1.0, delta=1e-8, noise=Randomness(0), ledger=None, roles=roles)
+    assert prep.domain["crp"].texts == () and prep.discovery_report["texts_not_released"] == ["crp"]
+    assert any("Cells that are not numbers in crp (confirmed with texts)" in w for w in prep.warnings)
+    plain = prepare_table(df, epsilon=1.0, delta=1e-8, noise=Randomness(0), ledger=None, roles={**roles, "crp": "real"})
+    assert "texts_not_released" not in plain.discovery_report
