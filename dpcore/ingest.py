@@ -164,11 +164,12 @@ FRACTION_Z = 2.0
 #: clear partition selection's threshold, and came back as "(other)"; or it was left out as free text for its many
 #: distinct values.  Fewer whole numbers (a 1-5 scale with "Don't know") stay categories, which keep every answer.
 MIXED_NUMBER_VALUES = 20
+MIXED_NUMBERS_Z = 2.0
+#: What a numeric role with cells that are not numbers says of them (its reason).
 TEXT_CELLS_NOTE = (
     "cells that are not numbers are read as missing, but for texts kept as values of their own (its frequent ones, "
     "released privately with its bounds where its role is decided privately; or declared as its texts)"
 )
-MIXED_NUMBERS_Z = 2.0
 MIXED_NUMBERS_REASON = "numbers with texts beside them: " + TEXT_CELLS_NOTE
 #: Whole-number columns with at most this many distinct values are categories (0/1 and 1/2 flags).  More values
 #: (a 1-10 score, counts of priors) stay numbers: their bounds are cheap to locate (one histogram), while every
