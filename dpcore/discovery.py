@@ -1561,7 +1561,8 @@ def refined_columns(tasks: list[ValueTask], rho_values: float, n: int) -> set[st
 def split_column_rho(t: ValueTask, rho_column: float, refined: bool = False) -> tuple[float, float, float]:
     """(ρ of the bounds histogram, ρ of the frequent values, ρ of the refinement) of a numeric or date column: its
     ρ in proportion to BOUNDS_WEIGHT, POINTS_WEIGHT (when frequent values are released) and REFINE_WEIGHT (when
-    ``refined``: :func:`refined_columns`).  The three add up to ``rho_column``."""
+    ``refined``: :func:`refined_columns`).  The three add up to ``rho_column``, less the texts' part where the column
+    seeks texts (:func:`texts_selection`)."""
     points_w = POINTS_WEIGHT if t.need_points else 0.0
     refine_w = REFINE_WEIGHT if refined else 0.0
     total = BOUNDS_WEIGHT + points_w + refine_w + (TEXTS_WEIGHT if t.need_texts else 0.0)
@@ -1570,14 +1571,20 @@ def split_column_rho(t: ValueTask, rho_column: float, refined: bool = False) -> 
     return bounds, points, rho_column * refine_w / total
 
 
-def texts_rho(t: ValueTask, rho_column: float, refined: bool = False) -> float:
-    """ρ of a numeric column's texts (:data:`TEXTS_WEIGHT` of its weight; 0 where it releases none): with
-    :func:`split_column_rho`'s three parts it adds up to ``rho_column``."""
-    if not t.need_texts:
-        return 0.0
-    points_w = POINTS_WEIGHT if t.need_points else 0.0
-    total = BOUNDS_WEIGHT + points_w + (REFINE_WEIGHT if refined else 0.0) + TEXTS_WEIGHT
-    return rho_column * TEXTS_WEIGHT / total
+def texts_selection(tasks: list[ValueTask], rho_values: float, delta_threshold: float, n: int):
+    """(σ, τ) of the texts' partition selection (None when no column seeks texts): each column's ρ is in proportion
+    to its weight, so the texts' part -- what :func:`split_column_rho` leaves of a column's ρ -- is the same for every
+    column that seeks them, and τ shares δ_t with every other selection.  Public: the tasks, ρ_v, δ_t and n."""
+    todo = [t for t in tasks if t.needed]
+    texted = [t for t in todo if t.need_texts]
+    if not texted:
+        return None
+    t = texted[0]
+    rho_column = column_rho(todo, rho_values, n)[t.name]
+    rho_texts = rho_column - sum(split_column_rho(t, rho_column, t.name in refined_columns(todo, rho_values, n)))
+    sigma = 1.0 / math.sqrt(rho_texts)
+    selected = sum(x.need_values for x in todo) + sum(x.need_points for x in todo) + len(texted)
+    return sigma, partition_threshold(sigma, delta_threshold / selected)
 
 
 #: A date column written with a time of day spends this share of its bounds' ρ on its time-of-day profile
@@ -1671,9 +1678,9 @@ def discover_values(df: pd.DataFrame, tasks: list[ValueTask], rho_values: float,
         report["points"] = {"sigma": sigma, "threshold": tau, "attributes": len(pointed)}
         for t, values in zip(pointed, select_many([df[t.name] for t in pointed], sigma, tau, noise, False)):
             out.fields[t.name] = {"points": _points(values, t.integer, t.style)}
-    if texted:  # each column's ρ is in proportion to its weight: the texts' ρ is the same for all of them
-        sigma = 1.0 / math.sqrt(texts_rho(texted[0], rho[texted[0].name], texted[0].name in refined))
-        tau = partition_threshold(sigma, delta_threshold / selected)
+    chosen = texts_selection(todo, rho_values, delta_threshold, len(df))
+    if chosen is not None:
+        sigma, tau = chosen
         report["texts"] = {"sigma": sigma, "threshold": tau, "attributes": len(texted)}
         cells = [text_cells(df[t.name], t.style) for t in texted]
         for t, values in zip(texted, select_many(cells, sigma, tau, noise, False)):

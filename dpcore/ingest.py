@@ -396,6 +396,14 @@ def contact_header(name: str) -> bool:
 TEXTS_SUFFIX = "+texts"
 
 
+def split_texts_suffix(text: str) -> tuple[str, bool]:
+    """``text`` without a trailing :data:`TEXTS_SUFFIX` ("real:.1+texts" -> "real:.1"), and whether it had one."""
+    text = text.strip()
+    if text.lower().endswith(TEXTS_SUFFIX):
+        return text[: -len(TEXTS_SUFFIX)].rstrip(), True
+    return text, False
+
+
 @dataclass(frozen=True)
 class Role:
     """What a column is.  ``source`` is the role's provenance: "declared" (the user's choice), "dp" (decided from
@@ -497,9 +505,7 @@ class Role:
             return cls(name, source="declared", **kw)
         if not isinstance(value, str):
             raise DataError(f"Column {name!r}: a role is text such as 'numeric' or 'excluded', not {value!r}.")
-        text = value.strip()
-        texts = text.lower().endswith(TEXTS_SUFFIX)  # "real+texts": numbers with texts beside them
-        text = text[: -len(TEXTS_SUFFIX)].rstrip() if texts else text
+        text, texts = split_texts_suffix(value)  # "real+texts": numbers with texts beside them
         head, _, rest = text.partition(":")
         key = head.strip().lower()
         if texts and key not in ("numeric", "number", "real", "float", "integer", "int"):
@@ -825,10 +831,12 @@ def propose_roles(df: pd.DataFrame, columns=None) -> list[Role]:
         if one_row_could_flip(st, st.rarest):
             role = replace(role, reason=f"{FRAGILE_NOTE}" + (f"; {role.reason}" if role.reason else ""))
         style = st.style if role.role == "numeric" else ""  # how its numbers are written, confirmed with the role
-        out.append(replace(role, source="inferred", stats=st.to_dict(), style=style))
+        # texts beside its numbers, confirmed with the role likewise; a column of numbers only (its exact counts
+        # say so) is not read again
+        beside = role.role == "numeric" and st.numeric < st.present and exact_texts(df[st.name], style, len(df))
+        out.append(replace(role, source="inferred", stats=st.to_dict(), style=style, texts=beside))
     texts = exact_missing_text(df, out)  # how the file writes a missing cell, confirmed with the role likewise
-    out = [replace(r, missing_text=texts.get(r.name, "")) for r in out]
-    return [replace(r, texts=exact_texts(df[r.name], r.style, len(df))) if r.role == "numeric" else r for r in out]
+    return [replace(r, missing_text=texts.get(r.name, "")) for r in out]
 
 
 def exact_texts(column: pd.Series, style: str, n: int) -> bool:

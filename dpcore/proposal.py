@@ -26,10 +26,10 @@ import math
 import numpy as np
 import pandas as pd
 
-from .discovery import exact_values, text_cells, value_counts
+from .discovery import exact_values, value_counts
 from .domain import none_cells, parse_dates, parse_numbers, written_style
 from .errors import DomainError
-from .ingest import _distinct_present, header_role, propose_roles
+from .ingest import _distinct_present, header_role, propose_roles, text_cells
 
 #: A value held by fewer rows than this (or than RARE_SHARE of n) is flagged for review.
 RARE_ROWS = 10

@@ -81,12 +81,11 @@ from .discovery import (
     exact_bounds,
     exact_values,
     joint_split,
-    partition_threshold,
     refine_decision,
     refined_columns,
     sliver_read,
     split_column_rho,
-    texts_rho,
+    texts_selection,
 )
 from .domain import CLOCK_UNITS, Attribute, Domain, _has_time, _normalise_source, check_missing_text, whole_span
 from .errors import BudgetError, DataError, DomainError
@@ -882,12 +881,18 @@ def _wants_texts(role: Role, spec: ColumnSpec | None, n: int) -> bool:
         return False
     if role.source != "dp":  # confirmed (or proposed, schema_from_data) with its texts: the owner's statement
         return role.texts
+    gap = _text_gap(role)
+    return gap is not None and gap[0] >= TEXTS_Z * gap[1]
+
+
+def _text_gap(role: Role) -> tuple[float, float] | None:
+    """A privately decided role's noisy count of present cells less its noisy count of numbers, and that
+    difference's sd (σ·sqrt(2)); None for a role with no such counts (declared, confirmed).  Released figures."""
     stats = role.stats or {}
     sigma = float(stats.get("noise_sigma", math.inf))
-    if not {"present", "numeric"} <= set(stats) or not math.isfinite(sigma) or sigma <= 0:
-        return False
-    gap = float(stats["present"]) - float(stats["numeric"])
-    return gap >= TEXTS_Z * sigma * math.sqrt(2.0)
+    if role.source != "dp" or not {"present", "numeric"} <= set(stats) or not 0 < sigma < math.inf:
+        return None
+    return float(stats["present"]) - float(stats["numeric"]), sigma * math.sqrt(2.0)
 
 
 #: Under LARGE_TABLE_ROWS, a numeric column whose privately released count of distinct values is at most this share
@@ -936,19 +941,13 @@ def _texts_within_reach(tasks: list[ValueTask], roles: dict[str, Role], plan: Di
     that seeks texts counted, so τ only falls as some leave): no text of theirs could be released, and the
     selection would take its share of ρ from every column for nothing (a 2,500-row lab table's troponin, "<0.01"
     on 5% of the rows against a τ of 8%).  Public: the released role counts and the plan."""
-    rho = column_rho(tasks, plan.rho_values, n)
-    refined = refined_columns(tasks, plan.rho_values, n)
-    texted = [t for t in tasks if t.need_texts]
-    selected = sum(t.need_values for t in tasks) + sum(t.need_points for t in tasks) + len(texted)
-    sigma = 1.0 / math.sqrt(texts_rho(texted[0], rho[texted[0].name], texted[0].name in refined))
-    tau = partition_threshold(sigma, plan.delta_threshold / selected)
+    chosen = texts_selection(tasks, plan.rho_values, plan.delta_threshold, n)
+    tau = math.inf if chosen is None else chosen[1]
     out = []
     for t in tasks:
-        stats = roles[t.name].stats or {}
-        if t.need_texts and roles[t.name].source == "dp":  # a confirmed role's texts are the owner's statement
-            gap = float(stats["present"]) - float(stats["numeric"])
-            if gap + TEXTS_Z * float(stats["noise_sigma"]) * math.sqrt(2.0) < tau:
-                t = replace(t, need_texts=False)
+        gap = _text_gap(roles[t.name]) if t.need_texts else None  # None: a confirmed role's, the owner's statement
+        if gap is not None and gap[0] + TEXTS_Z * gap[1] < tau:
+            t = replace(t, need_texts=False)
         out.append(t)
     return out
 

@@ -32,7 +32,7 @@ import pandas as pd
 
 from dpcore.domain import Attribute, Domain
 from dpcore.errors import DomainError
-from dpcore.ingest import FRAGILE_NOTE, TEXTS_SUFFIX, Role, header_role
+from dpcore.ingest import FRAGILE_NOTE, TEXTS_SUFFIX, Role, header_role, split_texts_suffix
 
 DECLARED = "declared"
 ROLE_CHOICES = ("categorical", "integer", "real", "date", "excluded")
@@ -327,9 +327,8 @@ def role_spec(row: dict) -> dict:
     text = str(row.get("missing_text") or "")
     extra = {"missing_text": text} if text and role != "excluded" else {}
     if role in ("integer", "real"):
-        style = str(row.get("format") or "").strip()  # how the numbers are written ("$,.2", "# kg"); empty: plain
-        texts = style.lower().endswith(TEXTS_SUFFIX)  # "+texts": texts beside the numbers, sought privately
-        style = style[: -len(TEXTS_SUFFIX)].strip() if texts else style
+        # how the numbers are written ("$,.2", "# kg"; empty: plain), and "+texts": texts beside them, sought privately
+        style, texts = split_texts_suffix(str(row.get("format") or ""))
         flags = {"style": style} if style else {}
         return {"role": "numeric", "integer": role == "integer", **flags, **({"texts": True} if texts else {}), **extra}
     if role == "date":
