@@ -218,26 +218,46 @@ def _coded_numbers(s: pd.Series, coding: ColumnCoding) -> np.ndarray:
     return _numbers(s, coding.is_date, coding.date_format, coding.style)[0]
 
 
-def _looks_like_dates(s: pd.Series) -> bool:
-    if pd.api.types.is_datetime64_any_dtype(s):
-        return True
-    if pd.api.types.is_numeric_dtype(s) or pd.api.types.is_bool_dtype(s):
-        return False
-    present = s[_present(s)]
-    if present.empty:
-        return False
-    sample = present.iloc[:: max(1, len(present) // 500)].astype(str)
-    if pd.to_numeric(sample, errors="coerce").notna().mean() > 0.5:
-        return False
-    if sample.str.len().max() > 40 or sample.str.len().min() < 6:
-        return False
-    return pd.to_datetime(sample, errors="coerce", format="mixed").notna().mean() >= 0.95
-
-
 #: A text that is not a number, in a column of numbers, is compared as a value of its own ("<0.5" under an assay's
 #: limit) when it fills at least this share of the real column's rows (at most FREQUENT_TEXTS of them) ...
 FREQUENT_TEXT_SHARE = 0.01
 FREQUENT_TEXTS = 10
+
+
+def _date_reading(s: pd.Series) -> tuple[bool, tuple[str, ...]]:
+    """Whether a column reads as dates, and the texts compared beside them: at least half its present cells (a
+    sample of 500) are dates, and with its frequent texts (a visit date's "unknown": :func:`_frequent_date_texts`)
+    95% of them.  Numbers, and cells shorter than 6 or longer than 40 characters, are not dates here."""
+    if pd.api.types.is_datetime64_any_dtype(s):
+        return True, ()
+    if pd.api.types.is_numeric_dtype(s) or pd.api.types.is_bool_dtype(s):
+        return False, ()
+    present = s[_present(s)]
+    if present.empty:
+        return False, ()
+    sample = present.iloc[:: max(1, len(present) // 500)].astype(str)
+    if pd.to_numeric(sample, errors="coerce").notna().mean() > 0.5:
+        return False, ()
+    dated = pd.to_datetime(sample, errors="coerce", format="mixed").notna().to_numpy()
+    if dated.mean() < 0.5:
+        return False, ()
+    lengths = sample[dated].str.len()
+    if lengths.max() > 40 or lengths.min() < 6:
+        return False, ()
+    texts = _frequent_date_texts(present, len(s)) if dated.mean() < 1.0 else ()
+    read = dated | sample.str.strip().isin(texts).to_numpy()
+    return bool(read.mean() >= 0.95), texts
+
+
+def _frequent_date_texts(present: pd.Series, n: int) -> tuple[str, ...]:
+    """The texts of a real column of dates that are not dates and fill FREQUENT_TEXT_SHARE of its rows or more
+    (at most FREQUENT_TEXTS), the most frequent first: its distinct frequent cells read once each."""
+    counts = present.astype(str).str.strip().value_counts()
+    frequent = counts[counts >= FREQUENT_TEXT_SHARE * max(n, 1)]
+    if frequent.empty:
+        return ()
+    dated = pd.to_datetime(pd.Series(frequent.index), errors="coerce", format="mixed").notna().to_numpy()
+    return tuple(str(t) for t in frequent.index[~dated][:FREQUENT_TEXTS])
 
 
 def _frequent_texts(s: pd.Series, style: str, nums: pd.Series | None = None) -> tuple[str, ...]:
@@ -289,9 +309,9 @@ def build_coding(real: pd.Series, synthetic: pd.Series, attribute=None, bins: in
     if attribute is not None:
         labels = list(attribute.values)
         return _finish(ColumnCoding(name, "categorical", labels), has_missing, unseen=True)
-    is_date = _looks_like_dates(real)
+    is_date, texts = _date_reading(real)
     style = None if is_date else _reading_style(real)  # the release is written as the real column is
-    numeric, texts = (False, ()) if is_date else _numeric_reading(real, style or "")
+    numeric, texts = (False, texts) if is_date else _numeric_reading(real, style or "")
     if is_date or numeric:
         vals, _ = _numbers(real, is_date, style=style)
         finite = vals[np.isfinite(vals)]

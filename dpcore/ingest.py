@@ -171,6 +171,14 @@ TEXT_CELLS_NOTE = (
     "released privately with its bounds where its role is decided privately; or declared as its texts)"
 )
 MIXED_NUMBERS_REASON = "numbers with texts beside them: " + TEXT_CELLS_NOTE
+#: What a date role with cells that are not dates says of them (its reason).
+DATE_TEXT_NOTE = "cells that are not dates are read as missing"
+#: A column that is clearly at least MIXED_RATE dates in its format but not TYPE_RATE of them ("unknown" or "not
+#: recorded" beside visit dates on 15% of the rows) is dates when its noisy distinct count is over
+#: MIXED_NUMBER_VALUES by MIXED_NUMBERS_Z·σ, as numbers with texts are: its other cells are read as missing.  As text
+#: its many distinct dates made it free text, left out whole; a few dates (three survey waves and "unknown") stay
+#: categories, which keep each date as written.
+MIXED_DATES_REASON = "dates with texts beside them: " + DATE_TEXT_NOTE
 #: Whole-number columns with at most this many distinct values are categories (0/1 and 1/2 flags).  More values
 #: (a 1-10 score, counts of priors) stay numbers: their bounds are cheap to locate (one histogram), while every
 #: value of a category must clear partition selection's threshold on its own, and values that do not came back
@@ -688,6 +696,18 @@ def _written_date(name: str, st: ColumnStats) -> bool:
     return (st.date_format == "%Y" and year_header(name)) or st.date_format == COMPACT_DATE
 
 
+def mixed_dates(st: ColumnStats, clearly) -> bool:
+    """Whether a column is dates with texts beside them (:data:`MIXED_DATES_REASON`): clearly at least MIXED_RATE
+    of its cells dates in its chosen format, and its noisy distinct count over MIXED_NUMBER_VALUES by
+    MIXED_NUMBERS_Z·σ.  Years and eight-digit dates, which are whole numbers too, only where they are written
+    dates (:func:`_written_date`).  ``clearly``: the rule's confidence test of a count against a rate."""
+    if not st.date_format or not clearly(st.date, MIXED_RATE):
+        return False
+    if st.date_format in ("%Y", COMPACT_DATE) and not _written_date(st.name, st):
+        return False
+    return st.distinct - MIXED_NUMBERS_Z * st.sigma > MIXED_NUMBER_VALUES
+
+
 def decide_role(st: ColumnStats) -> Role:
     """The role of one column from its statistics (exact or noisy).
 
@@ -762,7 +782,7 @@ def decide_role(st: ColumnStats) -> Role:
     if st.date_format and possibly(st.date, TYPE_RATE) and st.date >= there:
         if constant:
             return Role(name, "excluded", reason=CONSTANT_REASON)
-        note = "" if st.date >= present else "cells that are not dates are read as missing"
+        note = "" if st.date >= present else DATE_TEXT_NOTE
         return Role(name, "datetime", format=st.date_format, reason=note)
     if constant:
         return Role(name, "excluded", reason=CONSTANT_REASON)
@@ -770,6 +790,8 @@ def decide_role(st: ColumnStats) -> Role:
         return Role(name, "excluded", reason=IDENTIFIER_HEADER_REASON)
     if clearly(st.long_text, LONG_TEXT_RATE):
         return Role(name, "excluded", reason="free text: long strings")
+    if mixed_dates(st, clearly):  # before the identifier-like rule: timestamps rarely repeat, as a pure column's
+        return Role(name, "datetime", format=st.date_format, reason=MIXED_DATES_REASON)
     if clearly(st.distinct, IDENTIFIER_RATE):
         return Role(name, "excluded", reason="identifier-like: nearly one distinct value per row")
     if clearly(st.numeric, MIXED_RATE):
