@@ -70,7 +70,9 @@ above it, "ND"), with σ_w² = 1/ρ_w (ρ_w its :data:`TEXTS_WEIGHT` part), as o
 changed row changes one cell, so at most one count goes down and one up, as for categories; a text held by one row
 is released with probability at most δ_t / (the selections).  Which columns take part is decided from the roles'
 released counts alone (:func:`dpcore.tabular._wants_texts`).  Each released text is a value of its own after the
-bins (:attr:`~dpcore.domain.Attribute.texts`), written back as it is; the other texts stay missing cells.
+bins (:attr:`~dpcore.domain.Attribute.texts`), written back as it is; the other texts stay missing cells.  A date
+column's texts ("unknown" beside visit dates) are its present cells that are not dates in its format, selected
+the same way (:meth:`ValueTask.text_cells`).
 
 **Bounds: a noisy histogram over a public grid** (the approach of Tumult Analytics' ``get_bounds``; Gaussian
 mechanism [CKS20]).  A numeric column's values are counted in public bins that do not depend on the data: signed
@@ -1445,11 +1447,16 @@ class ValueTask:
                 f"Column {self.name!r}: frequent values are released for numeric columns whose bounds are "
                 "discovered only."
             )
-        if self.need_texts and not (self.kind == "numeric" and self.need_bounds):
+        if self.need_texts and not (self.kind in ("numeric", "datetime") and self.need_bounds):
             raise BudgetError(
-                f"Column {self.name!r}: texts beside the numbers are released for numeric columns whose bounds are "
-                "discovered only."
+                f"Column {self.name!r}: texts beside the numbers (dates) are released for numeric (date) columns "
+                "whose bounds are discovered only."
             )
+
+    def text_cells(self, df: pd.DataFrame) -> pd.Series:
+        """The column's present cells that are not numbers (not dates in its format): the candidates for its texts
+        (:func:`dpcore.ingest.text_cells`)."""
+        return text_cells(df[self.name], self.style, self.format if self.kind == "datetime" else None)
 
     @property
     def needed(self) -> bool:
@@ -1682,7 +1689,7 @@ def discover_values(df: pd.DataFrame, tasks: list[ValueTask], rho_values: float,
     if chosen is not None:
         sigma, tau = chosen
         report["texts"] = {"sigma": sigma, "threshold": tau, "attributes": len(texted)}
-        cells = [text_cells(df[t.name], t.style) for t in texted]
+        cells = [t.text_cells(df) for t in texted]
         for t, values in zip(texted, select_many(cells, sigma, tau, noise, False)):
             if values:
                 out.fields.setdefault(t.name, {})["texts"] = values

@@ -164,7 +164,7 @@ class Attribute:
     #: its assay's limit, ">0.5" above it, "ND"): a cell holding one gets its code and the release writes the text
     #: back; any other cell that is not a number is unparsable.  Released under DP with the bounds (thresholded
     #: partition selection over the column's cells that are not numbers, :func:`dpcore.discovery.discover_values`)
-    #: or declared
+    #: or declared.  datetime: likewise, texts that are not dates in its format ("unknown" beside visit dates)
     texts: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
@@ -294,8 +294,8 @@ class Attribute:
 
     def _check_texts(self) -> None:
         name = self.name
-        if self.kind != "numeric":
-            raise DomainError(f"Attribute {name!r}: texts kept beside the numbers are for numeric attributes.")
+        if self.kind not in ("numeric", "datetime"):
+            raise DomainError(f"Attribute {name!r}: texts kept beside the values are for numeric and date attributes.")
         if isinstance(self.texts, str):
             raise DomainError(f"Attribute {name!r}: 'texts' must be a list of texts.")
         texts = tuple(_canonical_text(t) for t in self.texts)
@@ -310,11 +310,15 @@ class Attribute:
                 f"Attribute {name!r}: {blank[0]!r} reads as a missing cell, so it cannot be one of its texts; allow "
                 "missing values instead."
             )
-        numbers = parse_numbers(pd.Series(list(texts), dtype=object), self.style).to_numpy(dtype=float)
-        if np.isfinite(numbers).any():
-            shown = texts[int(np.flatnonzero(np.isfinite(numbers))[0])]
+        cells = pd.Series(list(texts), dtype=object)
+        if self.kind == "datetime":
+            read, what = np.isfinite(parse_dates(cells, self.format)), f"a date in its format {self.format!r}"
+        else:
+            read, what = np.isfinite(parse_numbers(cells, self.style).to_numpy(dtype=float)), "a number"
+        if read.any():
+            shown = texts[int(np.flatnonzero(read)[0])]
             raise DomainError(
-                f"Attribute {name!r}: {shown!r} reads as a number, so it belongs in a bin, not among its texts."
+                f"Attribute {name!r}: {shown!r} reads as {what}, so it belongs in a bin, not among its texts."
             )
         object.__setattr__(self, "texts", texts)
 
@@ -398,8 +402,8 @@ class Attribute:
             changes["hours"] = ()  # a time profile belongs to the dates it was read from
         if {"lower", "upper", "bins", "kind", "granularity"} & set(changes):
             changes.setdefault("edges", ())  # derived again from the new bounds and bin count
-        if kind != "numeric" and "texts" not in changes:
-            changes["texts"] = ()  # texts kept beside numbers belong to a numeric column
+        if kind != self.kind and "texts" not in changes:
+            changes["texts"] = ()  # texts kept beside numbers (dates) belong to a numeric (date) column
         return replace(self, **changes, source="mixed", provenance=tuple(prov.items()))
 
     # ------------------------------------------------------------------ sizes
@@ -437,7 +441,7 @@ class Attribute:
                 out[i] = f"{p:g}"
             out += list(self.texts)
         else:
-            out = self._date_labels()
+            out = self._date_labels() + list(self.texts)
         if self.missing:
             out.append(MISSING_LABEL)
         return out

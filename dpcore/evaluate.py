@@ -303,8 +303,10 @@ def build_coding(real: pd.Series, synthetic: pd.Series, attribute=None, bins: in
         return _finish(coding, has_missing)
     if attribute is not None and attribute.kind == "datetime":  # the schema's date bins, read in its format
         edges = np.asarray(attribute.edges, dtype=float) * NS_PER_DAY
-        labels = attribute.labels()[: attribute.n_bins]
-        coding = ColumnCoding(name, "numeric", labels, edges, is_date=True, date_format=attribute.format)
+        labels = attribute.labels()[: attribute.n_bins] + list(attribute.texts)
+        coding = ColumnCoding(
+            name, "numeric", labels, edges, is_date=True, date_format=attribute.format, texts=tuple(attribute.texts)
+        )
         return _finish(coding, has_missing)
     if attribute is not None:
         labels = list(attribute.values)

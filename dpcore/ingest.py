@@ -72,6 +72,7 @@ from .domain import (
     OTHER_LABEL,
     _canonical_text,
     none_cells,
+    parse_dates,
     parse_numbers,
     style_votes,
     to_datetimes,
@@ -517,7 +518,10 @@ class Role:
         head, _, rest = text.partition(":")
         key = head.strip().lower()
         if texts and key not in ("numeric", "number", "real", "float", "integer", "int"):
-            raise DataError(f"Column {name!r}: {TEXTS_SUFFIX!r} is for numbers (real+texts, integer+texts).")
+            raise DataError(
+                f"Column {name!r}: {TEXTS_SUFFIX!r} is for numbers (real+texts, integer+texts); a date column's texts "
+                '("unknown") are declared in a schema ("texts": ["unknown"]; dpcore schema FILE --out lists them).'
+            )
         if key in ("categorical", "category", "categories"):
             return cls(name, "categorical")
         if key in ("numeric", "number", "real", "float"):
@@ -872,14 +876,17 @@ def exact_texts(column: pd.Series, style: str, n: int) -> bool:
     return top >= max(EXACT_TEXT_MIN_ROWS, EXACT_TEXT_SHARE * n)
 
 
-def text_cells(column: pd.Series, style: str = "") -> pd.Series:
-    """A numeric column's present cells that are not numbers (read as ``style`` writes them) and not "None" (a
-    missing cell in numbers): the candidates for its texts.  Each cell on its own, so one changed row changes at
-    most one of them."""
+def text_cells(column: pd.Series, style: str = "", date_format: str | None = None) -> pd.Series:
+    """A numeric column's present cells that are not numbers (read as ``style`` writes them), or with
+    ``date_format`` a date column's that are not dates in it, and not "None" (a missing cell in numbers and dates):
+    the candidates for its texts.  Each cell on its own, so one changed row changes at most one of them."""
     present = column[column.notna().to_numpy() & ~none_cells(column)]
-    if pd.api.types.is_numeric_dtype(present):
+    if pd.api.types.is_numeric_dtype(present) or pd.api.types.is_datetime64_any_dtype(present):
         return present.iloc[:0]
-    words = present[parse_numbers(present, style).isna().to_numpy()]
+    if date_format is not None:
+        words = present[np.isnan(parse_dates(present, date_format))]
+    else:
+        words = present[parse_numbers(present, style).isna().to_numpy()]
     # blanks, missing-cell texts and the schema's own labels cannot be texts of a column (Attribute refuses them):
     # such cells stay missing
     reserved = (*MISSING_TOKENS, NONE_TEXT, MISSING_LABEL, OTHER_LABEL)

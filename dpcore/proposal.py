@@ -102,14 +102,7 @@ def propose_schema(df: pd.DataFrame) -> dict:
             entry.update(lower=lo, upper=hi, integer=bool(role.integer))
             if style:
                 entry["style"] = style
-            texts, counts = value_counts(text_cells(column, style))  # "<0.5" under an assay's limit, "ND"
-            if texts:
-                order = np.argsort(-counts, kind="stable")[:MAX_TEXTS]
-                entry["texts"] = [texts[i] for i in order]
-                cut = max(RARE_ROWS, RARE_SHARE * n)
-                few = sorted(texts[i] for i in order if counts[i] < cut)
-                if few:
-                    rare[str(name)] = few
+            _propose_texts(entry, text_cells(column, style), n, rare)  # "<0.5" under an assay's limit, "ND"
         else:
             days = parse_dates(column, role.format)
             days = days[np.isfinite(days)]
@@ -121,6 +114,7 @@ def propose_schema(df: pd.DataFrame) -> dict:
                 format=role.format,
                 granularity=role.granularity or "day",
             )
+            _propose_texts(entry, text_cells(column, date_format=role.format), n, rare)  # "unknown" beside dates
         entries.append(entry)
     return {
         "note": OWNER_ONLY,
@@ -132,6 +126,20 @@ def propose_schema(df: pd.DataFrame) -> dict:
             "rare_means": f"held by fewer than max({RARE_ROWS}, {RARE_SHARE:.0%} of n) rows",
         },
     }
+
+
+def _propose_texts(entry: dict, cells: pd.Series, n: int, rare: dict) -> None:
+    """A numeric or date column's texts beside its values (``cells``: :func:`dpcore.ingest.text_cells`), the most
+    frequent first (at most MAX_TEXTS), into its ``entry``; those held by few rows into ``rare``, for review."""
+    texts, counts = value_counts(cells)
+    if not texts:
+        return
+    order = np.argsort(-counts, kind="stable")[:MAX_TEXTS]
+    entry["texts"] = [texts[i] for i in order]
+    cut = max(RARE_ROWS, RARE_SHARE * n)
+    few = sorted(texts[i] for i in order if counts[i] < cut)
+    if few:
+        rare[str(entry["name"])] = few
 
 
 def read_schema_file(path) -> dict | list:

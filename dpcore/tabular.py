@@ -89,7 +89,7 @@ from .discovery import (
 )
 from .domain import CLOCK_UNITS, Attribute, Domain, _has_time, _normalise_source, check_missing_text, whole_span
 from .errors import BudgetError, DataError, DomainError
-from .ingest import Role, confirmed, header_role, private_roles, propose_roles, text_cells
+from .ingest import Role, confirmed, header_role, private_roles, propose_roles
 from .mechanisms.base import SpendRecord
 from .output import to_table as _to_table
 from .privacy.ledger import DEFAULT_LEDGER, new_run_id, resolve_ledger
@@ -170,8 +170,8 @@ def _spec_from_attribute(attr: Attribute, keep_inferred: bool) -> ColumnSpec:
             spec.settings["edges"] = attr.edges
             if attr.points:
                 spec.settings["points"] = attr.points
-            if attr.texts:  # released (or declared) with the bounds
-                spec.settings["texts"] = attr.texts
+        if attr.texts and "lower" in usable and "upper" in usable:  # released (or declared) with the bounds
+            spec.settings["texts"] = attr.texts
         spec.settings["bins"] = attr.bins
     spec.settings["out_of_bounds"] = attr.out_of_bounds
     spec.settings["unparsable"] = attr.unparsable
@@ -811,10 +811,13 @@ def _build_attribute(
     if lower is None or upper is None:
         raise DomainError(f"Column {role.name!r}: no date bounds could be set (the column has no dates).")
     hours = tuple(found.get("hours") or ()) if _has_time(role.format) else ()  # released under DP by discovery
+    # texts beside the dates ("unknown"): declared, else released with the bounds (discovery; post-processing here)
+    dated = prov.get("lower") == found_source or prov.get("upper") == found_source
+    texts = tuple(settings.get("texts") or (found.get("texts") if dated else None) or ())
     return Attribute(
         role.name, "datetime", lower=lower, upper=upper, bins=int(settings.get("bins") or bins),
         granularity=role.granularity, format=role.format, unparsable=unparsable,
-        provenance=tuple(prov.items()), hours=hours, **common,
+        provenance=tuple(prov.items()), hours=hours, texts=texts, **common,
     )  # fmt: skip
 
 
@@ -874,25 +877,27 @@ def _wants_texts(role: Role, spec: ColumnSpec | None, n: int) -> bool:
     a lab column's 15% "<0.5" came back as 13% empty cells.  A confirmed role carries no counts: it seeks them where
     the owner confirmed it with texts (:attr:`dpcore.ingest.Role.texts`, ``real+texts``); or declare the texts
     (``"texts": ["<0.5"]``)."""
-    if role.role != "numeric" or (spec is not None and spec.settings.get("texts")):
+    if role.role not in ("numeric", "datetime") or (spec is not None and spec.settings.get("texts")):
         return False
     _, need_lower, need_upper = _needs(role, spec)
     if not (need_lower or need_upper):
         return False
     if role.source != "dp":  # confirmed (or proposed, schema_from_data) with its texts: the owner's statement
-        return role.texts
+        return role.texts and role.role == "numeric"
     gap = _text_gap(role)
     return gap is not None and gap[0] >= TEXTS_Z * gap[1]
 
 
 def _text_gap(role: Role) -> tuple[float, float] | None:
-    """A privately decided role's noisy count of present cells less its noisy count of numbers, and that
-    difference's sd (σ·sqrt(2)); None for a role with no such counts (declared, confirmed).  Released figures."""
+    """A privately decided role's noisy count of present cells less its noisy count of numbers (a date role's: of
+    dates), and that difference's sd (σ·sqrt(2)); None for a role with no such counts (declared, confirmed).
+    Released figures."""
     stats = role.stats or {}
     sigma = float(stats.get("noise_sigma", math.inf))
-    if role.source != "dp" or not {"present", "numeric"} <= set(stats) or not 0 < sigma < math.inf:
+    read = "date" if role.role == "datetime" else "numeric"
+    if role.source != "dp" or not {"present", read} <= set(stats) or not 0 < sigma < math.inf:
         return None
-    return float(stats["present"]) - float(stats["numeric"]), sigma * math.sqrt(2.0)
+    return float(stats["present"]) - float(stats[read]), sigma * math.sqrt(2.0)
 
 
 #: Under LARGE_TABLE_ROWS, a numeric column whose privately released count of distinct values is at most this share
@@ -1108,7 +1113,7 @@ def prepare_table(
                 lo, hi = exact_bounds(df, t)
                 found[t.name] = {"lower": lo, "upper": hi}
                 if t.need_texts:  # every text beside its numbers, read off the data like the values above
-                    found[t.name]["texts"] = exact_values(text_cells(df[t.name], t.style))
+                    found[t.name]["texts"] = exact_values(t.text_cells(df))
     elif any(t.needed for t in tasks):
         assert plan is not None  # a column that needs a value set or a bound is among those to discover
         disc = discover_values(df, tasks, plan.rho_values, plan.delta_threshold, noise)

@@ -71,7 +71,7 @@ def test_an_attribute_keeps_its_texts_after_the_bins_and_writes_them_back():
 def test_texts_that_would_be_read_as_something_else_are_refused_with_a_message(texts, message):
     with pytest.raises(DomainError, match=message):
         Attribute("crp", "numeric", lower=0, upper=1, missing=True, texts=texts)
-    with pytest.raises(DomainError, match="for numeric attributes"):
+    with pytest.raises(DomainError, match="for numeric and date attributes"):
         Attribute("ward", "categorical", values=("A",), texts=("<0.5",))
 
 
@@ -136,7 +136,7 @@ def test_texts_share_rho_and_delta_as_documented():
     spent = 1 / rep["categories"]["sigma"] ** 2 + 1 / rep["texts"]["sigma"] ** 2
     spent += 2 / (2 * rep["bounds"]["crp"]["sigma"] ** 2) + 2 / (2 * refined**2)
     assert spent == pytest.approx(rho)
-    with pytest.raises(BudgetError, match="numeric columns whose bounds are discovered"):
+    with pytest.raises(BudgetError, match="whose bounds are discovered only"):
         ValueTask("crp", "numeric", need_texts=True)
 
 
