@@ -223,3 +223,13 @@ def test_a_date_role_confirmed_with_texts_is_refused_with_the_way_to_declare_the
 
     with pytest.raises(DataError, match=r'declared in a schema \("texts": \["unknown"\]'):
         Role.parse("visit", "date:%Y-%m-%d+texts")
+
+
+def test_the_data_pages_schema_table_shows_a_dates_texts():
+    from dpcore.domain import Domain
+    from ui.datasource import domain_table
+
+    a = Attribute("visit", "datetime", lower="2020-01-01", upper="2023-12-31", bins=4, missing=True,
+                  unparsable="missing", texts=("unknown",))  # fmt: skip
+    shown = domain_table(Domain((a,)))["values or bounds"].iloc[0]
+    assert shown.endswith("4 bins + unknown")

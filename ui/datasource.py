@@ -734,6 +734,8 @@ def domain_table(domain: Domain) -> pd.DataFrame:
         else:
             kind = f"date ({a.format})"
             shown = f"{d['lower']} to {d['upper']}, {a.bins} bins"
+            if a.texts:  # texts kept beside the dates ("unknown"), values of their own
+                shown += " + " + roles.VALUE_SEP.join(a.texts)
         shown = shown[:300]
         if a.missing and a.missing_text:  # how the release's CSV writes a missing cell, as the file did
             shown += f"; a missing cell written {a.missing_text}"

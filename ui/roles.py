@@ -395,8 +395,8 @@ def _entry(row: dict, spec: dict) -> dict | None:
                     entry["points"] = list(base["points"])
     if base is not None and base.get("missing_text"):  # how the schema writes its missing cells ("?", "NA")
         entry["missing_text"] = base["missing_text"]
-    if base is not None and kind == "numeric" and base.get("texts"):  # its texts kept beside the numbers ("<0.5")
-        entry["texts"] = list(base["texts"])
+    if base is not None and kind in ("numeric", "datetime") and base.get("texts"):  # its texts kept beside the
+        entry["texts"] = list(base["texts"])  # numbers ("<0.5") or dates ("unknown")
     entry["source"] = {f: DECLARED for f in ("kind", "values", "lower", "upper") if f in entry}
     if NO_MISSING in have:
         entry["missing"] = False
