@@ -233,3 +233,10 @@ def test_the_data_pages_schema_table_shows_a_dates_texts():
                   unparsable="missing", texts=("unknown",))  # fmt: skip
     shown = domain_table(Domain((a,)))["values or bounds"].iloc[0]
     assert shown.endswith("4 bins + unknown")
+    # the roles table built from a declared schema keeps the date field's texts when it declares it again
+    from ui import roles
+
+    table = roles.roles_table(["visit"], [], declared=Domain((a,)))
+    entries = roles.declarations(table).entries
+    assert [e.get("texts") for e in entries] == [["unknown"]]
+    assert roles.declared_domain(table)["visit"].texts == ("unknown",)
