@@ -173,10 +173,13 @@ TEXT_CELLS_NOTE = (
 )
 MIXED_NUMBERS_REASON = "numbers with texts beside them: " + TEXT_CELLS_NOTE
 #: What a date role with cells that are not dates says of them (its reason).
-DATE_TEXT_NOTE = "cells that are not dates are read as missing"
+DATE_TEXT_NOTE = (
+    "cells that are not dates are read as missing, but for texts kept as values of their own (its frequent ones, "
+    "released privately with its bounds where its role is decided privately; or declared as its texts)"
+)
 #: A column that is clearly at least MIXED_RATE dates in its format but not TYPE_RATE of them ("unknown" or "not
 #: recorded" beside visit dates on 15% of the rows) is dates when its noisy distinct count is over
-#: MIXED_NUMBER_VALUES by MIXED_NUMBERS_Z·σ, as numbers with texts are: its other cells are read as missing.  As text
+#: MIXED_NUMBER_VALUES by MIXED_NUMBERS_Z·σ, as numbers with texts are: its frequent texts are kept.  As text
 #: its many distinct dates made it free text, left out whole; a few dates (three survey waves and "unknown") stay
 #: categories, which keep each date as written.
 MIXED_DATES_REASON = "dates with texts beside them: " + DATE_TEXT_NOTE
@@ -433,9 +436,10 @@ class Role:
     #: with private roles (:func:`missing_text_choice`), read exactly for a proposal (:func:`exact_missing_text`),
     #: declared with a confirmed role
     missing_text: str = ""
-    #: numeric: some of its cells are texts beside its numbers ("<0.5" under an assay's limit): proposed from exact
-    #: counts (:func:`propose_roles`), a fact the owner states by confirming the role; its frequent texts are then
-    #: sought privately with its bounds (a private role says so by its released counts instead).  No text is named.
+    #: numeric (datetime): some of its cells are texts beside its numbers ("<0.5" under an assay's limit) or dates
+    #: ("unknown"): proposed from exact counts (:func:`propose_roles`), a fact the owner states by confirming the
+    #: role; its frequent texts are then sought privately with its bounds (a private role says so by its released
+    #: counts instead).  No text is named.
     texts: bool = False
 
     def __post_init__(self) -> None:
@@ -454,8 +458,8 @@ class Role:
             )
         if self.role == "excluded" and self.missing_text:
             object.__setattr__(self, "missing_text", "")
-        if self.role != "numeric" and self.texts:
-            object.__setattr__(self, "texts", False)  # texts beside numbers belong to a numeric column
+        if self.role not in ("numeric", "datetime") and self.texts:
+            object.__setattr__(self, "texts", False)  # texts beside numbers (dates) belong to a numeric (date) column
         if self.role == "datetime":
             fmt = self.format or "%Y-%m-%d"
             gran = self.granularity or date_granularity(fmt)
@@ -474,7 +478,7 @@ class Role:
         if self.role == "numeric":
             return f"numeric ({'integer' if self.integer else 'real'}{', with texts' if self.texts else ''})"
         if self.role == "datetime":
-            return f"date ({self.format}, {self.granularity})"
+            return f"date ({self.format}, {self.granularity}{', with texts' if self.texts else ''})"
         if self.role == "excluded":
             return f"excluded: {self.reason}" if self.reason else "excluded"
         return self.role
@@ -485,10 +489,10 @@ class Role:
             d["integer"] = self.integer
             if self.style:
                 d["style"] = self.style
-            if self.texts:
-                d["texts"] = True
         if self.role == "datetime":
             d.update(format=self.format, granularity=self.granularity)
+        if self.texts:
+            d["texts"] = True
         if self.reason:
             d["reason"] = self.reason
         if self.missing_text:
@@ -503,7 +507,8 @@ class Role:
         ``integer``, ``real`` (optionally with how the release writes the numbers, ``real:# kg``, ``integer:$,.2``:
         :data:`dpcore.domain.NUMBER_STYLES`; and ``+texts`` where some cells are texts beside the numbers,
         ``real:.1+texts``), ``date``/``datetime`` (optionally ``date:%d/%m/%Y`` or
-        ``date:%Y-%m:month``), ``excluded``.  Always ``source="declared"``."""
+        ``date:%Y-%m:month``; ``+texts`` as for numbers, ``date:%Y-%m-%d+texts``), ``excluded``.  Always
+        ``source="declared"``."""
         if isinstance(value, Role):
             return replace(value, name=name, source="declared", stats=None)
         if isinstance(value, dict):
@@ -517,10 +522,10 @@ class Role:
         text, texts = split_texts_suffix(value)  # "real+texts": numbers with texts beside them
         head, _, rest = text.partition(":")
         key = head.strip().lower()
-        if texts and key not in ("numeric", "number", "real", "float", "integer", "int"):
+        if texts and key not in ("numeric", "number", "real", "float", "integer", "int", *DATE_ROLE_WORDS):
             raise DataError(
-                f"Column {name!r}: {TEXTS_SUFFIX!r} is for numbers (real+texts, integer+texts); a date column's texts "
-                '("unknown") are declared in a schema ("texts": ["unknown"]; dpcore schema FILE --out lists them).'
+                f"Column {name!r}: {TEXTS_SUFFIX!r} is for numbers and dates (real+texts, integer+texts, "
+                "date:%Y-%m-%d+texts): texts beside them kept as values of their own."
             )
         if key in ("categorical", "category", "categories"):
             return cls(name, "categorical")
@@ -532,7 +537,7 @@ class Role:
             fmt, gran = rest, None
             if rest and rest.rsplit(":", 1)[-1].strip() in ("year", "month", "day"):
                 fmt, _, gran = rest.rpartition(":")
-            return cls(name, "datetime", format=fmt.strip() or None, granularity=gran)
+            return cls(name, "datetime", format=fmt.strip() or None, granularity=gran, texts=texts)
         if key in ("excluded", "exclude", "drop", "skip", "ignore"):
             return cls(name, "excluded", reason="excluded by the user")
         raise DataError(
@@ -857,19 +862,21 @@ def propose_roles(df: pd.DataFrame, columns=None) -> list[Role]:
         if one_row_could_flip(st, st.rarest):
             role = replace(role, reason=f"{FRAGILE_NOTE}" + (f"; {role.reason}" if role.reason else ""))
         style = st.style if role.role == "numeric" else ""  # how its numbers are written, confirmed with the role
-        # texts beside its numbers, confirmed with the role likewise; a column of numbers only (its exact counts
-        # say so) is not read again
-        beside = role.role == "numeric" and st.numeric < st.present and exact_texts(df[st.name], style, len(df))
+        # texts beside its numbers (dates), confirmed with the role likewise; a column of numbers (dates) only --
+        # its exact counts say so -- is not read again
+        beside = (role.role == "numeric" and st.numeric < st.present and exact_texts(df[st.name], style, len(df))) or (
+            role.role == "datetime" and st.date < st.present and exact_texts(df[st.name], "", len(df), role.format)
+        )
         out.append(replace(role, source="inferred", stats=st.to_dict(), style=style, texts=beside))
     texts = exact_missing_text(df, out)  # how the file writes a missing cell, confirmed with the role likewise
     return [replace(r, missing_text=texts.get(r.name, "")) for r in out]
 
 
-def exact_texts(column: pd.Series, style: str, n: int) -> bool:
-    """Whether a column of numbers holds texts beside them (:func:`text_cells`), one of them on at least
-    EXACT_TEXT_SHARE of the rows and EXACT_TEXT_MIN_ROWS (exact: the proposal, for the owner's eyes, as for
-    :func:`exact_missing_text`; a few rows' typo is not proposed)."""
-    cells = text_cells(column, style)
+def exact_texts(column: pd.Series, style: str, n: int, date_format: str | None = None) -> bool:
+    """Whether a column of numbers (of dates in ``date_format``) holds texts beside them (:func:`text_cells`), one
+    of them on at least EXACT_TEXT_SHARE of the rows and EXACT_TEXT_MIN_ROWS (exact: the proposal, for the owner's
+    eyes, as for :func:`exact_missing_text`; a few rows' typo is not proposed)."""
+    cells = text_cells(column, style, date_format)
     if cells.empty:
         return False
     top = int(cells.astype(str).str.strip().value_counts().iloc[0])

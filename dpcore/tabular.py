@@ -883,7 +883,7 @@ def _wants_texts(role: Role, spec: ColumnSpec | None, n: int) -> bool:
     if not (need_lower or need_upper):
         return False
     if role.source != "dp":  # confirmed (or proposed, schema_from_data) with its texts: the owner's statement
-        return role.texts and role.role == "numeric"
+        return role.texts
     gap = _text_gap(role)
     return gap is not None and gap[0] >= TEXTS_Z * gap[1]
 
@@ -1093,7 +1093,7 @@ def prepare_table(
         )
 
     tasks = _tasks(kept, specs, len(df), plan)
-    confirmed_texts = {r.name for r in kept if r.role == "numeric" and r.source == "declared" and r.texts}
+    confirmed_texts = {r.name for r in kept if r.source == "declared" and r.texts}
     if plan is not None and not schema_from_data:
         all_roles = _fallback_unlocatable_bounds(all_roles, tasks, plan, len(df), report)
         kept = [r for r in all_roles if r.kept]
@@ -1159,7 +1159,7 @@ def prepare_table(
     # A role confirmed "with texts" whose texts did not clear the threshold: the owner is told why they are empty.
     # (Not for a private role: its counts pass the gate on noise alone in 2.3% of columns of numbers only, and a
     # warning about texts a column does not have would mislead.)
-    unkept = [a.name for a in attrs if a.kind == "numeric" and not a.texts and a.name in confirmed_texts]
+    unkept = [a.name for a in attrs if a.kind != "categorical" and not a.texts and a.name in confirmed_texts]
     if unkept:
         report["texts_not_released"] = unkept
     domain = Domain(tuple(attrs))
@@ -1234,7 +1234,7 @@ def discovery_warnings(report: dict, n: int) -> list[str]:
         tau = (report.get("texts") or {}).get("threshold")
         need = f" (about {tau:,} rows)" if tau else ""
         out.append(
-            f"Cells that are not numbers in {', '.join(unkept[:8])} (confirmed with texts) are missing in the "
+            f"Cells that are not numbers (dates) in {', '.join(unkept[:8])} (confirmed with texts) are missing in the "
             f"release: no text of theirs held enough rows{need} to be released. Declare them as the column's texts "
             '("texts": ["<0.5"] in a schema; dpcore schema FILE --out lists them for you) to keep them.'
         )

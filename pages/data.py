@@ -137,9 +137,9 @@ st.data_editor(
             "format",
             help="Dates: how they are written, e.g. %d/%m/%Y. Integer / real: how the release writes the numbers, "
             "e.g. $,.2 for $1,234.50, %.1 for 63.5%, dc.1 for 73,4, .dc.2 for 1.234,56, # kg for 54.6 kg, .1 for "
-            "4.9 (empty: plain, as drawn); +texts at the end (.1+texts) where some cells are texts beside the "
-            "numbers, such as <0.5 under a lab's limit: their frequent texts are then discovered privately and come "
-            "back as written.",
+            "4.9 (empty: plain, as drawn); +texts at the end (.1+texts, %Y-%m-%d+texts) where some cells are texts "
+            "beside the numbers or dates, such as <0.5 under a lab's limit or unknown beside visit dates: their "
+            "frequent texts are then discovered privately and come back as written.",
         ),
         "values": st.column_config.TextColumn(
             "values", help="Categorical, optional: the public value list, separated by ' | '.", width="medium"

@@ -218,11 +218,39 @@ def test_declared_texts_beside_dates_are_kept_without_seeking_and_the_proposal_l
     assert "texts" not in specs["visit"].settings  # read from the data without DP: not used unless asked
 
 
-def test_a_date_role_confirmed_with_texts_is_refused_with_the_way_to_declare_them():
+def test_a_date_role_confirmed_with_texts_seeks_them_without_counts():
+    """The proposal marks the visit column "with texts" (exact, for the owner); confirming it (``date:%Y-%m-%d+texts``
+    on the command line, ``%Y-%m-%d+texts`` in the Data page's format field) states that fact, not a text: "unknown"
+    is still released privately, with no role counts to gate it.  Without the flag a confirmed date role seeks
+    none; with it and no text frequent enough, the release says why those cells are empty."""
+    from dpcore.cli.info import role_option
     from dpcore.errors import DataError
+    from ui.roles import role_of, role_spec
 
-    with pytest.raises(DataError, match=r'declared in a schema \("texts": \["unknown"\]'):
-        Role.parse("visit", "date:%Y-%m-%d+texts")
+    df = _visits(3_000, seed=10, unknown=0.30)
+    proposed = {r.name: r for r in propose_roles(df)}
+    assert proposed["visit"].texts and proposed["visit"].label == "date (%Y-%m-%d, day, with texts)"
+    assert not proposed["age"].texts and role_option(proposed["visit"]) == "date:%Y-%m-%d+texts"
+    assert role_of(proposed["visit"]) == ("date", "%Y-%m-%d+texts")
+    confirmed = Role("visit", "datetime", format="%Y-%m-%d", texts=True)
+    assert Role.parse("visit", "date:%Y-%m-%d+texts") == confirmed
+    assert Role.parse("visit", confirmed.to_dict()) == confirmed
+    assert role_spec({"column": "visit", "role": "date", "format": "%Y-%m-%d+texts"}) == {
+        "role": "datetime", "format": "%Y-%m-%d", "texts": True,
+    }  # fmt: skip
+    with pytest.raises(DataError, match="for numbers and dates"):
+        Role.parse("ward", "categorical+texts")
+    roles = {"visit": "date:%Y-%m-%d+texts", "age": "integer", "ward": "categorical"}
+    prep = prepare_table(df, epsilon=1.0, delta=1e-8, noise=Randomness(0), ledger=None, roles=roles)
+    assert prep.domain["visit"].texts == ("unknown",) and prep.discovery_report["texts"]["attributes"] == 1
+    plain = {**roles, "visit": "date:%Y-%m-%d"}
+    prep = prepare_table(df, epsilon=1.0, delta=1e-8, noise=Randomness(0), ledger=None, roles=plain)
+    assert prep.domain["visit"].texts == () and "texts" not in prep.discovery_report
+    # 1% "unknown" (30 rows) against a τ of a few hundred: none released, and the release says so
+    rare = _visits(3_000, seed=10, unknown=0.01)
+    prep = prepare_table(rare, epsilon=1.0, delta=1e-8, noise=Randomness(0), ledger=None, roles=roles)
+    assert prep.domain["visit"].texts == () and prep.discovery_report["texts_not_released"] == ["visit"]
+    assert any("Cells that are not numbers (dates) in visit (confirmed with texts)" in w for w in prep.warnings)
 
 
 def test_the_data_pages_schema_table_shows_a_dates_texts():

@@ -259,6 +259,6 @@ def test_a_role_confirmed_with_texts_that_none_clear_says_why_its_cells_are_empt
     roles = {"crp": "real+texts", "age": "integer", "ward": "categorical"}
     prep = prepare_table(df, epsilon=1.0, delta=1e-8, noise=Randomness(0), ledger=None, roles=roles)
     assert prep.domain["crp"].texts == () and prep.discovery_report["texts_not_released"] == ["crp"]
-    assert any("Cells that are not numbers in crp (confirmed with texts)" in w for w in prep.warnings)
+    assert any("Cells that are not numbers (dates) in crp (confirmed with texts)" in w for w in prep.warnings)
     plain = prepare_table(df, epsilon=1.0, delta=1e-8, noise=Randomness(0), ledger=None, roles={**roles, "crp": "real"})
     assert "texts_not_released" not in plain.discovery_report

@@ -109,7 +109,7 @@ def role_of(role: Role) -> tuple[str, str]:
     if role.role == "numeric":
         return ("integer" if role.integer else "real"), role.style + (TEXTS_SUFFIX if role.texts else "")
     if role.role == "datetime":
-        return "date", role.format or ""
+        return "date", (role.format or "") + (TEXTS_SUFFIX if role.texts else "")
     return role.role, ""
 
 
@@ -331,8 +331,9 @@ def role_spec(row: dict) -> dict:
         style, texts = split_texts_suffix(str(row.get("format") or ""))
         flags = {"style": style} if style else {}
         return {"role": "numeric", "integer": role == "integer", **flags, **({"texts": True} if texts else {}), **extra}
-    if role == "date":
-        return {"role": "datetime", "format": str(row.get("format") or "").strip() or "%Y-%m-%d", **extra}
+    if role == "date":  # its format, and "+texts": texts beside the dates ("unknown"), sought privately
+        fmt, texts = split_texts_suffix(str(row.get("format") or ""))
+        return {"role": "datetime", "format": fmt or "%Y-%m-%d", **({"texts": True} if texts else {}), **extra}
     return {"role": role, **extra}
 
 

@@ -42,14 +42,14 @@ def _print_dataset(ds) -> None:
 def role_option(role) -> str:
     """A role as ``--roles`` takes it back: categorical, integer, real (with ``:STYLE`` when its numbers are written
     in one: ``real:# kg``; with ``+texts`` when some cells are texts beside them: ``real:.1+texts``), date:FORMAT
-    or excluded."""
+    (``date:%Y-%m-%d+texts`` likewise) or excluded."""
     from ..ingest import TEXTS_SUFFIX
 
     if role.role == "numeric":
         kind = ("integer" if role.integer else "real") + (f":{role.style}" if role.style else "")
         return kind + (TEXTS_SUFFIX if role.texts else "")  # texts beside its numbers: sought privately
     if role.role == "datetime":
-        return f"date:{role.format}"
+        return f"date:{role.format}" + (TEXTS_SUFFIX if role.texts else "")  # "unknown" beside its dates
     return role.role
 
 
