@@ -151,6 +151,13 @@ range (whole years) is refined the same way over days: interviews held in March 
 and refined to [2024-01-01, 2024-03-31] or so, where ten bins over the year had spread them from February to
 August.
 
+**A far, frequent date** (:func:`_far_years`).  Where a date column's held years form groups more than FAR_YEARS
+apart -- the dates, and a date written for "no date" on many rows (1900-01-01; 9999-12-31 counts in the grid's last
+year) -- the report names the group holding the fullest year (the bulk) and each far one; the bounds still hold
+both, and the column's bins go over the bulk with one bin for each far group and each gap
+(:func:`dpcore.tabular._far_date_edges`): ten equal bins over 1900-2022 had put every admission of 2016-2022 in
+one twelve-year bin.  Post-processing of the same noisy years.
+
 **A date column spread thin** (:func:`locate_date_bounds`, :func:`block_bounds`). Where the first look (half the
 bounds' ρ) finds no single year clearing its threshold -- 800 hire dates over twenty years hold ~40 a year against
 ~240, and a run of w years read off that look sums w noises -- the second look counts blocks of DATE_BLOCK_YEARS
@@ -1204,6 +1211,8 @@ def bounds_from_noisy(
     windows = WINDOWS if kind == "numeric" else DATE_WINDOWS
     if held.size:
         first, last = _outermost_held(noisy, sigma, held, lower_edges, upper_edges, kind)
+        if kind == "datetime" and edges is None:  # years: a far, frequent date apart from the rest (1900-01-01)
+            _far_years(noisy, sigma, held, lower_edges, upper_edges, report)
     else:  # no single bin stands out: a run of adjacent bins may (a count spread over many powers of two)
         run = _window_anchor(noisy, sigma, zero, windows, absolute=kind != "numeric")
         if run is None:
@@ -1282,6 +1291,33 @@ def _outermost_held(
     strict = sigma * float(norm.isf(FAR_FALSE_POSITIVE / len(noisy)))
     keep = [int(i) for i in held if not far_bin[i] or noisy[i] >= strict]
     return min(keep), max(keep)  # the fullest bin is held and never far from itself
+
+
+def _far_years(noisy: np.ndarray, sigma: float, held: np.ndarray, lower_edges, upper_edges, report: dict) -> None:
+    """Where a date column's held years form groups more than FAR_YEARS apart -- the dates, and a date written for
+    "no date" on many rows (1900-01-01, 9999-12-31 counted in the grid's last year) -- ``report["bulk"]``, the first
+    and last day of the group holding the fullest year (its thin edge years joined as the range's are), and
+    ``report["far"]``, each other group's: the column's bins go over the bulk, and each far group and each gap gets
+    one bin (:func:`dpcore.tabular._far_date_edges`), where ten bins over 1900-2022 had put every real date in one.
+    Post-processing of the noisy counts (the same held years the bounds are read from)."""
+    from scipy.stats import norm
+
+    strict = sigma * float(norm.isf(FAR_FALSE_POSITIVE / len(noisy)))
+    fullest = int(np.argmax(noisy))
+    bins = sorted(int(i) for i in held)
+    groups: list[list[int]] = [[bins[0]]]
+    for i in bins[1:]:
+        if i - groups[-1][-1] > FAR_YEARS:
+            groups.append([i])
+        else:
+            groups[-1].append(i)
+    bulk = next(g for g in groups if g[0] <= fullest <= g[-1])
+    far = [g for g in groups if g is not bulk and max(noisy[g]) >= strict]  # as _outermost_held keeps them
+    if not far:
+        return
+    a, b = _thin_join(noisy, sigma, bulk[0], -1, -1), _thin_join(noisy, sigma, bulk[-1], 1, -1)
+    report["bulk"] = (float(lower_edges[a]), float(upper_edges[b]))
+    report["far"] = [(float(lower_edges[g[0]]), float(upper_edges[g[-1]])) for g in far]
 
 
 def _window_anchor(
@@ -1781,6 +1817,12 @@ def discover_values(df: pd.DataFrame, tasks: list[ValueTask], rho_values: float,
         reached = (how.get("reached") or (None, None))[0]
         if t.kind == "numeric" and t.need_lower and reached is not None and lo == 0.0 < float(reached) < hi:
             fields["reached_from"] = float(reached)  # where the located rows began: the reach gets one bin
+        if t.kind == "datetime" and how.get("bulk") and t.need_lower and t.need_upper:
+            unit = functools.partial(unit_index, granularity=t.granularity or "day")
+            far = [(a, b) for a, b in how["far"] if lo <= unit(b) and unit(a) <= hi]  # kept by the bounds
+            if far:
+                fields["bulk"] = tuple(float(v) for v in how["bulk"])  # where the bins go (post-processing)
+                fields["far"] = tuple((float(a), float(b)) for a, b in far)
         if core is not None and (core[0], core[1]) != (lower, upper) and lo <= core[0] <= core[1] <= hi:
             fields["core"] = (float(core[0]), float(core[1]))  # where the bins go (post-processing)
             if fields_rims:  # the deep zoom's outer levels, outside in: a bin for each end each one trimmed

@@ -340,8 +340,8 @@ class Attribute:
         width = -(-units // int(bins))  # whole units per bin
         starts = np.arange(lo, hi + 1, width, dtype=np.int64)
         edges = tuple(float(e) for e in unit_start_days(np.append(starts, hi + 1), gran))
-        if self.edges and tuple(float(e) for e in self.edges) != edges:
-            raise DomainError(f"Attribute {name!r}: give a date attribute lower, upper and bins, not edges.")
+        if self.edges:
+            edges = self._date_edges(gran, lo, hi, edges)
         fmt = self.format or DEFAULT_DATE_FORMAT[gran]
         if not isinstance(fmt, str) or "%" not in fmt:
             raise DomainError(f"Attribute {name!r}: format must be a strftime pattern such as '%Y-%m-%d'.")
@@ -352,6 +352,34 @@ class Attribute:
         object.__setattr__(self, "upper", float(unit_start_days(np.array([hi]), gran)[0]))
         object.__setattr__(self, "bins", len(edges) - 1)
         object.__setattr__(self, "values", ())
+
+    def _date_edges(self, gran: str, lo: int, hi: int, even: tuple[float, ...]) -> tuple[float, ...]:
+        """A date attribute's own bin edges (days since 1970-01-01, or dates): each a first day of its unit,
+        increasing, from the first unit to the one after the last -- bins over where the dates are and one over a
+        far, frequent date (1900-01-01 written for "no date"), :func:`dpcore.tabular._far_date_edges`."""
+        name = self.name
+        given = tuple(_as_days(e, name) for e in self.edges)
+        if given == even:
+            return even
+        units = unit_index(np.asarray(given), gran)
+        starts = tuple(float(e) for e in unit_start_days(units, gran))
+        if given != starts or len(given) < 2 or any(b <= a for a, b in zip(given, given[1:])):
+            raise DomainError(
+                f"Attribute {name!r}: a date attribute's edges must be increasing first days of its {gran}s."
+            )
+        if units[0] != lo or units[-1] != hi + 1:
+            raise DomainError(
+                f"Attribute {name!r}: its edges must run from its first date to the {gran} after its last."
+            )
+        return given
+
+    def _even_date_edges(self) -> bool:
+        """Whether a date attribute's edges are the equal bins its lower, upper and bins give (written as those)."""
+        gran = self._unit
+        lo, hi = int(unit_index(self._lower, gran)), int(unit_index(self._upper, gran))
+        width = -(-(hi - lo + 1) // int(self.bins or 1))
+        starts = np.arange(lo, hi + 1, width, dtype=np.int64)
+        return tuple(float(e) for e in unit_start_days(np.append(starts, hi + 1), gran)) == tuple(self.edges)
 
     # ------------------------------------------------------------- checked fields
     # __post_init__ gives a numeric or date attribute both bounds and a date attribute its granularity and format;
@@ -702,6 +730,8 @@ class Attribute:
                 format=self.format,
                 out_of_bounds=self.out_of_bounds,
             )
+            if not self._even_date_edges():  # its own bins: each bin's first date, then the day after the last
+                d["edges"] = _format_days(np.asarray(self.edges), "%Y-%m-%d")
             if self.hours:
                 d["hours"] = list(self.hours)
         if self.kind != "categorical" and self.unparsable != "reject":
