@@ -84,6 +84,8 @@ def test_the_bins_go_over_the_bulk_with_one_for_the_far_group_and_one_for_the_ga
         [(day("1900-01-01"), day("1900-12-31"))], 10, "day",
     )  # fmt: skip
     a = Attribute("admit", "datetime", lower="1900-01-01", upper="2022-12-31", edges=edges)
+    outside = (day("2030-01-01"), day("2031-12-31"))
+    assert _far_date_edges(day("1900-01-01"), day("2022-12-31"), outside, [outside], 10, "day") == ()
     labels = a.labels()
     assert labels[0] == "[1900-01-01, 1900-12-31]" and labels[1] == "[1901-01-01, 2015-12-31]"
     assert a.bins == 12 and all(label >= "[2016" for label in labels[2:])  # ten bins over the 2016-2022 bulk
