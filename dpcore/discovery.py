@@ -153,7 +153,7 @@ August.
 
 **A far, frequent date** (:func:`_far_years`).  Where a date column's held years form groups more than FAR_YEARS
 apart -- the dates, and a date written for "no date" on many rows (1900-01-01; 9999-12-31 counts in the grid's last
-year) -- the report names the group holding the fullest year (the bulk) and each far one; the bounds still hold
+year) -- the report names the group spanning the most years (the bulk) and each far one; the bounds still hold
 both, and the column's bins go over the bulk with one bin for each far group and each gap
 (:func:`dpcore.tabular._far_date_edges`): ten equal bins over 1900-2022 had put every admission of 2016-2022 in
 one twelve-year bin.  Post-processing of the same noisy years.
@@ -1296,14 +1296,13 @@ def _outermost_held(
 def _far_years(noisy: np.ndarray, sigma: float, held: np.ndarray, lower_edges, upper_edges, report: dict) -> None:
     """Where a date column's held years form groups more than FAR_YEARS apart -- the dates, and a date written for
     "no date" on many rows (1900-01-01, 9999-12-31 counted in the grid's last year) -- ``report["bulk"]``, the first
-    and last day of the group holding the fullest year (its thin edge years joined as the range's are), and
+    and last day of the group spanning the most years (its thin edge years joined as the range's are), and
     ``report["far"]``, each other group's: the column's bins go over the bulk, and each far group and each gap gets
     one bin (:func:`dpcore.tabular._far_date_edges`), where ten bins over 1900-2022 had put every real date in one.
     Post-processing of the noisy counts (the same held years the bounds are read from)."""
     from scipy.stats import norm
 
     strict = sigma * float(norm.isf(FAR_FALSE_POSITIVE / len(noisy)))
-    fullest = int(np.argmax(noisy))
     bins = sorted(int(i) for i in held)
     groups: list[list[int]] = [[bins[0]]]
     for i in bins[1:]:
@@ -1311,7 +1310,9 @@ def _far_years(noisy: np.ndarray, sigma: float, held: np.ndarray, lower_edges, u
             groups.append([i])
         else:
             groups[-1].append(i)
-    bulk = next(g for g in groups if g[0] <= fullest <= g[-1])
+    # the bulk: the group spanning the most years (then the most rows), not the fullest year's -- "no date" on 40%
+    # of the rows is the fullest year, and ten bins over it would leave the real dates one bin
+    bulk = max(groups, key=lambda g: (g[-1] - g[0], float(noisy[g[0] : g[-1] + 1].sum())))
     far = [g for g in groups if g is not bulk and max(noisy[g]) >= strict]  # as _outermost_held keeps them
     if not far:
         return

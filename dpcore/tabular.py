@@ -837,7 +837,7 @@ def _far_date_edges(lower, upper, bulk, far, nbins: int, gran: str) -> tuple[flo
 
     lo, hi = unit(_as_day(lower)), unit(_as_day(upper))
     b0, b1 = max(lo, unit(bulk[0])), min(hi, unit(bulk[1]))
-    if b0 > b1:  # the bounds hold none of the bulk (not expected: it holds the fullest year): equal bins
+    if b0 > b1:  # the bounds hold none of the bulk (not expected: its years are held): equal bins
         return ()
     cuts = {lo, hi + 1}
     for a, b in far:

@@ -70,6 +70,11 @@ def test_held_years_far_apart_are_reported_as_a_bulk_and_a_far_group():
     report = {}
     _far_years(near, sigma, np.flatnonzero(near >= bin_threshold(sigma, len(near))), lower, upper, report)
     assert "far" not in report
+    heavy = noisy.copy()
+    heavy[years == 1900] = 2_000  # "no date" on more rows than any real year: still the far group, not the bulk
+    report = {}
+    _far_years(heavy, sigma, np.flatnonzero(heavy >= bin_threshold(sigma, len(heavy))), lower, upper, report)
+    assert report["bulk"] == (day(2016, 1, 1), day(2022, 12, 31)) and len(report["far"]) == 1
     weak = noisy.copy()
     weak[years == 1900] = bin_threshold(sigma, len(weak)) + 1  # clears T, not the strict far threshold
     report = {}
