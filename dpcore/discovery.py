@@ -1210,9 +1210,10 @@ def bounds_from_noisy(
     zero = (len(noisy) - 1) // 2 if kind == "numeric" else -1
     windows = WINDOWS if kind == "numeric" else DATE_WINDOWS
     if held.size:
-        first, last = _outermost_held(noisy, sigma, held, lower_edges, upper_edges, kind)
+        kept = _held_kept(noisy, sigma, held, lower_edges, upper_edges, kind)
+        first, last = kept[0], kept[-1]
         if kind == "datetime" and edges is None:  # years: a far, frequent date apart from the rest (1900-01-01)
-            _far_years(noisy, sigma, held, lower_edges, upper_edges, report)
+            _far_years(noisy, sigma, kept, lower_edges, upper_edges, report)
     else:  # no single bin stands out: a run of adjacent bins may (a count spread over many powers of two)
         run = _window_anchor(noisy, sigma, zero, windows, absolute=kind != "numeric")
         if run is None:
@@ -1261,11 +1262,12 @@ def _reach_held(noisy: np.ndarray, end: int, direction: int) -> bool:
     return float(noisy[idx].sum()) >= REACH_SHARE * float(noisy[end])
 
 
-def _outermost_held(
+def _held_kept(
     noisy: np.ndarray, sigma: float, held: np.ndarray, lower_edges: np.ndarray, upper_edges: np.ndarray, kind: str
-) -> tuple[int, int]:
-    """The outermost held bins, where a held bin far from the bulk -- the fullest bin and the bins of at least
-    ADJACENT_Z·σ chained to it -- must also clear the stricter threshold σ·Φ^-1(1 - FAR_FALSE_POSITIVE / bins).
+) -> list[int]:
+    """The held bins the bounds keep, in order (the first and last are the outermost ones), where a held bin far
+    from the bulk -- the fullest bin and the bins of at least ADJACENT_Z·σ chained to it -- must also clear the
+    stricter threshold σ·Φ^-1(1 - FAR_FALSE_POSITIVE / bins).
     Far: more than FAR_OCTAVES powers of two beyond the bulk's largest magnitude, at least FAR_FROM_ZERO when the
     bulk holds the bin around zero (dates: more than FAR_YEARS years away).  Noise alone lifts some empty bin over
     the usual threshold with probability BIN_FALSE_POSITIVE, and an empty bin far out stretched a bound to 2^47
@@ -1290,22 +1292,19 @@ def _outermost_held(
         far_bin = magnitude > reach * 2.0**FAR_OCTAVES
     strict = sigma * float(norm.isf(FAR_FALSE_POSITIVE / len(noisy)))
     keep = [int(i) for i in held if not far_bin[i] or noisy[i] >= strict]
-    return min(keep), max(keep)  # the fullest bin is held and never far from itself
+    return sorted(keep)  # never empty: the fullest bin is held and never far from itself
 
 
-def _far_years(noisy: np.ndarray, sigma: float, held: np.ndarray, lower_edges, upper_edges, report: dict) -> None:
+def _far_years(noisy: np.ndarray, sigma: float, kept: list[int], lower_edges, upper_edges, report: dict) -> None:
     """Where a date column's held years form groups more than FAR_YEARS apart -- the dates, and a date written for
     "no date" on many rows (1900-01-01, 9999-12-31 counted in the grid's last year) -- ``report["bulk"]``, the first
     and last day of the group spanning the most years (its thin edge years joined as the range's are), and
     ``report["far"]``, each other group's: the column's bins go over the bulk, and each far group and each gap gets
     one bin (:func:`dpcore.tabular._far_date_edges`), where ten bins over 1900-2022 had put every real date in one.
-    Post-processing of the noisy counts (the same held years the bounds are read from)."""
-    from scipy.stats import norm
-
-    strict = sigma * float(norm.isf(FAR_FALSE_POSITIVE / len(noisy)))
-    bins = sorted(int(i) for i in held)
-    groups: list[list[int]] = [[bins[0]]]
-    for i in bins[1:]:
+    Post-processing of the noisy counts: ``kept``, the held years the bounds keep (:func:`_held_kept`: a far one
+    clears the stricter far threshold)."""
+    groups: list[list[int]] = [[kept[0]]]
+    for i in kept[1:]:
         if i - groups[-1][-1] > FAR_YEARS:
             groups.append([i])
         else:
@@ -1313,7 +1312,7 @@ def _far_years(noisy: np.ndarray, sigma: float, held: np.ndarray, lower_edges, u
     # the bulk: the group spanning the most years (then the most rows), not the fullest year's -- "no date" on 40%
     # of the rows is the fullest year, and ten bins over it would leave the real dates one bin
     bulk = max(groups, key=lambda g: (g[-1] - g[0], float(noisy[g[0] : g[-1] + 1].sum())))
-    far = [g for g in groups if g is not bulk and max(noisy[g]) >= strict]  # as _outermost_held keeps them
+    far = [g for g in groups if g is not bulk]
     if not far:
         return
     a, b = _thin_join(noisy, sigma, bulk[0], -1, -1), _thin_join(noisy, sigma, bulk[-1], 1, -1)

@@ -337,9 +337,7 @@ class Attribute:
         bins = self.bins if self.bins is not None else min(units, 10)
         if not isinstance(bins, (int, np.integer)) or not 1 <= int(bins) <= 10_000:
             raise DomainError(f"Attribute {name!r}: the bin count must be an integer from 1 to 10000.")
-        width = -(-units // int(bins))  # whole units per bin
-        starts = np.arange(lo, hi + 1, width, dtype=np.int64)
-        edges = tuple(float(e) for e in unit_start_days(np.append(starts, hi + 1), gran))
+        edges = equal_date_edges(lo, hi, int(bins), gran)
         if self.edges:
             edges = self._date_edges(gran, lo, hi, edges)
         fmt = self.format or DEFAULT_DATE_FORMAT[gran]
@@ -377,9 +375,7 @@ class Attribute:
         """Whether a date attribute's edges are the equal bins its lower, upper and bins give (written as those)."""
         gran = self._unit
         lo, hi = int(unit_index(self._lower, gran)), int(unit_index(self._upper, gran))
-        width = -(-(hi - lo + 1) // int(self.bins or 1))
-        starts = np.arange(lo, hi + 1, width, dtype=np.int64)
-        return tuple(float(e) for e in unit_start_days(np.append(starts, hi + 1), gran)) == tuple(self.edges)
+        return equal_date_edges(lo, hi, int(self.bins or 1), gran) == tuple(self.edges)
 
     # ------------------------------------------------------------- checked fields
     # __post_init__ gives a numeric or date attribute both bounds and a date attribute its granularity and format;
@@ -832,6 +828,14 @@ def unit_index(days, granularity: str) -> np.ndarray:
     else:
         out = d.astype("datetime64[Y]").astype(np.int64)
     return out
+
+
+def equal_date_edges(lo: int, hi: int, bins: int, granularity: str) -> tuple[float, ...]:
+    """The edges (days) of ``bins`` equal bins of whole units over units ``lo`` .. ``hi`` (the last may be shorter):
+    each bin's first day, then the first day of the unit after ``hi``."""
+    width = -(-(hi - lo + 1) // max(1, bins))  # whole units per bin
+    starts = np.arange(lo, hi + 1, width, dtype=np.int64)
+    return tuple(float(e) for e in unit_start_days(np.append(starts, hi + 1), granularity))
 
 
 def unit_start_days(units, granularity: str) -> np.ndarray:

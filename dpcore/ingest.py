@@ -166,17 +166,14 @@ FRACTION_Z = 2.0
 #: distinct values.  Fewer whole numbers (a 1-5 scale with "Don't know") stay categories, which keep every answer.
 MIXED_NUMBER_VALUES = 20
 MIXED_NUMBERS_Z = 2.0
-#: What a numeric role with cells that are not numbers says of them (its reason).
-TEXT_CELLS_NOTE = (
-    "cells that are not numbers are read as missing, but for texts kept as values of their own (its frequent ones, "
+#: What a numeric (date) role with cells that are not numbers (dates) says of them (its reason).
+_TEXTS_NOTE = (
+    "cells that are not {} are read as missing, but for texts kept as values of their own (its frequent ones, "
     "released privately with its bounds where its role is decided privately; or declared as its texts)"
 )
+TEXT_CELLS_NOTE = _TEXTS_NOTE.format("numbers")
 MIXED_NUMBERS_REASON = "numbers with texts beside them: " + TEXT_CELLS_NOTE
-#: What a date role with cells that are not dates says of them (its reason).
-DATE_TEXT_NOTE = (
-    "cells that are not dates are read as missing, but for texts kept as values of their own (its frequent ones, "
-    "released privately with its bounds where its role is decided privately; or declared as its texts)"
-)
+DATE_TEXT_NOTE = _TEXTS_NOTE.format("dates")
 #: A column that is clearly at least MIXED_RATE dates in its format but not TYPE_RATE of them ("unknown" or "not
 #: recorded" beside visit dates on 15% of the rows) is dates when its noisy distinct count is over
 #: MIXED_NUMBER_VALUES by MIXED_NUMBERS_Z·σ, as numbers with texts are: its frequent texts are kept.  As text
@@ -404,7 +401,7 @@ def contact_header(name: str) -> bool:
 
 
 # ---------------------------------------------------------------------------- roles
-#: A confirmed numeric role's suffix saying its cells hold texts beside the numbers (:attr:`Role.texts`).
+#: A confirmed numeric (date) role's suffix saying its cells hold texts beside the numbers (dates) (:attr:`Role.texts`).
 TEXTS_SUFFIX = "+texts"
 
 
@@ -864,9 +861,9 @@ def propose_roles(df: pd.DataFrame, columns=None) -> list[Role]:
         style = st.style if role.role == "numeric" else ""  # how its numbers are written, confirmed with the role
         # texts beside its numbers (dates), confirmed with the role likewise; a column of numbers (dates) only --
         # its exact counts say so -- is not read again
-        beside = (role.role == "numeric" and st.numeric < st.present and exact_texts(df[st.name], style, len(df))) or (
-            role.role == "datetime" and st.date < st.present and exact_texts(df[st.name], "", len(df), role.format)
-        )
+        typed = {"numeric": st.numeric, "datetime": st.date}.get(role.role, st.present)
+        date_format = role.format if role.role == "datetime" else None
+        beside = typed < st.present and exact_texts(df[st.name], style, len(df), date_format)
         out.append(replace(role, source="inferred", stats=st.to_dict(), style=style, texts=beside))
     texts = exact_missing_text(df, out)  # how the file writes a missing cell, confirmed with the role likewise
     return [replace(r, missing_text=texts.get(r.name, "")) for r in out]

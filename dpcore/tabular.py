@@ -824,18 +824,18 @@ def _build_attribute(
     )  # fmt: skip
 
 
-def _far_date_edges(lower, upper, bulk, far, nbins: int, gran: str) -> tuple[float, ...]:
+def _far_date_edges(lower: float, upper: float, bulk, far, nbins: int, gran: str) -> tuple[float, ...]:
     """A date attribute's edges (days) where discovery found a far group of dates apart from the rest (1900-01-01
     written for "no date" on 12% of the rows, the others 2016-2022): ``nbins`` equal bins over ``bulk`` (first and
-    last day), one bin over each ``far`` group and one over each gap between them, from ``lower`` to ``upper``.
-    Ten equal bins over 1900-2022 put every real date in one twelve-year bin.  Public: the released bounds and
-    years (post-processing)."""
-    from .domain import unit_index, unit_start_days
+    last day), one bin over each ``far`` group and one over each gap between them, from ``lower`` to ``upper`` (days,
+    as discovery releases them).  Ten equal bins over 1900-2022 put every real date in one twelve-year bin.  Public:
+    the released bounds and years (post-processing)."""
+    from .domain import equal_date_edges, unit_index, unit_start_days
 
     def unit(days: float) -> int:
-        return int(unit_index(np.array([float(days)]), gran)[0])
+        return int(unit_index(float(days), gran))
 
-    lo, hi = unit(_as_day(lower)), unit(_as_day(upper))
+    lo, hi = unit(lower), unit(upper)
     b0, b1 = max(lo, unit(bulk[0])), min(hi, unit(bulk[1]))
     if b0 > b1:  # the bounds hold none of the bulk (not expected: its years are held): equal bins
         return ()
@@ -844,18 +844,9 @@ def _far_date_edges(lower, upper, bulk, far, nbins: int, gran: str) -> tuple[flo
         a, b = max(lo, unit(a)), min(hi, unit(b))
         if a <= b:
             cuts.update((a, b + 1))  # the group's own bin; what lies between it and the bulk is a gap
-    cuts.update((b0, b1 + 1))
-    width = -(-(b1 - b0 + 1) // max(1, nbins))
-    cuts.update(range(b0, b1 + 1, width))
-    units = sorted(c for c in cuts if lo <= c <= hi + 1)
-    return tuple(float(d) for d in unit_start_days(np.array(units, dtype=np.int64), gran))
-
-
-def _as_day(v) -> float:
-    """A date bound as days since 1970-01-01 (discovery's are days already; a declared one may be text)."""
-    from .domain import _as_days
-
-    return _as_days(v, "date")
+    days = set(equal_date_edges(b0, b1, nbins, gran))  # the bulk's equal bins
+    days.update(float(d) for d in unit_start_days(np.array(sorted(cuts), dtype=np.int64), gran))
+    return tuple(sorted(days))
 
 
 def _fallback_unlocatable_bounds(

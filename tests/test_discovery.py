@@ -312,7 +312,7 @@ def test_a_lone_bin_far_from_the_rows_needs_stronger_evidence():
     budget a 15-column table gets at ε = 1) 3,000 draws never reach past 255 (before: 2 reached 2^47)."""
     from scipy.stats import norm
 
-    from dpcore.discovery import FAR_FALSE_POSITIVE, _outermost_held
+    from dpcore.discovery import FAR_FALSE_POSITIVE, _held_kept
 
     lower, upper = bound_bins("numeric", True)
     sigma, bins = 10.0, len(lower)
@@ -322,7 +322,7 @@ def test_a_lone_bin_far_from_the_rows_needs_stronger_evidence():
     assert threshold < 4.5 * sigma < strict < 6 * sigma
 
     def located(noisy):
-        return _outermost_held(noisy, sigma, np.flatnonzero(noisy >= threshold), lower, upper, "numeric")
+        return _outermost(_held_kept(noisy, sigma, np.flatnonzero(noisy >= threshold), lower, upper, "numeric"))
 
     noisy = np.zeros(bins)
     noisy[at[32]] = 500.0  # the bulk: [32, 63]
@@ -338,7 +338,7 @@ def test_a_lone_bin_far_from_the_rows_needs_stronger_evidence():
     for v, c in ((-4.0, 100), (-2.0, 600), (-1.0, 600), (0.5, 600), (1.0, 650), (2.0, 100)):
         centred[int(np.flatnonzero(real_lower == v)[0])] = c
     held = np.flatnonzero(centred >= bin_threshold(sigma, len(real_lower)))
-    first, last = _outermost_held(centred, sigma, held, real_lower, real_upper, "numeric")
+    first, last = _outermost(_held_kept(centred, sigma, held, real_lower, real_upper, "numeric"))
     assert real_lower[first] == -4.0 and real_upper[last] == 4.0  # both halves
     hours = np.clip(np.round(np.random.default_rng(0).normal(40, 12, 7000)), 1, 99)
     his = [histogram_bounds(hours, "numeric", True, 1 / 89.39**2, Randomness(s))[1] for s in range(3000)]
@@ -647,7 +647,7 @@ def test_a_zero_inflated_amount_keeps_its_range():
     past 8 needed the stricter one and 61% of Adult's draws came back as [0, 0]); a lone 4.5σ bin at 2^20 is still
     read as noise.  At σ = 40 (T ≈ 172) the fullest of the three bins (220 rows) clears T with probability ~0.8, one
     of them (or a run of them) in ~97% of draws: at least 175 of 200 keep the range (the old rule: 148)."""
-    from dpcore.discovery import _outermost_held
+    from dpcore.discovery import _held_kept
 
     rng = np.random.default_rng(4)
     amounts = np.concatenate([np.zeros(6440), rng.integers(2048, 4096, 180), rng.integers(4096, 8192, 220),
@@ -660,11 +660,11 @@ def test_a_zero_inflated_amount_keeps_its_range():
     noisy = np.zeros(len(lower))
     noisy[at[0]] = 5000.0
     noisy[at[2**20]] = 4.5 * sigma
-    assert _outermost_held(noisy, sigma, np.flatnonzero(noisy >= bin_threshold(sigma, len(lower))), lower, upper,
-                           "numeric") == (at[0], at[0])  # fmt: skip
+    assert _outermost(_held_kept(noisy, sigma, np.flatnonzero(noisy >= bin_threshold(sigma, len(lower))), lower, upper,
+                           "numeric")) == (at[0], at[0])  # fmt: skip
     noisy[at[2**20]], noisy[at[2**12]] = 0.0, 4.5 * sigma
-    assert _outermost_held(noisy, sigma, np.flatnonzero(noisy >= bin_threshold(sigma, len(lower))), lower, upper,
-                           "numeric") == (at[0], at[2**12])  # fmt: skip
+    assert _outermost(_held_kept(noisy, sigma, np.flatnonzero(noisy >= bin_threshold(sigma, len(lower))), lower, upper,
+                           "numeric")) == (at[0], at[2**12])  # fmt: skip
 
 
 def test_refinement_never_drops_the_rare_value_of_a_flag_or_a_short_count():
@@ -698,3 +698,8 @@ def test_years_spread_over_decades_are_located_with_runs_of_decades():
         assert lo is not None and report.get("window"), seed
         covered = float(np.mean((days >= lo) & (days <= hi)))
         assert covered >= 0.85, (seed, covered)
+
+
+def _outermost(kept: list[int]) -> tuple[int, int]:
+    """The outermost bins the bounds keep (:func:`dpcore.discovery._held_kept`)."""
+    return kept[0], kept[-1]

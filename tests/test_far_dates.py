@@ -12,7 +12,7 @@ import pandas as pd
 import pytest
 
 from dpcore.cli import main
-from dpcore.discovery import FAR_YEARS, _far_years, bin_threshold, bound_bins
+from dpcore.discovery import FAR_YEARS, _far_years, _held_kept, bin_threshold, bound_bins
 from dpcore.domain import Attribute
 from dpcore.errors import DomainError
 from dpcore.tabular import _far_date_edges
@@ -58,28 +58,29 @@ def test_held_years_far_apart_are_reported_as_a_bulk_and_a_far_group():
     noisy = np.zeros(len(years))
     noisy[years == 1900] = 480
     noisy[(years >= 2016) & (years <= 2022)] = 500
-    held = np.flatnonzero(noisy >= bin_threshold(sigma, len(noisy)))
-    report: dict = {}
-    _far_years(noisy, sigma, held, lower, upper, report)
+
+    def far_years(noisy: np.ndarray) -> dict:  # as bounds_from_noisy reads them: the held years the bounds keep
+        held = np.flatnonzero(noisy >= bin_threshold(sigma, len(noisy)))
+        report: dict = {}
+        _far_years(noisy, sigma, _held_kept(noisy, sigma, held, lower, upper, "datetime"), lower, upper, report)
+        return report
+
+    report = far_years(noisy)
     day = lambda y, m, d: (pd.Timestamp(y, m, d) - pd.Timestamp(1970, 1, 1)).days  # noqa: E731
     assert report["bulk"] == (day(2016, 1, 1), day(2022, 12, 31))
     assert report["far"] == [(day(1900, 1, 1), day(1900, 12, 31))]
     near = noisy.copy()
     near[years == 1900] = 0
     near[years == 2016 - FAR_YEARS] = 480  # within FAR_YEARS of the bulk: one range, nothing far
-    report = {}
-    _far_years(near, sigma, np.flatnonzero(near >= bin_threshold(sigma, len(near))), lower, upper, report)
+    report = far_years(near)
     assert "far" not in report
     heavy = noisy.copy()
     heavy[years == 1900] = 2_000  # "no date" on more rows than any real year: still the far group, not the bulk
-    report = {}
-    _far_years(heavy, sigma, np.flatnonzero(heavy >= bin_threshold(sigma, len(heavy))), lower, upper, report)
+    report = far_years(heavy)
     assert report["bulk"] == (day(2016, 1, 1), day(2022, 12, 31)) and len(report["far"]) == 1
     weak = noisy.copy()
     weak[years == 1900] = bin_threshold(sigma, len(weak)) + 1  # clears T, not the strict far threshold
-    report = {}
-    _far_years(weak, sigma, np.flatnonzero(weak >= bin_threshold(sigma, len(weak))), lower, upper, report)
-    assert "far" not in report
+    assert "far" not in far_years(weak)
 
 
 def test_the_bins_go_over_the_bulk_with_one_for_the_far_group_and_one_for_the_gap():
