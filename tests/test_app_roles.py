@@ -204,7 +204,9 @@ def test_synthetic_rows_come_back_in_the_input_shape_and_the_preview_shows_them(
     assert list(rows.columns) == domain.names  # the kept columns, in the file's order
     assert [c for c in order if c in rows.columns] == [c for c in rows.columns if c in order]
     for a in domain.attributes:
-        cells = rows[a.name][rows[a.name] != ""]
+        # a number's or date's released texts (a column 70% numbers beside `none`, typed numbers in about 2% of
+        # runs by the noisy distinct count) come back as written; every other cell is a number or a date
+        cells = rows[a.name][(rows[a.name] != "") & ~rows[a.name].isin(a.texts)]
         if a.kind == "numeric":
             values = cells.astype(float)
             assert values.between(a.lower, a.upper).all(), a.name
