@@ -158,6 +158,13 @@ both, and the column's bins go over the bulk with one bin for each far group and
 (:func:`dpcore.tabular._far_date_edges`): ten equal bins over 1900-2022 had put every admission of 2016-2022 in
 one twelve-year bin.  Post-processing of the same noisy years.
 
+**A far, frequent number** (:func:`_far_numbers`).  Where a numeric column's held bins leave an empty power of two
+between the bulk and bins further from zero -- the numbers, and a code written for "no value" on many rows (999
+beside scores of 0-99, 99 beside a 1-5 scale, -999 beside positive amounts) -- the report names the bulk's range
+and each far bin; the bounds still hold both, and the column's bins go over the bulk with one bin for each gap and
+far bin (:func:`dpcore.tabular._far_number_edges`): ten bins log-spaced over [16, 1023] had left the scores four.
+Post-processing of the same noisy counts.
+
 **A date column spread thin** (:func:`locate_date_bounds`, :func:`block_bounds`). Where the first look (half the
 bounds' ρ) finds no single year clearing its threshold -- 800 hire dates over twenty years hold ~40 a year against
 ~240, and a run of w years read off that look sums w noises -- the second look counts blocks of DATE_BLOCK_YEARS
@@ -1214,6 +1221,8 @@ def bounds_from_noisy(
         first, last = kept[0], kept[-1]
         if kind == "datetime" and edges is None:  # years: a far, frequent date apart from the rest (1900-01-01)
             _far_years(noisy, sigma, kept, lower_edges, upper_edges, report)
+        elif kind == "numeric":  # a far, frequent code beyond the numbers (999 beside scores of 0-99)
+            _far_numbers(noisy, sigma, kept, lower_edges, upper_edges, report)
     else:  # no single bin stands out: a run of adjacent bins may (a count spread over many powers of two)
         run = _window_anchor(noisy, sigma, zero, windows, absolute=kind != "numeric")
         if run is None:
@@ -1318,6 +1327,47 @@ def _far_years(noisy: np.ndarray, sigma: float, kept: list[int], lower_edges, up
     a, b = _thin_join(noisy, sigma, bulk[0], -1, -1), _thin_join(noisy, sigma, bulk[-1], 1, -1)
     report["bulk"] = (float(lower_edges[a]), float(upper_edges[b]))
     report["far"] = [(float(lower_edges[g[0]]), float(upper_edges[g[-1]])) for g in far]
+
+
+def _far_numbers(noisy: np.ndarray, sigma: float, kept: list[int], lower_edges, upper_edges, report: dict) -> None:
+    """Where a numeric column's held bins, read by magnitude, leave at least one empty power of two between the
+    bulk and bins further from zero -- the numbers, and a code written for "no value" on many rows (999 beside
+    scores of 0-99, 99 beside a 1-5 scale, 9,999,999 beside incomes, -999 beside positive amounts) --
+    ``report["bulk"]``, the value range from the bulk's lowest held bin to its highest (thin edges joined as the
+    range's are), and ``report["far"]``, each held bin beyond it (its power-of-two edges): the column's bins go over
+    the bulk, with one bin for each gap and each far bin (:func:`dpcore.tabular._far_number_edges`), where ten bins
+    log-spaced over [16, 1023] had left scores of 16-99 four.  The bulk is the run of magnitudes (the bins'
+    distances from the bin around zero, both signs together; one is there where a bin of it is kept or reaches
+    ADJACENT_Z·σ, as the range's thin edges do) that holds a kept bin and spans the most powers of two, then the
+    most rows: a code on 60% of the rows is the fullest bin, not the bulk.  Held bins nearer zero than the bulk (a
+    zero-inflated amount's zeros) stay in its range, laid out as before.  Post-processing of the noisy counts:
+    ``kept``, the held bins the bounds keep (:func:`_held_kept`: a bin beyond FAR_OCTAVES powers of two clears the
+    stricter far threshold)."""
+    zero = (len(noisy) - 1) // 2
+    level = np.abs(np.arange(len(noisy)) - zero)
+    # a level is there when a bin of it is kept or reaches ADJACENT_Z·σ (the thin edges the range joins): a count
+    # column's [1, 1] a little under the threshold between its held zeros and [2, 3] is no gap
+    there = np.zeros(int(level.max()) + 1)
+    for i in set(kept) | set(np.flatnonzero(noisy >= ADJACENT_Z * sigma).tolist()):
+        there[level[i]] += max(float(noisy[i]), 0.0)
+    runs: list[list[int]] = []
+    for lv in np.flatnonzero(there > 0).tolist():
+        if runs and lv == runs[-1][-1] + 1:
+            runs[-1].append(lv)
+        else:
+            runs.append([lv])
+    held = {int(level[i]) for i in kept}
+    runs = [r for r in runs if held.intersection(r)]  # the bulk holds a kept bin; never empty (the fullest is)
+    top = max(runs, key=lambda r: (r[-1] - r[0], float(there[r].sum())))[-1]
+    far = [i for i in kept if level[i] > top]
+    if not far:
+        return
+    near = [i for i in kept if level[i] <= top]  # never empty: the bulk's run holds a kept bin
+    a, b = _thin_join(noisy, sigma, near[0], -1, zero), _thin_join(noisy, sigma, near[-1], 1, zero)
+    far = [i for i in far if not a <= i <= b]
+    if far:
+        report["bulk"] = (float(lower_edges[a]), float(upper_edges[b]))
+        report["far"] = [(float(lower_edges[i]), float(upper_edges[i])) for i in far]
 
 
 def _window_anchor(
@@ -1820,6 +1870,11 @@ def discover_values(df: pd.DataFrame, tasks: list[ValueTask], rho_values: float,
         if t.kind == "datetime" and how.get("bulk") and t.need_lower and t.need_upper:
             unit = functools.partial(unit_index, granularity=t.granularity or "day")
             far = [(a, b) for a, b in how["far"] if lo <= unit(b) and unit(a) <= hi]  # kept by the bounds
+            if far:
+                fields["bulk"] = tuple(float(v) for v in how["bulk"])  # where the bins go (post-processing)
+                fields["far"] = tuple((float(a), float(b)) for a, b in far)
+        elif t.kind == "numeric" and how.get("bulk") and t.need_lower and t.need_upper and core is None:
+            far = [(a, b) for a, b in how["far"] if lo <= b and a <= hi]  # kept by the bounds
             if far:
                 fields["bulk"] = tuple(float(v) for v in how["bulk"])  # where the bins go (post-processing)
                 fields["far"] = tuple((float(a), float(b)) for a, b in far)

@@ -64,6 +64,7 @@ from .discovery import (
     DEFAULT_BINS,
     DEFAULT_SCHEMA_SHARE,
     LARGE_TABLE_ROWS,
+    LOG_SPAN,
     POWER_RANGE,
     REFINE_CLIP_SHARE,
     DiscoveryPlan,
@@ -765,13 +766,22 @@ def _build_attribute(
 
         core = own(core) if core is not None else None
         rims = tuple(own(r) for r in found.get("rims") or ()) if core is not None else ()
-        log_from = found.get("log_from") if from_data and not edges and core is None else None
+        both = prov.get("lower") == found_source and prov.get("upper") == found_source
+        far = found.get("far") if both and not edges and core is None else None
+        rounded = _ceiling_eligible(role.integer, style, prov.get("upper"), upper)
+        # a far, frequent code beyond the numbers (999 beside scores of 0-99): the bins over the bulk, one for each
+        # gap and far bin (discovery; post-processing here)
+        far_base = (
+            _far_number_edges(float(lower), float(upper), found["bulk"], far, nbins, role.integer,
+                              found.get("log_from"), found.get("reached_from"), rounded)
+            if far else None
+        )  # fmt: skip
+        log_from = found.get("log_from") if from_data and not edges and core is None and not far_base else None
         if log_from is not None and prov.get("upper") != found_source:
             log_from = None  # a declared upper bound: the user's range, binned evenly
         # The layout the discovery's findings call for, where no core takes precedence: log-spaced bins, or one bin
         # for a reach down to 0 and the rest over where the rows were located.
-        base = _log_edges(float(lower), float(upper), float(log_from), nbins, role.integer) if log_from else None
-        rounded = _ceiling_eligible(role.integer, style, prov.get("upper"), upper)
+        base = _log_edges(float(lower), float(upper), float(log_from), nbins, role.integer) if log_from else far_base
         reach = found.get("reached_from") if from_data and not edges and core is None and base is None else None
         if reach is not None and prov.get("lower") == found_source:
             base = _reach_edges(float(lower), float(upper), float(reach), nbins, role.integer, rounded)
@@ -822,6 +832,51 @@ def _build_attribute(
         granularity=role.granularity, format=role.format, unparsable=unparsable,
         provenance=tuple(prov.items()), hours=hours, texts=texts, **common,
     )  # fmt: skip
+
+
+def _far_number_edges(
+    lower: float, upper: float, bulk, far, nbins: int, integer: bool, log_from, reach, rounded: bool
+) -> tuple[float, ...] | None:
+    """A numeric attribute's edges where discovery found held bins beyond an empty power of two past the bulk (999
+    written for "no score" on 10% of scores of 0-99, :func:`dpcore.discovery._far_numbers`): the bulk's bins over
+    its part of [lower, upper] -- log-spaced where it spans LOG_SPAN, one bin for a reach down to 0, a round ceiling,
+    else equal (whole numbers: whole) -- with ``nbins`` less one for each gap and far bin (at least half), then one
+    bin for each ``far`` bin (its power-of-two edges) and each gap, and a cut at 0 where the far bins lie across
+    it, so the bulk's unheld thin end near 0 does not decode across the sign.  Ten bins log-spaced over [16, 1023]
+    had left scores of 16-99 four.  A released frequent value (the code itself) then gets its bin as any point.
+    None when the bounds keep no far bin or none of the bulk.  Public: the released bounds and bins."""
+    step = 1.0 if integer else 0.0  # a whole-number bin [a, b] ends at the edge b + 1
+    far = sorted((max(lower, float(a)), min(upper, float(b))) for a, b in far)
+    far = [(a, b) for a, b in far if a <= b]
+    below, above = [f for f in far if f[1] < bulk[0]], [f for f in far if f[0] > bulk[1]]
+    if not far or len(below) + len(above) < len(far):
+        return None
+    b0 = max(lower, float(bulk[0])) if below else lower
+    b1 = min(upper, float(bulk[1])) if above else upper
+    if b0 >= b1:
+        return None
+    gaps = sum(1 for x, y in zip([(b0, b1), *above], above) if y[0] > x[1] + step) + (
+        sum(1 for x, y in zip(below, [*below[1:], (b0, b1)]) if y[0] > x[1] + step)
+    )
+    k = max(nbins // 2, nbins - len(far) - gaps)
+    if log_from is not None and b0 <= float(log_from) < b1 and b1 + step >= LOG_SPAN * float(log_from):
+        body = _log_edges(b0, b1, float(log_from), k, integer)
+    elif reach is not None and b0 < float(reach) < b1:
+        body = _reach_edges(b0, b1, float(reach), k, integer, rounded) or ()
+    elif integer:
+        body = (_ceiling_edges(b0, b1, k) if rounded else None) or _integer_edges(b0, b1, k)
+    else:
+        body = tuple(float(e) for e in np.linspace(b0, b1, k + 1))
+    cuts = set(float(e) for e in body) | {lower, upper}
+    if integer and above and b1 in cuts:  # the bulk's last whole bin, closed at b1, then ends at the edge b1 + 1
+        cuts = (cuts - {b1}) | {b1 + 1.0}
+    for a, b in far:
+        cuts |= {e for e in (a, b + step) if lower <= e <= upper}
+    if below and above == [] and lower < 0.0 < b0:  # codes below zero beside positive numbers: the sign kept apart
+        cuts.add(0.0)
+    if above and below == [] and b1 < 0.0 < upper:
+        cuts.add(0.0)
+    return tuple(sorted(cuts))
 
 
 def _far_date_edges(lower: float, upper: float, bulk, far, nbins: int, gran: str) -> tuple[float, ...]:
