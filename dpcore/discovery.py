@@ -261,6 +261,9 @@ FAR_FALSE_POSITIVE = 1e-5
 FAR_OCTAVES = 3
 #: ... or, for dates, more than this many years from the bulk.
 FAR_YEARS = 10
+#: A run of at most this many powers of two on the other side of zero from a numeric column's bulk, apart from it,
+#: reads as codes (-99, -9 and -8 beside positive numbers: :func:`_far_numbers`), not as the column's own values.
+CODE_LEVELS = 2
 #: A bulk in the bin around zero reads as reaching this far for that rule: the other rows of a zero-inflated amount
 #: (capital gains: 92% zeros, the rest at 2^11-2^13) are not noise far from the bulk.  Beyond 2^13 a bin still needs
 #: the stricter threshold.
@@ -1329,6 +1332,13 @@ def _far_years(noisy: np.ndarray, sigma: float, kept: list[int], lower_edges, up
     report["far"] = [(float(lower_edges[g[0]]), float(upper_edges[g[-1]])) for g in far]
 
 
+def _there(noisy: np.ndarray, sigma: float, kept: list[int]) -> np.ndarray:
+    """The bins a range is read over: the kept ones and those reaching ADJACENT_Z·σ (the thin edges it joins)."""
+    mask = noisy >= ADJACENT_Z * sigma
+    mask[kept] = True
+    return mask
+
+
 def _far_numbers(noisy: np.ndarray, sigma: float, kept: list[int], lower_edges, upper_edges, report: dict) -> None:
     """Where a numeric column's held bins, read by magnitude, leave at least one empty power of two between the
     bulk and bins further from zero -- the numbers, and a code written for "no value" on many rows (999 beside
@@ -1347,8 +1357,9 @@ def _far_numbers(noisy: np.ndarray, sigma: float, kept: list[int], lower_edges, 
     level = np.abs(np.arange(len(noisy)) - zero)
     # a level is there when a bin of it is kept or reaches ADJACENT_Z·σ (the thin edges the range joins): a count
     # column's [1, 1] a little under the threshold between its held zeros and [2, 3] is no gap
+    present = np.flatnonzero(_there(noisy, sigma, kept))
     there = np.zeros(int(level.max()) + 1)
-    for i in set(kept) | set(np.flatnonzero(noisy >= ADJACENT_Z * sigma).tolist()):
+    for i in present:
         there[level[i]] += max(float(noisy[i]), 0.0)
     runs: list[list[int]] = []
     for lv in np.flatnonzero(there > 0).tolist():
@@ -1360,9 +1371,25 @@ def _far_numbers(noisy: np.ndarray, sigma: float, kept: list[int], lower_edges, 
     runs = [r for r in runs if held.intersection(r)]  # the bulk holds a kept bin; never empty (the fullest is)
     top = max(runs, key=lambda r: (r[-1] - r[0], float(there[r].sum())))[-1]
     far = [i for i in kept if level[i] > top]
-    if not far:
-        return
     near = [i for i in kept if level[i] <= top]  # never empty: the bulk's run holds a kept bin
+    # A code on the other side of zero at the numbers' own magnitude (-99 beside scores of 16-127): a run of at most
+    # CODE_LEVELS of that side's levels, starting two or more above the lowest level the bulk's side reaches, is far
+    # too.  Both halves of a column centred on zero reach down alike, and stay one range; so do values spread
+    # over powers of two on the other side (bank balances' overdrafts, -1 to -8,000: their bins were finer as one
+    # range with the balances, 1-way TVD 0.046 against 0.078 as far bins).
+    side = int(np.sign(max(near, key=lambda i: noisy[i]) - zero))
+    if side:
+        reach = min(int(level[i]) for i in present if np.sign(i - zero) != -side)  # the fullest bin's side at least
+        other: list[list[int]] = []
+        for j in sorted((int(i) for i in present if np.sign(i - zero) == -side), key=lambda i: level[i]):
+            if other and level[j] == level[other[-1][-1]] + 1:
+                other[-1].append(j)
+            else:
+                other.append([j])
+        codes = {i for run in other if level[run[0]] >= reach + 2 and len(run) <= CODE_LEVELS for i in run}
+        far, near = sorted(set(far) | (codes & set(near))), [i for i in near if i not in codes]
+    if not far or not near:
+        return
     a, b = _thin_join(noisy, sigma, near[0], -1, zero), _thin_join(noisy, sigma, near[-1], 1, zero)
     far = [i for i in far if not a <= i <= b]
     if far:
