@@ -777,6 +777,10 @@ def _build_attribute(
             if far else None
         )  # fmt: skip
         log_from = found.get("log_from") if from_data and not edges and core is None and not far_base else None
+        # the frequent values released with the bounds, and a far bin's all-nines code (a public rule) where none was
+        frequent = tuple(found.get("points") or ()) + (
+            far_codes(far, float(lower), float(upper), found.get("points") or ()) if far_base else ()
+        )
         if log_from is not None and prov.get("upper") != found_source:
             log_from = None  # a declared upper bound: the user's range, binned evenly
         # The layout the discovery's findings call for, where no core takes precedence: log-spaced bins, or one bin
@@ -795,13 +799,13 @@ def _build_attribute(
                 if core is not None
                 else (base or ceiling or _integer_edges(float(lower), float(upper), nbins))
             )
-            if found.get("points") or zero:  # released frequent values: a bin of their own (post-processing)
-                released = tuple(found.get("points") or ()) + ((0.0,) if zero else ())
+            if frequent or zero:  # released frequent values: a bin of their own (post-processing)
+                released = frequent + ((0.0,) if zero else ())
                 edges = _whole_bins(_isolate_points(edges, released))
                 points = _whole_points(edges, released)
-        elif not edges and (found.get("points") or zero):  # real numbers: the bin decodes to the value itself
+        elif not edges and (frequent or zero):  # real numbers: the bin decodes to the value itself
             edges, points = _real_point_edges(
-                float(lower), float(upper), nbins, found.get("points") or (), zero, core=core, base=base, rims=rims
+                float(lower), float(upper), nbins, frequent, zero, core=core, base=base, rims=rims
             )
         if not edges and core is not None:  # no point inside the bounds: the core's bins alone
             edges = _rim_edges(float(lower), float(upper), core, nbins, role.integer, rims)
@@ -832,6 +836,21 @@ def _build_attribute(
         granularity=role.granularity, format=role.format, unparsable=unparsable,
         provenance=tuple(prov.items()), hours=hours, texts=texts, **common,
     )  # fmt: skip
+
+
+def far_codes(far, lower: float, upper: float, released) -> tuple[float, ...]:
+    """The all-nines numbers (9, 99, 999, ...; -9, -99, ...) inside the ``far`` bins (a column's held power-of-two
+    bins apart from its numbers, :func:`dpcore.discovery._far_numbers`) that hold no ``released`` frequent value:
+    survey and clinic exports write "no value" so, and a point there brings their rows back as written (999, not
+    draws over 512-1023), an analyst's ``replace(999, NA)`` still finding them.  Measured like any bin: where the
+    code is another number its bin is fitted near empty.  Public: a fixed rule on the released bins."""
+    out: list[float] = []
+    for a, b in far or ():
+        a, b = max(lower, float(a)), min(upper, float(b))
+        if any(a <= float(p) <= b for p in released):
+            continue
+        out += [float(c) for k in range(1, 16) for c in (10**k - 1, 1 - 10**k) if a <= c <= b]
+    return tuple(out)
 
 
 def _far_number_edges(
@@ -1239,6 +1258,18 @@ def prepare_table(
     ceilings = {a.name: c for a in attrs if (c := ceiling_of(a)) is not None}
     if ceilings:
         report["ceilings"] = ceilings
+    far_codes_of: dict[str, list[float]] = {}
+    for a in attrs:  # values far from the rest, with bins of their own; a numeric far bin's all-nines code
+        f = found.get(a.name, {})
+        if not (f.get("far") and a.edges and a.lower is not None and a.upper is not None):
+            continue
+        report.setdefault("far_columns", []).append(a.name)
+        if a.kind == "numeric":
+            at = far_codes(f["far"], float(a.lower), float(a.upper), f.get("points") or ())
+            if coded := [p for p in at if p in a.points]:
+                far_codes_of[a.name] = coded
+    if far_codes_of:
+        report["codes"] = far_codes_of
     # A role confirmed "with texts" whose texts did not clear the threshold: the owner is told why they are empty.
     # (Not for a private role: its counts pass the gate on noise alone in 2.3% of columns of numbers only, and a
     # warning about texts a column does not have would mislead.)
@@ -1379,6 +1410,23 @@ def discovery_warnings(report: dict, n: int) -> list[str]:
             + ", ".join(f"{c} at {r:,}" for c, r in list(ceilings.items())[:8])
             + ". Scores, percentages and ages often end there; the values past it are measured in a bin of their "
             "own, which the release leaves nearly empty where the data has none. Declare the bounds for exact ranges."
+        )
+    far = report.get("far_columns") or []
+    if far:
+        coded = report.get("codes") or {}
+        out.append(
+            'Values far from the rest of their column -- often a code for "no value" (999, -99, 1900-01-01) -- got '
+            "bins of their own, and the column's bins go over its other values: "
+            + ", ".join(far[:8])
+            + (
+                ". A code given a bin of its own by a public rule (the all-nines number of such a bin, not read from "
+                "the data), so that its rows come back as written where the code is that number: "
+                + "; ".join(f"{c}: {', '.join(f'{v:g}' for v in vs)}" for c, vs in list(coded.items())[:8])
+                if coded
+                else ""
+            )
+            + ". To have a code read as no value, empty its cells before the release; declared bounds (free) give "
+            "exact ranges."
         )
     coarse = [c for c, b in bounds.items() if b.get("coarse")]
     if coarse:

@@ -7,13 +7,15 @@ go over the bulk with one bin for each gap and far bin.  The grouping of held bi
 
 from __future__ import annotations
 
+import json
+
 import numpy as np
 import pandas as pd
 import pytest
 
 from dpcore.cli import main
 from dpcore.discovery import _far_numbers, _held_kept, bin_threshold, bound_bins
-from dpcore.tabular import _far_number_edges
+from dpcore.tabular import _far_number_edges, far_codes
 
 LOWER, UPPER = bound_bins("numeric", True)
 ZERO = (len(LOWER) - 1) // 2
@@ -99,3 +101,33 @@ def test_a_release_keeps_the_scores_in_their_bins_and_the_code_as_written(tmp_pa
     bins = np.arange(0, 140, 10)
     tvd = 0.5 * np.abs(np.histogram(real, bins)[0] / len(real) - np.histogram(back, bins)[0] / len(back)).sum()
     assert tvd < 0.10
+
+
+def test_a_far_bin_gets_its_all_nines_code_as_a_point_unless_a_released_value_is_there():
+    assert far_codes([(512.0, 1023.0)], 16.0, 1023.0, ()) == (999.0,)
+    assert far_codes([(-127.0, -64.0), (8388608.0, 16777215.0)], -127.0, 1.6e7, ()) == (-99.0, 9999999.0)
+    assert far_codes([(512.0, 1023.0)], 16.0, 1023.0, (777.0,)) == ()  # a released value holds the bin
+    assert far_codes([(128.0, 255.0), (1024.0, 2047.0)], 0.0, 2047.0, ()) == ()  # no all-nines number there
+    assert far_codes([(512.0, 1023.0)], 16.0, 900.0, ()) == ()  # outside the bounds
+
+
+def test_a_code_not_released_as_a_frequent_value_comes_back_as_written(tmp_path, capsys):
+    """Scores of 0-99 with 999 on 10% of 4,000 rows beside three categories, ε = 1, seed 1: the far bin holds no
+    released frequent value there (the roles' noise kept 999 under the points' threshold), so 999 gets a point by
+    the public rule and about 10% of the released scores are 999 (before: drawn over 512-1023).  The user is told
+    the code was added, not read from the data."""
+    rng = np.random.default_rng(0)
+    df = _scores(4_000, seed=0, code=999, share=0.10)[["age", "score"]]
+    for j in range(3):
+        df[f"g{j}"] = rng.choice(list("abc"), len(df))
+    path = tmp_path / "scores.csv"
+    df.to_csv(path, index=False)
+    out, card = tmp_path / "out.csv", tmp_path / "card.json"
+    argv = ["release", "--data", str(path), "--epsilon", "1", "--seed", "1", "--out", str(out), "--card", str(card)]
+    assert main([*argv, "--workspace", str(tmp_path / "ws")]) == 0
+    err = capsys.readouterr().err
+    assert "got bins of their own" in err and "score: 999" in err and "not read from the data" in err
+    details = json.loads(card.read_text())["data"]["schema_discovery"]["details"]
+    assert details["codes"] == {"score": [999.0]} and details["bounds"]["score"]["far"] == [[512.0, 1023.0]]
+    back = pd.to_numeric(pd.read_csv(out)["score"], errors="coerce").dropna()
+    assert abs((back == 999).mean() - 0.10) < 0.04 and back[back != 999].between(0, 127).mean() > 0.97
