@@ -901,9 +901,12 @@ def _far_number_edges(
 def _far_date_edges(lower: float, upper: float, bulk, far, nbins: int, gran: str) -> tuple[float, ...]:
     """A date attribute's edges (days) where discovery found a far group of dates apart from the rest (1900-01-01
     written for "no date" on 12% of the rows, the others 2016-2022): ``nbins`` equal bins over ``bulk`` (first and
-    last day), one bin over each ``far`` group and one over each gap between them, from ``lower`` to ``upper`` (days,
-    as discovery releases them).  Ten equal bins over 1900-2022 put every real date in one twelve-year bin.  Public:
-    the released bounds and years (post-processing)."""
+    last day), each ``far`` group's first and last unit (day, month) a bin of its own and one bin over the rest of
+    it, and one over each gap between them, from ``lower`` to ``upper`` (days, as discovery releases them).  Ten
+    equal bins over 1900-2022 put every real date in one twelve-year bin; one bin over the year 1900 gave its rows
+    back as 1900-08-21 and the like, where a one-day bin gives 1900-01-01 as written (a public rule: the first and
+    last day of a far year are where such codes sit; measured like any bin).  Public: the released bounds and
+    years (post-processing)."""
     from .domain import equal_date_edges, unit_index, unit_start_days
 
     def unit(days: float) -> int:
@@ -914,11 +917,17 @@ def _far_date_edges(lower: float, upper: float, bulk, far, nbins: int, gran: str
     if b0 > b1:  # the bounds hold none of the bulk (not expected: its years are held): equal bins
         return ()
     cuts = {lo, hi + 1}
+    ends = 0
     for a, b in far:
         a, b = max(lo, unit(a)), min(hi, unit(b))
         if a <= b:
             cuts.update((a, b + 1))  # the group's own bin; what lies between it and the bulk is a gap
-    days = set(equal_date_edges(b0, b1, nbins, gran))  # the bulk's equal bins
+            if b - a >= 2:  # its first and last unit alone: "no date" is written 1900-01-01 or 1899-12-31
+                cuts.update((a + 1, b))
+                ends += 2
+    # the bulk gives up the bins the ends take (at least half of them): as many cells as before, so the pairs
+    # that fitted the cap with one bin a far group still do
+    days = set(equal_date_edges(b0, b1, max(nbins // 2, nbins - ends), gran))  # the bulk's equal bins
     days.update(float(d) for d in unit_start_days(np.array(sorted(cuts), dtype=np.int64), gran))
     return tuple(sorted(days))
 

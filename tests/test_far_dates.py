@@ -93,8 +93,11 @@ def test_the_bins_go_over_the_bulk_with_one_for_the_far_group_and_one_for_the_ga
     outside = (day("2030-01-01"), day("2031-12-31"))
     assert _far_date_edges(day("1900-01-01"), day("2022-12-31"), outside, [outside], 10, "day") == ()
     labels = a.labels()
-    assert labels[0] == "[1900-01-01, 1900-12-31]" and labels[1] == "[1901-01-01, 2015-12-31]"
-    assert a.bins == 12 and all(label >= "[2016" for label in labels[2:])  # ten bins over the 2016-2022 bulk
+    # the far year's first and last day alone (where "no date" is written), the rest of it, then the gap
+    assert labels[:4] == ["1900-01-01", "[1900-01-02, 1900-12-30]", "1900-12-31", "[1901-01-01, 2015-12-31]"]
+    # eight bins over the 2016-2022 bulk: it gives the far year's ends the two bins they take, so a pair of this
+    # column has as many cells as with one bin for the far year
+    assert a.bins == 12 and all(label >= "[2016" for label in labels[4:])
 
 
 @pytest.mark.parametrize("seed", [1, 2])
@@ -111,6 +114,7 @@ def test_a_release_keeps_the_far_date_in_its_year_and_the_others_in_their_years(
     assert main([*argv, "--workspace", str(tmp_path / "ws")]) == 0
     dates = pd.to_datetime(pd.read_csv(out)["admit"], format="%Y-%m-%d")
     assert abs((dates.dt.year == 1900).mean() - 0.12) < 0.04
+    assert (dates == "1900-01-01").mean() > 0.8 * (dates.dt.year == 1900).mean()  # as written, not 1900-08-21
     assert ((dates.dt.year > 1900) & (dates.dt.year < 2016)).mean() < 0.03
     real = pd.to_datetime(df["admit"]).dt.year
     inside = dates[dates.dt.year >= 2016].dt.year.value_counts(normalize=True).sort_index()
