@@ -859,9 +859,16 @@ _DECORATED_NUMBER = re.compile(
 _ACCOUNTING = re.compile(r"^\s*+([$€£]?)\s*+\(\s*+([$€£]?\s*+[.,]*+\d[\d.,]*+\s*+[%€$£]?)\s*+\)\s*+$")
 
 
+#: The minus sign of typeset text (U+2212), as word processors, web pages and some spreadsheet locales write it:
+#: read as '-' ("−3.5" is -3.5; it left a column of signed changes identifier-like text).  The release writes '-'.
+_MINUS_SIGN = "\u2212"
+
+
 def _signed(text: pd.Series) -> pd.Series:
-    """Cells with an accounting negative written with a minus sign instead (:data:`_ACCOUNTING`)."""
-    return text.astype(str).str.replace(_ACCOUNTING, r"-\1\2", regex=True)
+    """Cells with an accounting negative (:data:`_ACCOUNTING`) or a typeset minus sign (:data:`_MINUS_SIGN`)
+    written with a minus sign instead."""
+    text = text.astype(str).str.replace(_MINUS_SIGN, "-", regex=False)
+    return text.str.replace(_ACCOUNTING, r"-\1\2", regex=True)
 
 
 #: Python's text for no value (``str(None)``), which scripts write into CSV cells.  :func:`dpcore.data.read_table`
