@@ -127,7 +127,18 @@ DATE_FORMATS = (
     "%m/%d/%Y %I:%M %p",
     "%b %Y",
     "%B %Y",
+    # Two-digit years, as spreadsheets' short date display exports them ("8/10/22", the US default; "10/08/22";
+    # "05-Mar-21" from databases): 00-68 are 2000-2068, 69-99 1969-1999 (strptime's rule).  Not "%d.%m.%y": it
+    # reads version numbers ("3.10.4") as dates.
+    "%m/%d/%y",
+    "%d/%m/%y",
+    "%m/%d/%y %H:%M",
+    "%d-%b-%y",
 )
+#: How many formats the list held before the two-digit years: a demo's fixed seed draws the format choice's noise
+#: for those from the run's stream and for the later ones from a stream of their own (ADDED_FORMATS_STREAM), so
+#: fixed-seed releases of tables without such dates stay as they were (:meth:`Randomness.exponential_mechanism`).
+FORMATS_BEFORE_TWO_DIGIT_YEARS = DATE_FORMATS.index("%m/%d/%y")
 #: The compact form: its cells are whole numbers too, so the rule reads it before reading them as numbers.
 COMPACT_DATE = "%Y%m%d"
 #: The seven statistics per column, in the order of the noisy vector.
@@ -140,6 +151,8 @@ DATE_FORMAT_SHARE = 0.25
 STYLE_STREAM = 1
 #: The missing-value text's draw (:func:`missing_text_choice`) comes from the stream derived with this tag.
 MISSING_TEXT_STREAM = 2
+#: A demo's draws for the date formats added after the first FORMATS_BEFORE_TWO_DIGIT_YEARS come from this stream.
+ADDED_FORMATS_STREAM = 3
 
 # ---- the rule's public thresholds
 #: Below this fraction of non-missing cells a column is "empty".
@@ -240,10 +253,11 @@ _ENTITY_TOKENS = {
 _DATE_LIKE = re.compile(
     r"^\d{8}$|^\d{1,4}[-/.]\d{1,2}[-/.]\d{1,4}"
     r"(?:[ T]\d{1,2}:\d{2}(?::\d{2}(?:\.\d{1,9})?)?(?: ?[AaPp][Mm])?(?:Z|[+-]\d{2}:?\d{2})?)?$|^\d{4}-\d{1,2}$"
-    r"|^\d{1,2}[- ][A-Za-z]{3,9}[- ]\d{4}$|^[A-Za-z]{3,9}[- ]\d{1,2},?[- ]\d{4}$|^[A-Za-z]{3,9} \d{4}$"
+    r"|^\d{1,2}[- ][A-Za-z]{3,9}[- ](?:\d{2}){1,2}$|^[A-Za-z]{3,9}[- ]\d{1,2},?[- ]\d{4}$|^[A-Za-z]{3,9} \d{4}$"
 )
 _FORMAT_PIECES = {
     "%Y": r"\d{4}",
+    "%y": r"\d{2}",
     "%m": r"\d{1,2}",
     "%d": r"\d{1,2}",
     "%H": r"\d{1,2}",
@@ -1028,6 +1042,7 @@ def private_roles(df: pd.DataFrame, rho: float, noise, columns=None) -> PrivateR
     n = len(df)
     stats, styles = [], []
     style_noise = noise.derived(STYLE_STREAM)  # its own stream: the other draws are a run's without styles
+    added_formats = (FORMATS_BEFORE_TWO_DIGIT_YEARS, noise.derived(ADDED_FORMATS_STREAM))
     head = np.zeros(len(NUMBER_STYLES))
     head[0] = style_head_start(eps_format)
     for name in names:
@@ -1037,7 +1052,7 @@ def private_roles(df: pd.DataFrame, rho: float, noise, columns=None) -> PrivateR
         styles.append(style)
         counts, fmts = column_counts(df[name], found, style)  # read as the released style writes (a decimal comma)
         scores = np.array([fmts[f] for f in DATE_FORMATS], dtype=float)
-        fmt = DATE_FORMATS[noise.exponential_mechanism(scores, eps_format, 1.0)]
+        fmt = DATE_FORMATS[noise.exponential_mechanism(scores, eps_format, 1.0, added=added_formats)]
         counts["date"] = fmts[fmt]
         stats.append(ColumnStats(str(name), n, date_format=fmt, **counts))
     true = np.concatenate([s.vector() for s in stats])

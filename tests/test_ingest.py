@@ -638,6 +638,32 @@ def test_a_sparse_text_column_is_not_typed_a_number_on_noise():
     assert decide_role(exact).role == "numeric"
 
 
+def test_two_digit_years_are_dates_released_in_their_shape(tmp_path):
+    """Spreadsheets' short dates as exported ("8/10/22", the US default, not zero-padded; "10/08/22"; "05-Mar-21"
+    from databases) were categories with one value a day, nearly all '(other)' in a release; they are dates, and
+    come back written with two-digit years.  Version numbers ("3.10.4") are not read as dates."""
+    from .tables import seeded_release
+
+    rng = np.random.default_rng(5)
+    n = 2000
+    stamps = pd.Timestamp("2021-01-01") + pd.to_timedelta(rng.integers(0, 700, n), unit="D")
+    df = pd.DataFrame({
+        "us": [f"{t.month}/{t.day}/{t:%y}" for t in stamps],
+        "eu": stamps.strftime("%d/%m/%y"),
+        "db": stamps.strftime("%d-%b-%y"),
+        "version": [f"{a}.{b}.{c}" for a, b, c in rng.integers(1, 12, (n, 3))],
+        "kind": rng.choice(["a", "b"], n),
+    })  # fmt: skip
+    roles = {r.name: r for r in propose_roles(df)}
+    assert {c: roles[c].format for c in ("us", "eu", "db")} == {"us": "%m/%d/%y", "eu": "%d/%m/%y", "db": "%d-%b-%y"}
+    assert roles["version"].role != "datetime"
+    card, rows = seeded_release(df[["us", "eu", "db", "kind"]], tmp_path, epsilon=1.0, seed=0)
+    assert {a["name"]: a["kind"] for a in card["data"]["schema"]} == {
+        "us": "datetime", "eu": "datetime", "db": "datetime", "kind": "categorical"}  # fmt: skip
+    assert rows["us"].str.fullmatch(r"\d\d/\d\d/2[12]").all()
+    assert rows["db"].str.fullmatch(r"\d\d-[A-Z][a-z]{2}-2[12]").all()
+
+
 def test_timestamps_with_fractions_am_pm_times_and_named_months_are_dates_released_in_their_shape(tmp_path):
     """JavaScript's and databases' timestamps ("2024-09-01T20:07:15.730Z", "2024-01-05 12:30:45.123456"), US
     times with AM/PM ("09/01/2024 08:07 PM") and a month named before its year ("Sep 2024") were left out as free

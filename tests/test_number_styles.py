@@ -171,10 +171,10 @@ def test_the_roles_draws_add_up_to_their_rho(monkeypatch):
     seen: list[float] = []
     original = Randomness.exponential_mechanism
 
-    def counted(self, scores, epsilon, sensitivity):
+    def counted(self, scores, epsilon, sensitivity, **kwargs):
         assert sensitivity == 1.0
         seen.append(epsilon**2 / 8.0)
-        return original(self, scores, epsilon, sensitivity)
+        return original(self, scores, epsilon, sensitivity, **kwargs)
 
     monkeypatch.setattr(Randomness, "exponential_mechanism", counted)
     df = pd.DataFrame(

@@ -116,6 +116,23 @@ def test_exponential_mechanism_distribution(seed):
     assert stats.chisquare(observed, p * n).pvalue > (SEEDED_P if seed is not None else CRYPTO_P)
 
 
+def test_candidates_added_later_keep_a_demos_other_draws_and_the_distribution():
+    """Date formats added to the end of a fixed list: a demo's seed draws their Gumbel noise from a derived stream,
+    so the run's stream advances as before they were added; the choice keeps the exponential mechanism's law."""
+    old, new = np.array([0.0, 1.0, 2.0]), np.array([0.0, 1.0, 2.0, 1.5, 0.5])
+    a, b = Randomness(7), Randomness(7)
+    a.exponential_mechanism(old, 2.0, 1.0)
+    b.exponential_mechanism(new, 2.0, 1.0, added=(3, b.derived(3)))
+    assert a.uniform(size=5).tolist() == b.uniform(size=5).tolist()  # the stream after the choice is the same
+    rnd, extra = Randomness(11), Randomness(11).derived(3)
+    n = 20_000
+    picks = np.array([rnd.exponential_mechanism(new, 2.0, 1.0, added=(3, extra)) for _ in range(n)])
+    p = np.exp(2.0 * new / 2.0)
+    p /= p.sum()
+    assert stats.chisquare(np.bincount(picks, minlength=5), p * n).pvalue > SEEDED_P
+    assert Randomness().exponential_mechanism(new, 2.0, 1.0, added=(3, Randomness().derived(3))) in range(5)
+
+
 def test_exponential_mechanism_privacy_map_is_bounded_range():
     """OpenDP's Gumbel noisy max at scale 2Δ/ε is ε²/8-zCDP, the figure our accountants use."""
     import opendp.prelude as dp

@@ -101,6 +101,12 @@ class Randomness:
     def guarantee(self) -> str:
         return GUARANTEE_NONE if self.seeded else GUARANTEE_DP
 
+    def _demo_gumbel(self, size: int) -> np.ndarray:
+        """Standard Gumbel draws of a demo's fixed seed (:meth:`exponential_mechanism`'s added candidates)."""
+        if self._gen is None:
+            raise BudgetError("Added candidates draw from a fixed seed's stream only in a demo.")
+        return self._gen.gumbel(size=size)
+
     def derived(self, tag: int) -> Randomness:
         """A second source for one kind of draw (``tag``): seeded from the seed and the tag in a demo, so adding
         those draws leaves every other draw of the run as it was; cryptographic otherwise, like this one."""
@@ -285,10 +291,17 @@ class Randomness:
         return v / np.linalg.norm(v)
 
     # ------------------------------------------------------------------ selection
-    def exponential_mechanism(self, scores: np.ndarray, epsilon: float, sensitivity: float) -> int:
+    def exponential_mechanism(
+        self, scores: np.ndarray, epsilon: float, sensitivity: float, *, added: tuple[int, Randomness] | None = None
+    ) -> int:
         """Index r with P(r) ∝ exp(ε·score_r / (2Δ)): the exponential mechanism, ε-DP and
         ε²/8-zCDP (bounded range).  Report-noisy-max with Gumbel noise of scale 2Δ/ε is exactly
-        this distribution; cryptographic mode uses OpenDP's ``make_noisy_max``."""
+        this distribution; cryptographic mode uses OpenDP's ``make_noisy_max``.
+
+        ``added``: (k, source) where the candidates from index k on were added to a fixed list later (date
+        formats): a demo's fixed seed draws their Gumbel noise from ``source`` (a :meth:`derived` stream) and the
+        first k from this one, as before they were added -- every candidate's noise still independent, so the
+        same distribution, and the other draws of the run as they were."""
         scores = np.asarray(scores, dtype=np.float64).ravel()
         if scores.size == 0:
             raise ValueError("exponential_mechanism: no candidates")
@@ -298,7 +311,11 @@ class Randomness:
             raise BudgetError("The exponential mechanism needs ε > 0 and a positive sensitivity.")
         scale = 2.0 * float(sensitivity) / float(epsilon)
         if self._gen is not None:
-            return int(np.argmax(scores / scale + self._gen.gumbel(size=scores.shape)))
+            k = scores.size if added is None else min(int(added[0]), scores.size)
+            gumbel = self._gen.gumbel(size=k)
+            if added is not None and k < scores.size:
+                gumbel = np.concatenate([gumbel, added[1]._demo_gumbel(scores.size - k)])
+            return int(np.argmax(scores / scale + gumbel))
         if scores.size == 1:
             return 0
         dp = _opendp()
