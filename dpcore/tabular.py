@@ -878,13 +878,14 @@ def _far_number_edges(
         sum(1 for x, y in zip(below, [*below[1:], (b0, b1)]) if y[0] > x[1] + step)
     )
     k = max(nbins // 2, nbins - len(far) - gaps)
+    body: tuple[float, ...] | None = None
     if log_from is not None and b0 <= float(log_from) < b1 and b1 + step >= LOG_SPAN * float(log_from):
         body = _log_edges(b0, b1, float(log_from), k, integer)
     elif reach is not None and b0 < float(reach) < b1:
-        body = _reach_edges(b0, b1, float(reach), k, integer, rounded) or ()
-    elif integer:
+        body = _reach_edges(b0, b1, float(reach), k, integer, rounded)  # None with too few bins: as below
+    if not body and integer:
         body = (_ceiling_edges(b0, b1, k) if rounded else None) or _integer_edges(b0, b1, k)
-    else:
+    elif not body:
         body = tuple(float(e) for e in np.linspace(b0, b1, k + 1))
     cuts = set(float(e) for e in body) | {lower, upper}
     if integer and above and b1 in cuts:  # the bulk's last whole bin, closed at b1, then ends at the edge b1 + 1
@@ -900,9 +901,10 @@ def _far_number_edges(
 
 def _far_date_edges(lower: float, upper: float, bulk, far, nbins: int, gran: str) -> tuple[float, ...]:
     """A date attribute's edges (days) where discovery found a far group of dates apart from the rest (1900-01-01
-    written for "no date" on 12% of the rows, the others 2016-2022): ``nbins`` equal bins over ``bulk`` (first and
-    last day), each ``far`` group's first and last unit (day, month) a bin of its own and one bin over the rest of
-    it, and one over each gap between them, from ``lower`` to ``upper`` (days, as discovery releases them).  Ten
+    written for "no date" on 12% of the rows, the others 2016-2022): equal bins over ``bulk`` (first and last day),
+    ``nbins`` less the two each far group's ends take (at least half: a pair of this column keeps its cell count),
+    each ``far`` group's first and last unit (day, month) a bin of its own and one bin over the rest of it, and one
+    over each gap between them, from ``lower`` to ``upper`` (days, as discovery releases them).  Ten
     equal bins over 1900-2022 put every real date in one twelve-year bin; one bin over the year 1900 gave its rows
     back as 1900-08-21 and the like, where a one-day bin gives 1900-01-01 as written (a public rule: the first and
     last day of a far year are where such codes sit; measured like any bin).  Public: the released bounds and

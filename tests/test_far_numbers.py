@@ -71,6 +71,8 @@ def test_the_bins_go_over_the_bulk_with_one_for_each_gap_and_far_bin():
     wide = _far_number_edges(64.0, 1.6e7, (64.0, 262143.0), [(8388608.0, 1.6e7)], 10, True, 64.0, None, False)
     assert wide is not None and wide[1] / wide[0] > 1.5  # a bulk over 2^12 is still binned in log
     assert _far_number_edges(16.0, 127.0, (16.0, 127.0), [(512.0, 1023.0)], 10, True, None, None, False) is None
+    few = _far_number_edges(0.0, 1023.0, (0.0, 127.0), [(512.0, 1023.0)], 2, True, None, 16.0, False)
+    assert few is not None and 128.0 in few  # too few bins for a reach: the bulk still ends where the gap begins
 
 
 def _scores(n: int, seed: int, code: int, share: float) -> pd.DataFrame:
