@@ -864,11 +864,35 @@ _ACCOUNTING = re.compile(r"^\s*+([$€£]?)\s*+\(\s*+([$€£]?\s*+[.,]*+\d[\d.,
 _MINUS_SIGN = "\u2212"
 
 
-def _signed(text: pd.Series) -> pd.Series:
-    """Cells with an accounting negative (:data:`_ACCOUNTING`) or a typeset minus sign (:data:`_MINUS_SIGN`)
-    written with a minus sign instead."""
+#: A currency written as its ISO code before or after the amount ("USD 1,234", "1 234,50 EUR", "CHF 1'234.50"), as
+#: finance and accounting exports write it: read as the amount (written back as the number, in the column's style).
+_CURRENCY_CODES = "USD|EUR|GBP|CHF|JPY|CAD|AUD|NZD|SEK|NOK|DKK|PLN|CZK|INR|CNY|BRL|MXN|ZAR"
+_CODE_BEFORE = re.compile(rf"^\s*+([+-]?)\s*+(?:{_CURRENCY_CODES})\s*+(?=[\d(.,+-])")
+_CODE_AFTER = re.compile(rf"(?<=[\d)%])\s*+(?:{_CURRENCY_CODES})\s*+$")
+#: Thousands grouped with an apostrophe, as Switzerland writes them ("1'234.50", "1’234.50"): read without it.
+_APOSTROPHE_GROUPS = re.compile(r"(?<=\d)['\u2019](?=\d{3}(?:\D|$))")
+
+
+def _plain_text(text: pd.Series) -> pd.Series:
+    """Cells with an ISO currency code (:data:`_CURRENCY_CODES`) and apostrophes between thousands
+    (:data:`_APOSTROPHE_GROUPS`) taken out, and a typeset minus sign (:data:`_MINUS_SIGN`) written '-'."""
     text = text.astype(str).str.replace(_MINUS_SIGN, "-", regex=False)
-    return text.str.replace(_ACCOUNTING, r"-\1\2", regex=True)
+    if not text.str.contains(r"[A-Z]{3}|['\u2019]", regex=True).any():
+        return text
+    text = text.str.replace(_CODE_BEFORE, r"\1", regex=True).str.replace(_CODE_AFTER, "", regex=True)
+    return text.str.replace(_APOSTROPHE_GROUPS, "", regex=True)
+
+
+def _plain_cell(cell: str) -> str:
+    """:func:`_plain_text` of one cell (the style votes read distinct cells one at a time)."""
+    cell = _CODE_AFTER.sub("", _CODE_BEFORE.sub(r"\1", cell.replace(_MINUS_SIGN, "-")))
+    return _APOSTROPHE_GROUPS.sub("", cell)
+
+
+def _signed(text: pd.Series) -> pd.Series:
+    """Cells with an accounting negative (:data:`_ACCOUNTING`) written with a minus sign instead, as
+    :func:`_plain_text` reads them."""
+    return _plain_text(text).str.replace(_ACCOUNTING, r"-\1\2", regex=True)
 
 
 #: Python's text for no value (``str(None)``), which scripts write into CSV cells.  :func:`dpcore.data.read_table`
@@ -1111,6 +1135,8 @@ def _style_votes(texts, counts) -> tuple[np.ndarray, int]:
                 voters += count
             continue
         cell = str(text)
+        if cell[:1].isalpha() or cell[-1:].isalpha() or "'" in cell or "\u2019" in cell or _MINUS_SIGN in cell:
+            cell = _plain_cell(cell)  # a currency code, Swiss groups, a typeset minus
         if "(" in cell:
             cell = _ACCOUNTING.sub(r"-\1\2", cell)
         m = _DECORATED_NUMBER.match(cell)

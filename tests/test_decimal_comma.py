@@ -181,3 +181,23 @@ def test_a_typeset_minus_sign_reads_as_a_minus():
     changes = [("\u2212" if x < 0 else "") + f"{abs(x):.1f}" for x in rng.normal(0, 300, 3_000)]
     (role,) = propose_roles(pd.DataFrame({"change": changes}))
     assert role.role == "numeric" and not role.integer, role
+
+
+def test_swiss_groups_and_currency_codes_read_as_numbers():
+    """Thousands grouped with an apostrophe ("1'234.50", "1’234", as Switzerland writes them) and an ISO currency
+    code before or after the amount ("USD 8,442", "1 234,50 EUR", "CHF 1'234.50") were free text or identifier-like,
+    and left out; they are numbers.  A height in feet and inches ("5'11") or a name with digits is not."""
+    cells = pd.Series(["CHF 1'234.50", "USD 8,442", "1 234,50 EUR", "1\u2019234", "-USD 12", "EUR (7,5)", "5'11",
+                       "O'Brien 123", "USD", "12 USDX"])  # fmt: skip
+    got = parse_numbers(cells).to_numpy()
+    np.testing.assert_array_equal(got[:6], [1234.5, 8442.0, 1234.5, 1234.0, -12.0, -7.5])
+    assert np.isnan(got[6:]).all()
+    votes = _votes(list(cells))
+    assert votes[","] >= 1 and votes[".2"] >= 1  # "USD 8,442" votes grouped, "CHF 1'234.50" two decimals
+    from dpcore.ingest import propose_roles
+
+    rng = np.random.default_rng(0)
+    amounts = rng.lognormal(7, 1, 2_000)
+    df = pd.DataFrame({"swiss": [f"{x:,.2f}".replace(",", "'") for x in amounts],
+                       "usd": [f"USD {x:,.0f}" for x in amounts]})  # fmt: skip
+    assert [r.role for r in propose_roles(df)] == ["numeric", "numeric"]
