@@ -874,8 +874,8 @@ _APOSTROPHE_GROUPS = re.compile(r"(?<=\d)['\u2019](?=\d{3}(?:\D|$))")
 
 
 #: What a cell must look like for :func:`_plain_text` to rewrite it: a code, signs, digits and number marks only.
-_PLAIN_CANDIDATE = re.compile(
-    rf"\s*[+\-\u2212]?\s*(?:(?:{_CURRENCY_CODES})\s*)?[\d\s.,'\u2019()%$€£+\-\u2212]+(?:\s*(?:{_CURRENCY_CODES}))?\s*"
+_PLAIN_CANDIDATE = re.compile(  # possessive throughout: a hostile cell of 100,000 spaces is read in linear time
+    rf"\s*+[+\-\u2212]?\s*+(?:(?:{_CURRENCY_CODES})\s*+)?[\d\s.,'\u2019()%$€£+\-\u2212]++(?:(?:{_CURRENCY_CODES})\s*+)?"
 )
 
 
