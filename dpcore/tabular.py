@@ -1274,6 +1274,8 @@ def prepare_table(
         f = found.get(a.name, {})
         if not (f.get("far") and a.edges and a.lower is not None and a.upper is not None):
             continue
+        if not all(max(float(lo), float(a.lower)) in a.edges for lo, _ in f["far"]):
+            continue  # found, but the layout did not use it (a core took precedence): nothing to say
         report.setdefault("far_columns", []).append(a.name)
         if a.kind == "numeric":
             at = far_codes(f["far"], float(a.lower), float(a.upper), f.get("points") or ())
