@@ -134,6 +134,17 @@ def test_the_outcome_system_names_the_target_and_runs_only_where_there_is_one(ti
     ]
 
 
+def test_seeds_split_a_long_run_and_bad_seeds_are_refused_with_a_message():
+    from argparse import Namespace
+
+    assert realdata._seeds(Namespace(runs=3, seeds=None)) == 3
+    assert realdata._seeds(Namespace(runs=3, seeds="2, 1,2")) == [1, 2]
+    assert [j[3] for j in realdata.bench_jobs(["t"], ["aim"], [3.0], [1, 2])] == [1, 2]
+    for bad in ("one", "-1", ","):
+        with pytest.raises(realdata.DPCoreError, match="--seeds"):
+            realdata._seeds(Namespace(runs=3, seeds=bad))
+
+
 def test_the_undeclared_system_runs_the_users_command_without_a_schema_and_records_a_refusal(tiny, tmp_path):
     """``undeclared`` is the default with nothing declared: no ``--schema``.  On 240 rows at ε = 0.1 the plan
     refuses before any spend, and the record says so (a refusal, not a failure)."""

@@ -739,6 +739,12 @@ def _add(b) -> None:
     b.add_argument("--systems", default=",".join(SYSTEMS), help=f"comma-separated, from {', '.join(SYSTEMS)}")
     b.add_argument("--epsilons", default="0.3,1,3")
     b.add_argument("--runs", type=int, default=3, help="seeds 0..runs-1; medians are reported")
+    b.add_argument(
+        "--seeds",
+        default=None,
+        help="comma-separated seeds to run instead of 0..runs-1 (splits a long run over machines or sessions; "
+        "the cache joins them)",
+    )
     b.add_argument("--jobs", type=int, default=1, help="runs at once, each in its own process (default 1)")
     b.add_argument("--data", default=None, help="also run on this table (CSV/Parquet) ...")
     b.add_argument(
@@ -783,13 +789,26 @@ def _tables(args) -> list[tuple[str, Path, Path, str | None]]:
     return out
 
 
-def bench_jobs(tables: list, systems: list[str], epsilons: list[float], runs: int) -> list[tuple]:
-    """``(table, system, ε, seed)`` of every run; the ``outcome`` system names the table's target, so tables
-    without one (no ML figures) do not run it."""
+def _seeds(args) -> int | list[int]:
+    if getattr(args, "seeds", None) is None:
+        return int(args.runs)
+    try:
+        seeds = sorted({int(x) for x in str(args.seeds).split(",") if x.strip()})
+    except ValueError:
+        raise DPCoreError(f"--seeds takes whole numbers separated by commas (e.g. 1,2), not {args.seeds!r}.") from None
+    if not seeds or seeds[0] < 0:
+        raise DPCoreError(f"--seeds takes one or more seeds of 0 or more, not {args.seeds!r}.")
+    return seeds
+
+
+def bench_jobs(tables: list, systems: list[str], epsilons: list[float], runs: int | list[int]) -> list[tuple]:
+    """``(table, system, ε, seed)`` of every run (seeds ``0..runs-1``, or the list given); the ``outcome`` system
+    names the table's target, so tables without one (no ML figures) do not run it."""
+    seeds = range(runs) if isinstance(runs, int) else runs
     return [
         (t, s, e, seed)
         for t in tables
-        for seed in range(runs)
+        for seed in seeds
         for e in epsilons
         for s in systems
         if s != "outcome" or t.target is not None
@@ -822,7 +841,7 @@ def bench_realdata(args) -> dict:
     lock = threading.Lock()
     load_start = os.getloadavg()
     t_start = time.time()
-    jobs = bench_jobs(tables, systems, epsilons, args.runs)
+    jobs = bench_jobs(tables, systems, epsilons, _seeds(args))
     reused = 0
     todo = []
     records: list[dict] = []
@@ -920,6 +939,7 @@ def bench_realdata(args) -> dict:
         "systems": systems,
         "epsilons": epsilons,
         "runs": args.runs,
+        "seeds": list(range(args.runs)) if isinstance(_seeds(args), int) else _seeds(args),
         "split": f"seed {SPLIT_SEED}, {1 - HOLDOUT_SHARE:.0%} train / {HOLDOUT_SHARE:.0%} holdout",
         "code": code,
         "cache": str(cache),
