@@ -15,6 +15,12 @@ What it measures (:func:`evaluate`):
 * ``out_of_range`` -- per column, the share of synthetic rows holding a value the real column could not: outside
   the real column's [min, max] for a number or date (the quantile bins fold such rows into the end bins, so the
   TVDs do not see a 1-10 rating's 14s or a visit year of 1234), a value it never holds for a category.
+* ``summaries`` -- per number or date column (one compared on bins), the real and synthetic mean, standard
+  deviation, median and 1st / 10th / 90th / 99th percentiles; the means' difference in real standard deviations
+  (``mean_diff_sd``), the medians' in real interquartile ranges, the ratio of the standard deviations, and the share
+  of real rows beyond what the release holds (below its least or above its greatest value: a clipped tail, which
+  the bins' TVD folds into the end bins).  The TVDs compare shares of bins; a heavy tail clipped or values pulled to
+  a bin's middle move a mean without moving a bin.
 * ``association_diff`` -- |assoc(real) - assoc(synthetic)| per pair: Cramér's V for pairs of
   categorical columns (and, on the bins, for mixed pairs), Spearman's rank correlation for pairs of
   numeric columns.  Plain V is biased upward in a finite table, the more so the more categories a column
@@ -577,8 +583,10 @@ def evaluate(
         if missing:
             notes.append(f"columns not in the schema, binned from the real data instead: {missing[:10]}")
     codings = [build_coding(real[c], synthetic[c], attrs.get(c)) for c in cols]
-    codes_r, _, extents = _encode_all(codings, real, lambda j, v: _extent(v))
-    codes_s, unread_s, outside = _encode_all(codings, synthetic, lambda j, v: _outside(v, extents[j]))
+    codes_r, _, real_read = _encode_all(codings, real, lambda j, v: (_extent(v), _summary(v)))
+    extents = [None if r is None else r[0] for r in real_read]
+    codes_s, unread_s, syn_read = _encode_all(codings, synthetic, lambda j, v: (_outside(v, extents[j]), _summary(v)))
+    outside = [None if r is None else r[0] for r in syn_read]
     unreadable = {c: u for c, u in zip(cols, unread_s) if u}
     if unreadable:
         notes.append(f"synthetic cells that could not be read as numbers/dates (counted as missing): {unreadable}")
@@ -610,6 +618,9 @@ def evaluate(
         },
     }
     report["out_of_range"] = _out_of_range(codings, codes_s, outside)
+    report["summaries"] = _summaries(
+        codings, [None if r is None else r[1] for r in real_read], [None if r is None else r[1] for r in syn_read]
+    )
     report["two_way_tvd"], report["association_diff"] = _pairs(
         cols, codings, codes_r, codes_s, sizes, p1_r, p1_s, real, synthetic, rng, top, pair_work_budget, seed
     )
@@ -643,6 +654,94 @@ def _outside(vals: np.ndarray, extent: tuple[float, float] | None) -> float:
     if extent is None or not len(vals):
         return 0.0
     return float(np.mean((vals < extent[0]) | (vals > extent[1])))  # NaN compares False
+
+
+#: The quantiles a column's summary lists (and keeps on a grid of SUMMARY_GRID + 1 points to read the share of
+#: real rows beyond the release's range, to within 1 / SUMMARY_GRID of the rows).
+SUMMARY_QUANTILES = {"p01": 0.01, "p10": 0.10, "p25": 0.25, "median": 0.50, "p75": 0.75, "p90": 0.90, "p99": 0.99}
+SUMMARY_GRID = 2000
+
+
+def _summary(vals: np.ndarray) -> dict | None:
+    """Mean, standard deviation, extremes and quantiles of a column's values as read (missing cells left out),
+    with the quantile grid :func:`_summaries` reads shares of rows from; None when it holds no number."""
+    x = vals[np.isfinite(vals)]
+    if not x.size:
+        return None
+    grid = np.quantile(x, np.linspace(0.0, 1.0, SUMMARY_GRID + 1), method="inverted_cdf")  # values of the column
+    out = {"n": int(x.size), "mean": float(x.mean()), "sd": float(x.std()), "min": float(grid[0])}
+    out.update({k: float(np.quantile(x, q)) for k, q in SUMMARY_QUANTILES.items()})
+    out["max"] = float(grid[-1])
+    out["grid"] = grid
+    return out
+
+
+def _share_beyond(grid: np.ndarray, lo: float, hi: float) -> float:
+    """The share of a column's rows below ``lo`` or above ``hi``, read off its quantile grid (point k the least value
+    with at least k / G of the rows at or below it: exact where the share is a multiple of 1 / G, within it else)."""
+    g = grid.size - 1
+    below = (np.searchsorted(grid, lo, side="left") - 1) / g if lo > grid[0] else 0.0
+    above = 1.0 - (np.searchsorted(grid, hi, side="right") - 1) / g if hi < grid[-1] else 0.0
+    return float(min(1.0, max(0.0, below) + max(0.0, above)))
+
+
+def _summaries(codings, real: list, synthetic: list) -> dict:
+    """Real against synthetic summaries of every number or date column (``summaries`` in the module docstring),
+    worst mean first; dates' values are nanoseconds since the epoch, their differences in days."""
+    rows = []
+    for c, r, s in zip(codings, real, synthetic):
+        if c.kind != "numeric" or r is None:
+            continue
+        row: dict = {"column": c.name, "kind": "date" if c.is_date else "number"}
+        row["real"] = {k: v for k, v in r.items() if k != "grid"}
+        row["synthetic"] = None if s is None else {k: v for k, v in s.items() if k != "grid"}
+        iqr = r["p75"] - r["p25"]
+        row["mean_diff_sd"] = abs(s["mean"] - r["mean"]) / r["sd"] if s is not None and r["sd"] > 0 else None
+        row["median_diff_iqr"] = abs(s["median"] - r["median"]) / iqr if s is not None and iqr > 0 else None
+        row["sd_ratio"] = s["sd"] / r["sd"] if s is not None and r["sd"] > 0 else None
+        row["real_beyond_synthetic"] = _share_beyond(r["grid"], s["min"], s["max"]) if s is not None else 1.0
+        rows.append(row)
+    diffs = [r["mean_diff_sd"] for r in rows if r["mean_diff_sd"] is not None]
+    rows.sort(key=lambda r: -1.0 if r["mean_diff_sd"] is None else r["mean_diff_sd"], reverse=True)
+    return {
+        "mean_diff_sd": {"mean": float(np.mean(diffs)), "max": float(np.max(diffs))} if diffs else None,
+        "real_beyond_synthetic_max": max((r["real_beyond_synthetic"] for r in rows), default=None),
+        "columns": rows,
+        "dates_in": "nanoseconds since 1970-01-01",
+    }
+
+
+def _shown(value: float | None, kind: str) -> str:
+    if value is None or not np.isfinite(value):
+        return "—"
+    if kind == "date":
+        t = pd.Timestamp(int(round(value)))
+        return t.strftime("%Y-%m-%d") if t == t.normalize() else t.strftime("%Y-%m-%d %H:%M")
+    return f"{value:.4g}"
+
+
+def summary_table(report: dict) -> list[dict]:
+    """The report's ``summaries`` as rows of display strings, worst mean first: one per number or date column,
+    each statistic as ``real → synthetic`` (empty for a report computed before the figure existed)."""
+    out = []
+    for row in (report.get("summaries") or {}).get("columns", []):
+        kind, r, s = row["kind"], row["real"], row["synthetic"] or {}
+
+        def pair(key: str, kind=kind, r=r, s=s) -> str:
+            return f"{_shown(r.get(key), kind)} → {_shown(s.get(key), kind)}"
+
+        out.append(
+            {
+                "column": row["column"],
+                "mean": pair("mean"),
+                "mean off by (real SDs)": "—" if row["mean_diff_sd"] is None else f"{row['mean_diff_sd']:.2f}",
+                "median": pair("median"),
+                "1st / 99th percentile": f"{pair('p01')}; {pair('p99')}",
+                "SD ratio": "—" if row["sd_ratio"] is None else f"{row['sd_ratio']:.2f}",
+                "real rows beyond the release": f"{row['real_beyond_synthetic']:.1%}",
+            }
+        )
+    return out
 
 
 def _out_of_range(codings, codes_s: np.ndarray, outside: list) -> dict:

@@ -370,6 +370,17 @@ if card.get("output", {}).get("rows"):
             + (f" Worst column: {md_escape(worst['column'], 80)}." if worst else "")
             + ("" if outside else " This report was computed before the figure existed: compute it again."),
         )
+        summary = results.summary_frame(report)
+        if summary is not None:
+            st.markdown("**Numbers and dates: real → released**")
+            st.caption(
+                "The TVDs compare shares of bins; a clipped tail, or values pulled to the middle of their bin, move a "
+                "mean without moving a bin. *Mean off by*: the difference of the means in standard deviations of the "
+                "real column (0.1 is small). *SD ratio*: the released spread over the real one. *Real rows beyond the "
+                "release*: the share of real rows below the least or above the greatest released value (a clipped "
+                "tail). Columns compared as categories are not listed."
+            )
+            st.dataframe(summary, hide_index=True)
         if real is not None and synthetic is not None:
             cols_ = [c["name"] for c in report["columns"]]
             st.altair_chart(

@@ -179,6 +179,8 @@ def test_fem_rows_preview_and_the_uncharged_yardstick(at):
     assert 0 < float(m["Mean 1-way TVD"].value) <= 1 and 0 < float(m["Worst 2-way TVD"].value) <= 1
     assert m["Rows outside the real values"].value.endswith("%")
     assert len(at.get("vega_lite_chart")) >= charts_before + 3  # distributions, pair heatmap, associations
+    numbers = next(d.value for d in at.dataframe if "mean off by (real SDs)" in d.value.columns)
+    assert "age" in list(numbers["column"]) and all(" → " in v for v in numbers["mean"])
     from ui import results
 
     saved = json.loads(results.artifact(run, results.FIDELITY_FILE).read_text())

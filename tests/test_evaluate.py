@@ -331,3 +331,42 @@ def test_rows_outside_what_the_real_column_holds_are_counted_where_the_tvds_cann
     assert shares == {k: pytest.approx(v) for k, v in expected.items()}
     assert r["out_of_range"]["max"] == pytest.approx(0.1)
     assert evaluate(real, real.copy())["out_of_range"]["max"] == 0.0
+
+
+def test_summaries_of_numbers_and_dates_are_hand_computable_and_see_a_clipped_tail():
+    """Means, SDs and the share of real rows beyond the release's range, on a table whose values are known: the
+    synthetic amounts are the real ones with the top tenth clipped to 100 (the bins' TVD folds that into the top
+    bin), the ages shifted by 5, the dates the same."""
+    amounts = np.arange(1, 201, dtype=float)  # 1..200: mean 100.5, population SD sqrt((200² - 1) / 12)
+    ages = np.tile(np.arange(20, 60, dtype=float), 5)  # 20..59, 200 rows
+    days = pd.date_range("2021-01-01", periods=200, freq="D").strftime("%Y-%m-%d")
+    real = pd.DataFrame({"amount": amounts, "age": ages, "day": days, "g": ["a", "b"] * 100})
+    syn = real.assign(amount=np.minimum(amounts, 180.0), age=ages + 5)
+    r = evaluate(real, syn, ml=False)
+    rows = {c["column"]: c for c in r["summaries"]["columns"]}
+    assert set(rows) == {"amount", "age", "day"}  # the two-valued text column is not summarised
+    a = rows["amount"]
+    sd = math.sqrt((200**2 - 1) / 12)
+    assert a["real"]["mean"] == pytest.approx(100.5) and a["real"]["sd"] == pytest.approx(sd)
+    clipped_mean = (amounts.sum() - (amounts[180:] - 180).sum()) / 200  # 181..200 become 180
+    assert a["synthetic"]["mean"] == pytest.approx(clipped_mean)
+    assert a["mean_diff_sd"] == pytest.approx((100.5 - clipped_mean) / sd)
+    assert a["synthetic"]["max"] == 180 and a["median_diff_iqr"] == 0
+    assert a["real_beyond_synthetic"] == pytest.approx(20 / 200, abs=1 / 2000)  # 181..200, read off the grid
+    g = rows["age"]
+    assert g["mean_diff_sd"] == pytest.approx(5 / np.std(ages)) and g["sd_ratio"] == pytest.approx(1.0)
+    assert g["real_beyond_synthetic"] == pytest.approx(25 / 200, abs=1 / 2000)  # 20..24 lie below the least, 25
+    d = rows["day"]
+    assert d["kind"] == "date" and d["mean_diff_sd"] == 0 and d["real_beyond_synthetic"] == 0
+    assert r["summaries"]["mean_diff_sd"]["max"] == pytest.approx(g["mean_diff_sd"])
+    assert r["summaries"]["columns"][0]["column"] == "age"  # worst mean first
+    table = {row["column"]: row for row in evaluate_summary_rows(r)}
+    assert table["day"]["mean"] == "2021-04-10 12:00 → 2021-04-10 12:00"
+    assert table["amount"]["real rows beyond the release"] == "10.0%"
+    json.dumps(r)  # the grids are not in the report
+
+
+def evaluate_summary_rows(report):
+    from dpcore.evaluate import summary_table
+
+    return summary_table(report)

@@ -492,6 +492,15 @@ def fidelity(run: dict, target: str | None = None) -> tuple[dict | None, pd.Data
 UNKNOWN_SCHEMA = "?"
 
 
+def summary_frame(report: dict) -> pd.DataFrame | None:
+    """The fidelity report's number and date summaries as a table of display strings (None when there is none:
+    no such column, or a report computed before the figure existed)."""
+    from dpcore.evaluate import summary_table
+
+    rows = summary_table(report)
+    return pd.DataFrame(rows) if rows else None
+
+
 def schema_key(run: dict) -> str:
     """A fingerprint of the schema a run released (names, types, values and bins; not where they came from):
     runs with different keys answered different queries, so their errors do not compare."""

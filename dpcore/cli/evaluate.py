@@ -91,6 +91,8 @@ def _f(x, digits: int = 4) -> str:
 
 
 def text_report(r: dict) -> str:
+    from ..evaluate import summary_table
+
     lines = [r["label"], ""]
     lines.append(f"rows: real {r['n_real']:,}, synthetic {r['n_synthetic']:,}, holdout {r['n_holdout'] or '—'}")
     if r.get("columns_left_out"):
@@ -102,6 +104,20 @@ def text_report(r: dict) -> str:
     if rng_ and rng_["max"] > 0:
         worst = ", ".join(f"{c['column']} {c['share']:.1%}" for c in rng_["columns"][:5] if c["share"] > 0)
         lines.append(f"rows outside what the real column holds (range or values)  max {rng_['max']:.1%}: {worst}")
+    sm = r.get("summaries") or {}
+    if sm.get("columns"):
+        d = sm["mean_diff_sd"]
+        lines.append(
+            "numbers and dates (real → synthetic): means off by "
+            + (f"{d['mean']:.2f} real SDs on average, {d['max']:.2f} at most" if d else "—")
+            + f"; real rows beyond the release's range at most {sm['real_beyond_synthetic_max']:.1%}"
+        )
+        for row in summary_table(r)[:5]:
+            lines.append(
+                f"    {row['column']}: mean {row['mean']} ({row['mean off by (real SDs)']} SD)  median "
+                f"{row['median']}  1st/99th pct {row['1st / 99th percentile']}  SD ratio {row['SD ratio']}  "
+                f"real rows beyond {row['real rows beyond the release']}"
+            )
     lines.append(
         f"2-way TVD  mean {_f(two['mean'])}  max {_f(two['max'])}  over {two.get('pairs_evaluated', 0)} of "
         f"{two.get('pairs_total', 0)} pairs" + (f" ({two['sample']})" if two.get("sampled") else "")
@@ -143,6 +159,8 @@ def text_report(r: dict) -> str:
 
 def html_report(r: dict) -> str:
     """A self-contained page: inline CSS, no scripts; every string from the data escaped."""
+    from ..evaluate import summary_table
+
     e = html.escape
 
     def table(head, rows):
@@ -213,6 +231,13 @@ def html_report(r: dict) -> str:
         ),
         "<h2>Columns (1-way TVD)</h2>",
         table(["column", "TVD"], [[x["column"], _f(x["tvd"])] for x in one["columns"]]),
+        "<h2>Numbers and dates: real → synthetic</h2>",
+        "<p>The TVDs compare shares of bins; a clipped tail or values pulled to a bin's middle move a mean without "
+        "moving a bin. Means off by real standard deviations; the share of real rows below the release's least or "
+        "above its greatest value.</p>",
+        table(list(summary_table(r)[0]), [list(x.values()) for x in summary_table(r)])
+        if summary_table(r)
+        else "<p>No number or date column compared on bins.</p>",
         "<h2>ML efficacy</h2>",
     ]
     if ml.get("skipped"):
