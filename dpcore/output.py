@@ -16,6 +16,7 @@ generator (``ctx.rng`` / ``Randomness.post_processing_generator()``), never priv
 from __future__ import annotations
 
 import csv
+from collections.abc import Sequence
 
 import numpy as np
 import pandas as pd
@@ -54,15 +55,20 @@ def read_release_csv(path, nrows: int | None = None) -> pd.DataFrame:
 
 
 def to_table(
-    domain: Domain, codes: np.ndarray, rng: np.random.Generator | None = None, numeric: str = "values"
+    domain: Domain,
+    codes: np.ndarray,
+    rng: np.random.Generator | None = None,
+    numeric: str = "values",
+    count_noise: float | Sequence[float] | None = None,
 ) -> pd.DataFrame:
     """The synthetic table for ``codes`` (n × len(domain)): values (``numeric="values"``, needs ``rng``) or bin
-    labels (``numeric="bins"``)."""
+    labels (``numeric="bins"``).  ``count_noise``: the released one-way counts' σ as a share of the rows (one, or
+    one per attribute; public), which lets values lean within their bins (:meth:`~dpcore.domain.Attribute.decode`)."""
     if numeric not in OUTPUT_MODES:
         raise DomainError(f"Output numeric columns as 'values' or 'bins', not {numeric!r}.")
     if numeric == "values" and rng is None:
         raise DomainError("Writing numbers and dates as values draws them within their bins: pass a numpy Generator.")
-    return domain.decode(np.asarray(codes), numeric, rng)
+    return domain.decode(np.asarray(codes), numeric, rng, count_noise)
 
 
 def write_csv(
@@ -72,6 +78,7 @@ def write_csv(
     rng: np.random.Generator | None = None,
     numeric: str = "values",
     chunk_rows: int = 500_000,
+    count_noise: float | Sequence[float] | None = None,
 ) -> None:
     """Write :func:`to_table` as CSV to ``path`` a chunk at a time (a release of millions of rows never sits in
     memory as text).  Missing cells are empty or the schema's text (:func:`with_missing_text`); the separator is
@@ -80,5 +87,7 @@ def write_csv(
     sep = csv_separator(domain)
     with open(path, "w", newline="", encoding="utf-8") as fh:
         for start in range(0, max(1, codes.shape[0]), chunk_rows):
-            part = with_missing_text(domain, to_table(domain, codes[start : start + chunk_rows], rng, numeric))
+            part = with_missing_text(
+                domain, to_table(domain, codes[start : start + chunk_rows], rng, numeric, count_noise)
+            )
             part.to_csv(fh, index=False, header=start == 0, sep=sep)

@@ -78,8 +78,25 @@ class Release:
         from .output import to_table
 
         return to_table(
-            self.workload.domain, self.rows, np.random.default_rng(self.decode_seed), numeric or self.numeric
+            self.workload.domain,
+            self.rows,
+            np.random.default_rng(self.decode_seed),
+            numeric or self.numeric,
+            self.count_noise,
         )
+
+    @property
+    def count_noise(self) -> float | list[float] | None:
+        """The one-way counts' σ as a share of the rows (one, or one per attribute), where the mechanism measured
+        every one-way marginal and says with what σ (public: from ρ and the attribute sizes); n is public.  It lets
+        a value lean within its bin by the released rows around it (:meth:`~dpcore.domain.Attribute.decode`); None
+        elsewhere: values drawn uniformly within their bins, as before."""
+        sigma = self.public.get("sigma_one_way_counts")
+        if sigma is None or not self.n:
+            return None
+        if isinstance(sigma, (list, tuple)):
+            return [float(x) / self.n for x in sigma] if len(sigma) == len(self.workload.domain) else None
+        return float(sigma) / self.n
 
     def _answers_table(self) -> pd.DataFrame:
         if self.answers is None:  # every mechanism returns rows, answers or both; a release with neither is a bug
@@ -104,7 +121,12 @@ class Release:
         from .output import write_csv
 
         write_csv(
-            self.workload.domain, self.rows, path, np.random.default_rng(self.decode_seed), numeric or self.numeric
+            self.workload.domain,
+            self.rows,
+            path,
+            np.random.default_rng(self.decode_seed),
+            numeric or self.numeric,
+            count_noise=self.count_noise,
         )
 
     def synopsis_json(self) -> dict | None:
