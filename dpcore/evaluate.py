@@ -670,7 +670,8 @@ def _summary(vals: np.ndarray) -> dict | None:
         return None
     grid = np.quantile(x, np.linspace(0.0, 1.0, SUMMARY_GRID + 1), method="inverted_cdf")  # values of the column
     out = {"n": int(x.size), "mean": float(x.mean()), "sd": float(x.std()), "min": float(grid[0])}
-    out.update({k: float(np.quantile(x, q)) for k, q in SUMMARY_QUANTILES.items()})
+    qs = np.quantile(x, list(SUMMARY_QUANTILES.values()))
+    out.update({k: float(v) for k, v in zip(SUMMARY_QUANTILES, qs)})
     out["max"] = float(grid[-1])
     out["grid"] = grid
     return out
