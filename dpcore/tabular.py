@@ -768,18 +768,19 @@ def _build_attribute(
         rims = tuple(own(r) for r in found.get("rims") or ()) if core is not None else ()
         both = prov.get("lower") == found_source and prov.get("upper") == found_source
         far = found.get("far") if both and not edges and core is None else None
+        tail = found.get("tail") if both and not edges and core is None else None
         rounded = _ceiling_eligible(role.integer, style, prov.get("upper"), upper)
-        # a far, frequent code beyond the numbers (999 beside scores of 0-99): the bins over the bulk, one for each
-        # gap and far bin (discovery; post-processing here)
+        # a far, frequent code beyond the numbers (999 beside scores of 0-99), or a thin tail past them: the bins
+        # over the bulk, one for each gap, far bin and tail (discovery; post-processing here)
         far_base = (
-            _far_number_edges(float(lower), float(upper), found["bulk"], far, nbins, role.integer,
-                              found.get("log_from"), found.get("reached_from"), rounded)
-            if far else None
+            _far_number_edges(float(lower), float(upper), found["bulk"], [*(far or ()), *(tail or ())], nbins,
+                              role.integer, found.get("log_from"), found.get("reached_from"), rounded)
+            if far or tail else None
         )  # fmt: skip
         log_from = found.get("log_from") if from_data and not edges and core is None and not far_base else None
         # the frequent values released with the bounds, and a far bin's all-nines code (a public rule) where none was
         frequent = tuple(found.get("points") or ()) + (
-            far_codes(far, float(lower), float(upper), found.get("points") or ()) if far_base else ()
+            far_codes(far, float(lower), float(upper), found.get("points") or ()) if far_base and far else ()
         )
         if log_from is not None and prov.get("upper") != found_source:
             log_from = None  # a declared upper bound: the user's range, binned evenly
@@ -867,7 +868,7 @@ def _far_number_edges(
     step = 1.0 if integer else 0.0  # a whole-number bin [a, b] ends at the edge b + 1
     far = sorted((max(lower, float(a)), min(upper, float(b))) for a, b in far)
     far = [(a, b) for a, b in far if a <= b]
-    below, above = [f for f in far if f[1] < bulk[0]], [f for f in far if f[0] > bulk[1]]
+    below, above = [f for f in far if f[1] <= bulk[0]], [f for f in far if f[0] >= bulk[1]]  # a tail: adjacent
     if not far or len(below) + len(above) < len(far):
         return None
     b0 = max(lower, float(bulk[0])) if below else lower
@@ -1283,6 +1284,10 @@ def prepare_table(
                 far_codes_of[a.name] = coded
     if far_codes_of:
         report["codes"] = far_codes_of
+    for a in attrs:  # a thin tail above the rows found, with a bin of its own
+        tails = list(found.get(a.name, {}).get("tail") or [])
+        if tails and a.kind == "numeric" and a.edges and float(tails[0][0]) in a.edges:
+            report.setdefault("tail_columns", {})[a.name] = [float(x) for x in tails[0]]
     # A role confirmed "with texts" whose texts did not clear the threshold: the owner is told why they are empty.
     # (Not for a private role: its counts pass the gate on noise alone in 2.3% of columns of numbers only, and a
     # warning about texts a column does not have would mislead.)
@@ -1440,6 +1445,15 @@ def discovery_warnings(report: dict, n: int) -> list[str]:
             )
             + ". To have a code read as no value, empty its cells before the release; declared bounds (free) give "
             "exact ranges."
+        )
+    tails = report.get("tail_columns") or {}
+    if tails:
+        out.append(
+            "Few values above the rest of their column -- fewer than a power of two needs to join the column's "
+            "range -- got one bin of their own instead of being clipped to it: "
+            + ", ".join(f"{c} ({lo:g} to {hi:g})" for c, (lo, hi) in list(tails.items())[:8])
+            + ". The release leaves that bin nearly empty where its own count finds none there. Declare the bounds "
+            "(free) for exact ranges."
         )
     coarse = [c for c, b in bounds.items() if b.get("coarse")]
     if coarse:

@@ -158,6 +158,8 @@ def outer_chains(attr) -> tuple[tuple[int, ...], ...]:
     far above it (ages 18-90 located as [16, 127] and taken to [0, 127]: the bins wholly below 127 / ZERO_REACH,
     where the lowest bin the reach can have started from ends; when the upper bound was refined in -- ages
     18-95 come back as [0, 79] -- from the least power of two above it, which the located bound was at least).
+    A bin that is the whole top power of two by itself -- a thin tail the bounds gave a bin of its own
+    (:func:`dpcore.discovery._tail_bin`: its noisy count reached only TAIL_Z·σ) -- may hold nothing but noise too.
     Otherwise only bounds with ``"dp"`` provenance that are a power of two (the upper one, for whole numbers, one
     less) qualify: a declared bound is the user's, and a refined one was already moved in to where the rows are.
     At least one bin is left out of every chain. Public: the released schema only."""
@@ -172,6 +174,8 @@ def outer_chains(attr) -> tuple[tuple[int, ...], ...]:
         if sources.get("upper") == "dp" and last >= 3 and _power_of_two(last + 1.0):
             start = (last + 1) // 2
             top = [i for i in range(k - 1, -1, -1) if _whole_span(edges, i)[0] > start]
+            if not top and _whole_span(edges, k - 1)[0] == start:  # a thin tail's own bin (the top power of two)
+                top = [k - 1]
         first = _whole_span(edges, 0)[0]
         if sources.get("lower") == "dp" and first >= 2 and _power_of_two(float(first)):
             end = 2 * first - 1
@@ -182,6 +186,8 @@ def outer_chains(attr) -> tuple[tuple[int, ...], ...]:
         upper, lower = float(edges[-1]), float(edges[0])
         if sources.get("upper") == "dp" and _power_of_two(upper):
             top = [i for i in range(k - 1, -1, -1) if edges[i] > upper / 2.0]
+            if not top and edges[k - 1] == upper / 2.0:  # a thin tail's own bin (the top power of two)
+                top = [k - 1]
         if sources.get("lower") == "dp" and _power_of_two(lower):
             bottom = [i for i in range(k) if edges[i + 1] < 2.0 * lower]
         elif sources.get("lower") == "dp" and lower == 0.0 and upper > 0.0:  # reached down to 0
