@@ -259,10 +259,10 @@ BIN_FALSE_POSITIVE = 0.001
 FAR_FALSE_POSITIVE = 1e-5
 #: ... where far is more than this many powers of two beyond the bulk's largest magnitude ...
 FAR_OCTAVES = 3
-#: A numeric range's end away from zero gets one bin more -- the power of two past it, as a bin of its own (a tail),
-#: the range's bins staying where the rows are -- where that power of two's noisy count reaches this many σ but not
-#: the ADJACENT_Z·σ that joins it to the range (:func:`_tail_bin`).  Clipped into the end bin, those rows were lost:
-#: CRP above 16 mg/L on 4.8% of 2,500 lab rows, fares above 64 on 15% of Titanic's.
+#: A numeric range reaching above zero gets the power of two past its upper end as a bin of its own (a tail), the
+#: range's bins staying where the rows are, where that power of two's noisy count reaches this many σ but not the
+#: ADJACENT_Z·σ that joins it to the range (:func:`_tail_bin`).  Clipped into the end bin, those rows were lost: CRP
+#: above 16 mg/L on 4.8% of 2,500 lab rows.
 TAIL_Z = 1.0
 #: ... read only where the bounds' σ is at most this share of the rows: where a false tail (16% of draws read one on
 #: noise alone) is fitted empty again (the release empties an end chain under OUTER_SIGMA_SHARE, 3%, of the rows;
