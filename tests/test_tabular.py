@@ -527,7 +527,8 @@ def test_amounts_over_many_powers_of_two_get_bins_spaced_in_log():
     whole_amounts = pd.DataFrame({"paid": paid_amounts.astype(int), "group": rng.choice(["a", "b"], n)})
     paid = prepare_table(whole_amounts, epsilon=1.0, delta=1e-8, noise=Randomness(4)).domain.attributes[0]
     assert paid.integer and paid.edges[-1] + 1 >= LOG_SPAN * paid.edges[0] > 0, paid.edges  # nothing below 1,024:
-    assert paid.edges[0] == 1024 and np.allclose(np.diff(np.log(paid.edges)), np.log(64) / 20, rtol=0.2)  # no reach
+    body = np.asarray(paid.edges[:-1] if paid.edges[-2] == 65536 else paid.edges)  # less a thin tail's own bin, read
+    assert paid.edges[0] == 1024 and np.allclose(np.diff(np.log(body)), np.log(64) / 20, rtol=0.2)  # on noise; no reach
     geo = _log_edges(0.0, 2.0**20, 1024.0, 20, False)
     assert geo[0] == 0 and geo[1] == 1024 and geo[-1] == 2**20 and len(geo) == 21
     ratios = np.diff(np.log(geo[1:]))
