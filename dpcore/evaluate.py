@@ -688,7 +688,7 @@ def _share_beyond(grid: np.ndarray, lo: float, hi: float) -> float:
 
 def _summaries(codings, real: list, synthetic: list) -> dict:
     """Real against synthetic summaries of every number or date column (``summaries`` in the module docstring),
-    worst mean first; dates' values are nanoseconds since the epoch, their differences in days."""
+    worst mean first; dates' values are nanoseconds since the epoch (the differences are in real SDs and IQRs)."""
     rows = []
     for c, r, s in zip(codings, real, synthetic):
         if c.kind != "numeric" or r is None:

@@ -137,7 +137,7 @@ def test_the_outcome_system_names_the_target_and_runs_only_where_there_is_one(ti
 def test_seeds_split_a_long_run_and_bad_seeds_are_refused_with_a_message():
     from argparse import Namespace
 
-    assert realdata._seeds(Namespace(runs=3, seeds=None)) == 3
+    assert realdata._seeds(Namespace(runs=3, seeds=None)) == [0, 1, 2]
     assert realdata._seeds(Namespace(runs=3, seeds="2, 1,2")) == [1, 2]
     assert [j[3] for j in realdata.bench_jobs(["t"], ["aim"], [3.0], [1, 2])] == [1, 2]
     for bad in ("one", "-1", ","):
@@ -226,3 +226,9 @@ def test_an_auc_target_is_judged_at_its_slack():
     # Without the records (or with three seeds) the check has no interval: the medians alone.
     (check,) = [c for c in realdata.check_targets(realdata.summarise(records)) if "auc_gb" in c["check"]]
     assert "interval" not in check or check["interval"] is None
+
+
+def test_bad_seeds_on_the_command_line_get_a_message_and_no_run(tmp_path, capsys):
+    code = main(["bench", "realdata", "--seeds", "1,two", "--systems", "default", "--out-dir", str(tmp_path / "o")])
+    assert code != 0 and "--seeds takes whole numbers" in capsys.readouterr().err
+    assert not (tmp_path / "o" / "records.jsonl").exists()

@@ -789,9 +789,10 @@ def _tables(args) -> list[tuple[str, Path, Path, str | None]]:
     return out
 
 
-def _seeds(args) -> int | list[int]:
+def _seeds(args) -> list[int]:
+    """The seeds to run: ``--seeds`` (sorted, each once), else 0..runs-1."""
     if getattr(args, "seeds", None) is None:
-        return int(args.runs)
+        return list(range(int(args.runs)))
     try:
         seeds = sorted({int(x) for x in str(args.seeds).split(",") if x.strip()})
     except ValueError:
@@ -821,6 +822,7 @@ def bench_realdata(args) -> dict:
     if bad:
         raise DPCoreError(f"Unknown system(s) {bad}; choose from {list(SYSTEMS)}.")
     epsilons = [float(e) for e in str(args.epsilons).split(",") if e.strip()]
+    seeds = _seeds(args)  # before any table is read: bad --seeds are refused first
     out_dir = Path(args.out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
     cache = Path(args.cache) if args.cache else out_dir / "records.jsonl"
@@ -841,7 +843,7 @@ def bench_realdata(args) -> dict:
     lock = threading.Lock()
     load_start = os.getloadavg()
     t_start = time.time()
-    jobs = bench_jobs(tables, systems, epsilons, _seeds(args))
+    jobs = bench_jobs(tables, systems, epsilons, seeds)
     reused = 0
     todo = []
     records: list[dict] = []
@@ -939,7 +941,7 @@ def bench_realdata(args) -> dict:
         "systems": systems,
         "epsilons": epsilons,
         "runs": args.runs,
-        "seeds": list(range(args.runs)) if isinstance(_seeds(args), int) else _seeds(args),
+        "seeds": seeds,
         "split": f"seed {SPLIT_SEED}, {1 - HOLDOUT_SHARE:.0%} train / {HOLDOUT_SHARE:.0%} holdout",
         "code": code,
         "cache": str(cache),

@@ -169,6 +169,7 @@ def html_report(r: dict) -> str:
             out.append("<tr>" + "".join(f"<td>{e(str(v))}</td>" for v in row) + "</tr>")
         return "".join(out) + "</table>"
 
+    numbers = summary_table(r)
     one, two, three, a, c, ml = (
         r["one_way_tvd"],
         r["two_way_tvd"],
@@ -235,8 +236,8 @@ def html_report(r: dict) -> str:
         "<p>The TVDs compare shares of bins; a clipped tail or values pulled to a bin's middle move a mean without "
         "moving a bin. Means off by real standard deviations; the share of real rows below the release's least or "
         "above its greatest value.</p>",
-        table(list(summary_table(r)[0]), [list(x.values()) for x in summary_table(r)])
-        if summary_table(r)
+        table(list(numbers[0]), [list(x.values()) for x in numbers])
+        if numbers
         else "<p>No number or date column compared on bins.</p>",
         "<h2>ML efficacy</h2>",
     ]
